@@ -1,0 +1,1 @@
+"""The HTTP API (aiohttp): ratings, webhook management, health and metrics."""

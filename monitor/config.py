@@ -1,0 +1,214 @@
+"""One configuration for every process: a TOML file, then environment variables on top.
+
+Environment variables are ``DEPEG_<SECTION>__<FIELD>`` (for example
+``DEPEG_KAFKA__BOOTSTRAP_SERVERS=broker:9092`` or ``DEPEG_MODEL__REFRESH_SECONDS=60``).
+Values are validated once, here, into typed structs; a wrong value stops start-up with a
+message that names the field.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+ENV_PREFIX = "DEPEG_"
+CONFIG_ENV = "DEPEG_CONFIG"
+
+
+class Weights(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """Signal weights in percent (the spec's defaults). Missing signals renormalise."""
+
+    price_deviation: float = 30.0
+    slippage: float = 20.0
+    persistence_50bp: float = 18.0
+    persistence_100bp: float = 12.0
+    volatility_burst: float = 10.0
+    headroom: float = 10.0
+
+
+class ModelConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """Every constant of the rating model; README "The rating model" explains each choice."""
+
+    weights: Weights = Weights()
+    #: Width of one window bucket. Windows are rings of buckets, not lists of ticks.
+    bucket_seconds: int = 60
+    #: Price deviation is the time-weighted mean of (price - peg) / peg over this window.
+    deviation_window_seconds: int = 300
+    #: Downside deviation (fraction) that gives the full price signal: 5 %.
+    deviation_full: float = 0.05
+    #: Persistence: time below peg by more than these fractions, over the last hour.
+    persistence_window_seconds: int = 3600
+    persistence_low: float = 0.005
+    persistence_high: float = 0.010
+    #: Slippage of a 100k USD sell: no signal at or below ``floor``, full at ``full``.
+    slippage_floor_bps: float = 10.0
+    slippage_full_bps: float = 200.0
+    #: A slippage observation older than this no longer counts as observed.
+    slippage_max_age_seconds: int = 3600
+    #: Volatility burst: realised variance over the recent window against an exponentially
+    #: decayed baseline; no signal below ``burst_start`` x baseline volatility, full at
+    #: ``burst_full`` x. ``volatility_floor`` (per-minute return std) keeps a flat feed from
+    #: turning a 1 bp wiggle into a burst.
+    volatility_window_seconds: int = 900
+    volatility_baseline_seconds: int = 21600
+    burst_start: float = 2.0
+    burst_full: float = 4.0
+    volatility_floor: float = 0.0005
+    #: Headroom: oracle divergence |price - oracle| / peg that gives the full signal.
+    oracle_divergence_full: float = 0.02
+    oracle_max_age_seconds: int = 3600
+    #: Tier bands on the 0-100 rating (spec: critical >= 80, warning 60-79, watch 40-59).
+    watch_at: float = 40.0
+    warning_at: float = 60.0
+    critical_at: float = 80.0
+    #: Premium: the 5-minute deviation must be at least this far above peg (a token at
+    #: 1.0001 is not premium) and falls back once it is below ``premium_exit``.
+    premium_enter: float = 0.005
+    premium_exit: float = 0.0025
+    #: Anti-flapping: escalate at once; step down only when the rating sits below the lower
+    #: band by ``deescalate_margin`` points for ``deescalate_dwell_seconds`` of event time.
+    deescalate_margin: float = 5.0
+    deescalate_dwell_seconds: int = 3600
+    #: A rating refresh every this many seconds of event time (aligned to the epoch).
+    #: 0 means refresh on every tick.
+    refresh_seconds: int = 300
+    #: Ticks may arrive this late (event time) and still be placed in order; later ones are
+    #: dropped and counted.
+    lateness_seconds: int = 120
+    #: A token with no tick for this long (event time at refresh) is reported stale.
+    stale_after_seconds: int = 900
+
+
+class KafkaConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    #: Empty: ``run`` starts the embedded Tansu broker on loopback.
+    bootstrap_servers: str = ""
+    ticks_topic: str = "depeg.ticks"
+    ratings_topic: str = "depeg.ratings"
+    tier_changes_topic: str = "depeg.tier-changes"
+    dlq_topic: str = "depeg.ticks.dlq"
+    state_topic: str = "depeg.monitor-state"
+    partitions: int = 8
+    replication_factor: int = 1
+    monitor_group: str = "depeg-monitor"
+    delivery_group: str = "depeg-delivery"
+    store_group: str = "depeg-store"
+    batch_max_records: int = 2000
+    batch_timeout_ms: int = 200
+    acks: str = "all"
+    #: Exactly-once transactions: real Kafka only (the embedded broker refuses them).
+    transactional: bool = False
+    embedded_port: int = 0
+
+
+class StorageConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    #: ``sqlite:///path/to/file.db`` (embedded default) or ``postgresql://user@host/db``.
+    url: str = "sqlite:///depeg-monitor.db"
+    #: Rating history older than this is deleted by the store writer.
+    retention_days: int = 30
+
+
+class ApiConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    host: str = "127.0.0.1"
+    port: int = 8080
+    max_body_bytes: int = 65536
+
+
+class DeliveryConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    max_attempts: int = 5
+    timeout_seconds: float = 10.0
+    backoff_base_seconds: float = 2.0
+    backoff_max_seconds: float = 300.0
+    max_concurrency: int = 64
+    per_endpoint_concurrency: int = 4
+    #: Development only: allow http:// and loopback receivers. Loud in the logs when on.
+    allow_loopback: bool = False
+
+
+class LoggingConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    level: str = "info"
+    #: ``json`` for production, ``console`` for a terminal, ``auto`` picks by isatty.
+    format: str = "auto"
+
+
+class MetricsConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    #: Port of the /metrics, /healthz, /readyz listener of processes without the API.
+    port: int = 9108
+    host: str = "127.0.0.1"
+
+
+class RegistryConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    #: TOML file listing tracked tokens; empty for none.
+    path: str = ""
+
+
+class Config(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    model: ModelConfig = ModelConfig()
+    kafka: KafkaConfig = KafkaConfig()
+    storage: StorageConfig = StorageConfig()
+    api: ApiConfig = ApiConfig()
+    delivery: DeliveryConfig = DeliveryConfig()
+    logging: LoggingConfig = LoggingConfig()
+    metrics: MetricsConfig = MetricsConfig()
+    registry: RegistryConfig = RegistryConfig()
+
+
+class ConfigError(ValueError):
+    pass
+
+
+def _set_path(tree: dict[str, Any], path: list[str], value: str) -> None:
+    node = tree
+    for part in path[:-1]:
+        child = node.setdefault(part, {})
+        if not isinstance(child, dict):
+            raise ConfigError(f"{'.'.join(path)}: {part} is not a section")
+        node = child
+    node[path[-1]] = value
+
+
+def load_config(path: str | Path | None = None, env: Mapping[str, str] | None = None) -> Config:
+    """File (argument, else ``$DEPEG_CONFIG``, else none) plus ``DEPEG_*`` variables."""
+    env = os.environ if env is None else env
+    tree: dict[str, Any] = {}
+    path = path or env.get(CONFIG_ENV) or None
+    if path:
+        try:
+            tree = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+        except (OSError, tomllib.TOMLDecodeError) as exc:
+            raise ConfigError(f"cannot read config file {path}: {exc}") from None
+    for name, value in env.items():
+        if name.startswith(ENV_PREFIX) and "__" in name:
+            parts = [p.lower() for p in name[len(ENV_PREFIX):].split("__")]
+            _set_path(tree, parts, value)
+    try:
+        # strict=False lets environment strings become ints, floats and booleans.
+        return msgspec.convert(tree, Config, strict=False)
+    except msgspec.ValidationError as exc:
+        raise ConfigError(f"invalid configuration: {exc}") from None
+
+
+def to_toml_comments() -> str:
+    """The defaults as a commented TOML document, for ``depeg-monitor config``."""
+    lines: list[str] = []
+
+    def emit(prefix: str, struct: msgspec.Struct) -> None:
+        nested: list[tuple[str, msgspec.Struct]] = []
+        lines.append(f"[{prefix}]")
+        for field in msgspec.structs.fields(struct):
+            value = getattr(struct, field.name)
+            if isinstance(value, msgspec.Struct):
+                nested.append((f"{prefix}.{field.name}", value))
+            else:
+                lines.append(f"{field.name} = {msgspec.json.encode(value).decode()}")
+        lines.append("")
+        for name, child in nested:
+            emit(name, child)
+
+    for field in msgspec.structs.fields(Config):
+        emit(field.name, getattr(Config(), field.name))
+    return "\n".join(lines)

@@ -1,0 +1,174 @@
+"""The tick: one observation of one token, validated in exactly one place.
+
+Ticks arrive as JSON (one per Kafka record on ``depeg.ticks``) or as rows of the canonical
+CSV (``ts,chain,token,symbol,price_usd,peg_usd,slippage_bps``). Both go through
+:func:`make_tick`, so a value the daemon refuses is refused by ``replay`` too, for the
+same reason.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Final
+
+import msgspec
+
+from .chains import is_chain, normalize_address
+from .timefmt import parse_ts
+
+#: Largest tick record the monitor accepts. Real Kafka refuses records over 1 MB by
+#: default; a tick is a few hundred bytes, so anything near this is garbage.
+MAX_TICK_BYTES: Final = 64 * 1024
+
+CSV_HEADER: Final = ("ts", "chain", "token", "symbol", "price_usd", "peg_usd", "slippage_bps")
+
+
+class BadTick(ValueError):
+    """A tick that cannot be used; ``reason`` is a short code fit for a metric label."""
+
+    def __init__(self, reason: str, detail: str) -> None:
+        super().__init__(f"{reason}: {detail}")
+        self.reason = reason
+        self.detail = detail
+
+
+class Tick(msgspec.Struct, frozen=True, gc=False):
+    """A validated observation. Prices keep their original decimal text for the events."""
+
+    ts: float
+    chain: str
+    token: str
+    symbol: str
+    price: float | None = None
+    price_text: str | None = None
+    peg: float | None = None
+    peg_text: str | None = None
+    slippage_bps: float | None = None
+    oracle_price: float | None = None
+    source: str = ""
+
+    @property
+    def key(self) -> str:
+        return f"{self.chain}:{self.token}"
+
+
+Number = str | float | int | None
+
+
+class TickMessage(msgspec.Struct, forbid_unknown_fields=False):
+    """The wire shape of a tick on ``depeg.ticks`` (DESIGN.md, "Fixed contracts")."""
+
+    ts: str | float | int
+    chain: str
+    token: str
+    symbol: str = ""
+    price_usd: Number = None
+    peg_usd: Number = None
+    slippage_bps: Number = None
+    oracle_price_usd: Number = None
+    source: str = ""
+
+
+_decoder = msgspec.json.Decoder(TickMessage)
+
+
+def _number(value: Number, field: str, *, positive: bool) -> tuple[float | None, str | None]:
+    """A price-like value -> (float, decimal text); None/"" means not observed."""
+    if value is None:
+        return None, None
+    if isinstance(value, bool):
+        raise BadTick(f"bad_{field}", f"{field} must be a number, not a boolean")
+    if isinstance(value, str):
+        text = value.strip()
+        if not text:
+            return None, None
+        try:
+            number = float(text)
+        except ValueError:
+            raise BadTick(f"bad_{field}", f"{field} is not a number: {value[:40]!r}") from None
+    else:
+        number = float(value)
+        text = repr(number) if isinstance(value, float) else str(value)
+    if not math.isfinite(number):
+        raise BadTick(f"bad_{field}", f"{field} is not finite: {text[:40]!r}")
+    if number < 0 or (positive and number == 0):
+        raise BadTick(f"bad_{field}", f"{field} must be {'positive' if positive else '>= 0'}: {text}")
+    return number, text
+
+
+def make_tick(
+    ts: str | float | int,
+    chain: str,
+    token: str,
+    symbol: str,
+    price_usd: Number = None,
+    peg_usd: Number = None,
+    slippage_bps: Number = None,
+    oracle_price_usd: Number = None,
+    source: str = "",
+) -> Tick:
+    """Validate raw fields into a :class:`Tick` or raise :class:`BadTick`."""
+    try:
+        seconds = parse_ts(ts)
+    except (ValueError, TypeError, OverflowError) as exc:
+        raise BadTick("bad_ts", f"unparseable time {str(ts)[:40]!r}: {exc}") from None
+    chain = chain.strip().lower()
+    if not is_chain(chain):
+        raise BadTick("unknown_chain", f"unknown chain {chain[:20]!r}")
+    address = normalize_address(token)
+    if address is None:
+        raise BadTick("bad_address", f"malformed token address {token[:60]!r}")
+    price, price_text = _number(price_usd, "price", positive=True)
+    peg, peg_text = _number(peg_usd, "peg", positive=True)
+    slippage, _ = _number(slippage_bps, "slippage", positive=False)
+    oracle, _ = _number(oracle_price_usd, "oracle_price", positive=True)
+    if price is None and slippage is None and oracle is None:
+        raise BadTick("no_observation", "tick carries no price, slippage or oracle price")
+    return Tick(
+        ts=seconds,
+        chain=chain,
+        token=address,
+        symbol=symbol.strip()[:32],
+        price=price,
+        price_text=price_text,
+        peg=peg,
+        peg_text=peg_text,
+        slippage_bps=slippage,
+        oracle_price=oracle,
+        source=source[:64],
+    )
+
+
+def decode_tick(value: bytes | None) -> Tick:
+    """A Kafka record value -> Tick, or :class:`BadTick` with the reason."""
+    if value is None:
+        raise BadTick("empty", "record has no value")
+    if len(value) > MAX_TICK_BYTES:
+        raise BadTick("too_large", f"record is {len(value)} bytes, limit {MAX_TICK_BYTES}")
+    try:
+        msg = _decoder.decode(value)
+    except msgspec.DecodeError as exc:
+        reason = "bad_json" if "malformed" in str(exc).lower() else "bad_schema"
+        raise BadTick(reason, str(exc)[:200]) from None
+    return make_tick(
+        msg.ts, msg.chain, msg.token, msg.symbol, msg.price_usd, msg.peg_usd,
+        msg.slippage_bps, msg.oracle_price_usd, msg.source,
+    )
+
+
+def encode_tick(tick: Tick) -> bytes:
+    """A Tick -> its wire JSON (what producers publish)."""
+    from .timefmt import format_ts
+
+    msg = TickMessage(
+        ts=format_ts(tick.ts),
+        chain=tick.chain,
+        token=tick.token,
+        symbol=tick.symbol,
+        price_usd=tick.price_text,
+        peg_usd=tick.peg_text,
+        slippage_bps=tick.slippage_bps,
+        oracle_price_usd=tick.oracle_price,
+        source=tick.source,
+    )
+    return msgspec.json.encode(msg)
