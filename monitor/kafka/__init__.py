@@ -1,0 +1,1 @@
+"""Kafka at the edge: the embedded broker, topics, producers and consumers."""

