@@ -1,0 +1,31 @@
+"""Long-running services and how ``depeg-monitor run`` finds them.
+
+A :class:`Service` runs until its ``stop`` event is set and then returns after finishing
+in-flight work (clean shutdown). Services register through the ``depeg_monitor.services``
+entry-point group (the monitor, the delivery worker, the store writer, the HTTP API), so
+``run`` can start them all in one process without ``monitor`` importing ``consumers``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from importlib.metadata import entry_points
+
+from .config import Config
+
+GROUP = "depeg_monitor.services"
+
+
+@dataclass(frozen=True)
+class Service:
+    name: str
+    run: Callable[[Config, asyncio.Event], Awaitable[None]]
+    #: Lower starts first (the monitor before the consumers of its topics).
+    order: int = 50
+
+
+def discover_services() -> list[Service]:
+    found = [ep.load() for ep in entry_points(group=GROUP)]
+    return sorted((s for s in found if isinstance(s, Service)), key=lambda s: (s.order, s.name))
