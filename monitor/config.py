@@ -139,6 +139,10 @@ class MetricsConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     #: Port of the /metrics, /healthz, /readyz listener of processes without the API.
     port: int = 9108
     host: str = "127.0.0.1"
+    #: At most this many tokens get per-token series (depeg_token_*); see monitor/metrics.py.
+    token_series_cap: int = 500
+    #: /readyz fails when a consumer's total lag exceeds this many records.
+    max_ready_lag_records: int = 100000
 
 
 class RegistryConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
