@@ -31,10 +31,10 @@ async def errors_middleware(request: web.Request, handler: Handler) -> web.Strea
 
 
 def create_app(config: Config, db: Database) -> web.Application:
-    from . import auth, health, rwa, webhooks
+    from . import auth, health, observe, rwa, webhooks
 
     app = web.Application(
-        middlewares=[errors_middleware, auth.auth_middleware],
+        middlewares=[observe.metrics_middleware, errors_middleware, auth.auth_middleware],
         client_max_size=config.api.max_body_bytes,
     )
     app[CONFIG] = config
