@@ -1,45 +1,120 @@
 """Structured logs: JSON in production, readable on a terminal, secrets never printed.
 
 Every process logs through structlog into the standard library's root logger, so aiokafka
-and aiohttp messages come out in the same format.
+and aiohttp messages come out in the same format. Log with fields, not formatted strings:
+``log.info("delivery_succeeded", event_id=..., token=..., subscription_id=...)``.
+
+Secrets are kept out two ways, because one is not enough:
+
+- by field name: any field whose name says secret (``secret``, ``password``, ``api_key``,
+  ``authorization``, ...; see :func:`is_secret_field`) is replaced, also inside nested
+  dicts and lists (headers, request bodies);
+- by value: strings that look like our credentials (API keys ``dpm_...``, webhook secrets
+  ``whsec_...``, bearer tokens, ``api_key=...`` in query strings) are masked wherever they
+  appear -- in the message, in any field, in a formatted traceback, in aiohttp's and
+  aiokafka's own records. A short display prefix (``dpm_`` + 8 characters) stays readable
+  so an operator can still tell which key acted.
 """
 
 from __future__ import annotations
 
 import logging
+import re
 import sys
 from collections.abc import MutableMapping
-from typing import Any
+from typing import IO, Any
 
 import structlog
 
-#: Field names whose values are replaced before anything is written.
+REDACTED = "[redacted]"
+
+#: Field names whose values are always replaced (compared lower-case, ``-`` as ``_``).
 SECRET_FIELDS = frozenset({
-    "secret", "secret_key", "api_key", "x-api-key", "password", "token_secret",
-    "previous_secret", "authorization",
+    "secret", "secret_key", "api_key", "x_api_key", "password", "token_secret",
+    "previous_secret", "authorization", "webhook_secret", "signing_key", "private_key",
+    "credentials", "cookie", "set_cookie",
 })
+#: A field name containing one of these words is secret too (``new_secret_key``, ...).
+_SECRET_WORDS = ("secret", "password", "passwd", "api_key", "apikey", "authorization",
+                 "private_key", "credential")
+#: ... unless it only names or identifies the secret (``api_key_id``, ``secret_prefix``).
+_SAFE_SUFFIXES = ("_id", "_prefix", "_name")
+
+#: Credential-shaped values: our API keys and webhook secrets (monitor/webhooks), bearer
+#: tokens and secret-named query parameters. The tail lengths leave display prefixes alone.
+SECRET_VALUE_PATTERNS = (
+    re.compile(r"dpm_[A-Za-z0-9_\-]{16,}"),
+    re.compile(r"whsec_[A-Za-z0-9_\-]{16,}"),
+    re.compile(r"(?i)\bbearer\s+[A-Za-z0-9._~+/\-]{8,}=*"),
+    re.compile(r"(?i)((?:api[_-]?key|secret(?:_key)?|password|token_secret)=)[^&\s\"']+"),
+)
+_MAX_DEPTH = 6
+
+
+def is_secret_field(name: str) -> bool:
+    key = name.lower().replace("-", "_")
+    if key in SECRET_FIELDS:
+        return True
+    if key.endswith(_SAFE_SUFFIXES):
+        return False
+    return any(word in key for word in _SECRET_WORDS)
+
+
+def scrub_text(text: str) -> str:
+    """Mask every credential-shaped substring of ``text``."""
+    for pattern in SECRET_VALUE_PATTERNS:
+        if pattern.groups:
+            text = pattern.sub(lambda m: m.group(1) + REDACTED, text)
+        else:
+            text = pattern.sub(REDACTED, text)
+    return text
+
+
+def _scrub(value: Any, depth: int = 0) -> Any:
+    if isinstance(value, str):
+        return scrub_text(value)
+    if depth >= _MAX_DEPTH:
+        return value
+    if isinstance(value, dict):
+        return {k: REDACTED if isinstance(k, str) and is_secret_field(k) else _scrub(v, depth + 1)
+                for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return type(value)(_scrub(v, depth + 1) for v in value)
+    if isinstance(value, bytes | bytearray):
+        return scrub_text(bytes(value).decode("utf-8", "replace"))
+    return value
 
 
 def redact_secrets(
     _logger: Any, _name: str, event_dict: MutableMapping[str, Any]
 ) -> MutableMapping[str, Any]:
+    """structlog processor: secret-named fields replaced, credential-shaped values masked."""
     for key in list(event_dict):
-        if key.lower() in SECRET_FIELDS:
-            event_dict[key] = "[redacted]"
+        if key.startswith("_"):  # structlog/stdlib bookkeeping (_record, _from_structlog)
+            continue
+        if is_secret_field(key):
+            event_dict[key] = REDACTED
+        else:
+            event_dict[key] = _scrub(event_dict[key])
     return event_dict
 
 
-def configure_logging(level: str = "info", fmt: str = "auto") -> None:
+def configure_logging(
+    level: str = "info", fmt: str = "auto", stream: IO[str] | None = None
+) -> None:
+    """Configure structlog and the root logger once per process (``stream``: stderr)."""
+    stream = stream or sys.stderr
     if fmt == "auto":
-        fmt = "console" if sys.stderr.isatty() else "json"
+        fmt = "console" if stream.isatty() else "json"
     shared: list[Any] = [
         structlog.contextvars.merge_contextvars,
+        structlog.stdlib.add_logger_name,
         structlog.processors.add_log_level,
         structlog.processors.TimeStamper(fmt="iso", utc=True),
         redact_secrets,
     ]
     renderer: Any = (
-        structlog.dev.ConsoleRenderer(colors=sys.stderr.isatty())
+        structlog.dev.ConsoleRenderer(colors=stream.isatty())
         if fmt == "console"
         else structlog.processors.JSONRenderer()
     )
@@ -49,13 +124,15 @@ def configure_logging(level: str = "info", fmt: str = "auto") -> None:
         wrapper_class=structlog.stdlib.BoundLogger,
         cache_logger_on_first_use=True,
     )
-    handler = logging.StreamHandler(sys.stderr)
+    handler = logging.StreamHandler(stream)
     handler.setFormatter(
         structlog.stdlib.ProcessorFormatter(
             foreign_pre_chain=shared,
             processors=[
                 structlog.stdlib.ProcessorFormatter.remove_processors_meta,
                 structlog.processors.format_exc_info,
+                # Again after formatting: a traceback may quote a secret from a local value.
+                redact_secrets,
                 renderer,
             ],
         )

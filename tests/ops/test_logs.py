@@ -1,0 +1,82 @@
+"""Logs: JSON lines with fields; secrets never written, by name or by shape."""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+import secrets
+from collections.abc import Iterator
+
+import pytest
+import structlog
+
+from monitor.logs import configure_logging, get_logger, is_secret_field, scrub_text
+
+pytestmark = pytest.mark.ops
+
+API_KEY = "dpm_" + secrets.token_urlsafe(32)
+WEBHOOK_SECRET = "whsec_" + secrets.token_hex(32)
+
+
+@pytest.fixture
+def captured() -> Iterator[io.StringIO]:
+    stream = io.StringIO()
+    structlog.reset_defaults()
+    configure_logging("debug", "json", stream=stream)
+    yield stream
+    structlog.reset_defaults()
+    logging.getLogger().handlers[:] = []
+
+
+def lines(stream: io.StringIO) -> list[dict[str, object]]:
+    return [json.loads(line) for line in stream.getvalue().splitlines() if line.strip()]
+
+
+def test_json_lines_carry_fields(captured: io.StringIO) -> None:
+    log = get_logger("test.fields")
+    log.info("delivery_succeeded", event_id="e-1", token="0xabc", subscription_id="s-1")
+    [record] = lines(captured)
+    assert record["event"] == "delivery_succeeded"
+    assert record["level"] == "info" and record["logger"] == "test.fields"
+    assert record["event_id"] == "e-1" and record["subscription_id"] == "s-1"
+    assert record["token"] == "0xabc"  # a token address is not a secret
+    assert "timestamp" in record
+
+
+def test_secret_named_fields_are_redacted(captured: io.StringIO) -> None:
+    log = get_logger("test.names")
+    log.info("created", secret_key=WEBHOOK_SECRET, api_key=API_KEY, password="hunter2",
+             headers={"X-API-Key": API_KEY, "Content-Type": "application/json"},
+             nested=[{"new_secret": "s3cr3t-value"}], api_key_prefix=API_KEY[:12])
+    text = captured.getvalue()
+    for leaked in (WEBHOOK_SECRET, API_KEY, "hunter2", "s3cr3t-value"):
+        assert leaked not in text
+    [record] = lines(captured)
+    assert record["headers"] == {"X-API-Key": "[redacted]", "Content-Type": "application/json"}
+    assert record["api_key_prefix"] == API_KEY[:12]  # the display prefix stays readable
+
+
+def test_secret_shaped_values_are_masked_anywhere(captured: io.StringIO) -> None:
+    log = get_logger("test.values")
+    log.info(f"request with {API_KEY}", url=f"https://x.example/hook?api_key={API_KEY}&a=1",
+             note=f"Authorization: Bearer {WEBHOOK_SECRET}", raw=WEBHOOK_SECRET.encode())
+    logging.getLogger("aiohttp.access").warning("GET /rwa?secret=%s 200", "plain-secret-123")
+    try:
+        raise ValueError(f"bad secret {WEBHOOK_SECRET}")
+    except ValueError:
+        log.exception("failed")
+    text = captured.getvalue()
+    for leaked in (WEBHOOK_SECRET, API_KEY, API_KEY[12:], "plain-secret-123"):
+        assert leaked not in text
+    assert "ValueError" in text and "a=1" in text
+    assert len(lines(captured)) == 3
+
+
+def test_classifiers() -> None:
+    assert is_secret_field("X-Api-Key") and is_secret_field("previous_secret")
+    assert is_secret_field("new_secret_key") and is_secret_field("Authorization")
+    assert not is_secret_field("token") and not is_secret_field("subscription_id")
+    assert not is_secret_field("secret_prefix") and not is_secret_field("key")
+    assert scrub_text("dpm_abcd1234") == "dpm_abcd1234"  # display prefix: too short to be a key
+    assert scrub_text(f"k={API_KEY}.") == "k=[redacted]."
