@@ -3,7 +3,7 @@
 # Run:    docker run --rm depeg-monitor --help
 FROM python:3.11-slim AS build
 WORKDIR /src
-COPY pyproject.toml README.md ./
+COPY pyproject.toml README.md* ./
 COPY monitor ./monitor
 COPY consumers ./consumers
 COPY producers ./producers
