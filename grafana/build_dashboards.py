@@ -139,7 +139,6 @@ def overview() -> dict[str, Any]:
             q(f"sum(rate(depeg_ticks_consumed_total[{RI}]))", "consumed"),
             q(f"sum(rate(depeg_ticks_decoded_total[{RI}]))", "decoded"),
             q(f"sum(rate(depeg_ticks_late_total[{RI}]))", "late"),
-            q(f"sum(rate(depeg_producer_ticks_sent_total[{RI}]))", "produced"),
         ], unit="ops", desc="Tick records per second read from depeg.ticks."),
         panel("Dead-lettered ticks by reason", "timeseries", [
             q(f"sum by (reason) (rate(depeg_ticks_dead_lettered_total[{RI}]))", "{{reason}}")],

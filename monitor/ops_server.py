@@ -7,9 +7,13 @@ them. The API process serves the same three routes on its own app (monitor/api/h
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
 from aiohttp import web
 
-from . import health
+from . import health, metrics
+from .config import MetricsConfig
 from .logs import get_logger
 
 log = get_logger(__name__)
@@ -53,3 +57,16 @@ class OpsServer:
 
     async def __aexit__(self, *_exc: object) -> None:
         await self.stop()
+
+
+@asynccontextmanager
+async def serving(config: MetricsConfig) -> AsyncIterator[OpsServer]:
+    """The ops listener for the lifetime of a process (``run``, ``monitor``, ``deliver``,
+    ``store``): applies the per-token series cap and serves until the block exits."""
+    metrics.set_token_cap(config.token_series_cap)
+    server = OpsServer(config.host, config.port)
+    await server.start()
+    try:
+        yield server
+    finally:
+        await server.stop()

@@ -133,7 +133,7 @@ async def test_broker_check(broker: EmbeddedBroker) -> None:
 
 
 async def test_consumer_check_reads_metrics() -> None:
-    name = "store"
+    name = "test-consumer"  # not a real consumer: other tests' series stay untouched
     check = health.consumer_check(name, max_lag=100)
     try:
         metrics.ASSIGNED_PARTITIONS.remove(name)
@@ -184,3 +184,15 @@ async def test_api_app_serves_the_same_routes(tmp_path: Path) -> None:
     finally:
         await runner.cleanup()
         await db.close()
+
+
+async def test_serving_applies_config_and_stops() -> None:
+    from monitor.config import MetricsConfig
+    from monitor.ops_server import serving
+
+    async with serving(MetricsConfig(host="127.0.0.1", port=0, token_series_cap=7)) as server:
+        assert metrics.token_series.cap == 7
+        assert (await get(f"http://127.0.0.1:{server.port}/healthz"))[0] == 200
+    metrics.set_token_cap(metrics.TOKEN_SERIES_CAP)
+    with pytest.raises(aiohttp.ClientConnectionError):
+        await get(f"http://127.0.0.1:{server.port}/healthz")
