@@ -162,6 +162,8 @@ def overview() -> dict[str, Any]:
         panel("Store writes /s", "timeseries", [
             q(f"sum by (kind) (rate(depeg_store_writes_total[{RI}]))", "{{kind}}"),
             q(f"sum by (kind) (rate(depeg_store_write_errors_total[{RI}]))", "errors {{kind}}"),
+            q(f"sum by (consumer) (rate(depeg_records_undecodable_total[{RI}]))",
+              "undecodable ({{consumer}})"),
         ], w=8, unit="ops"),
         row("Which tokens are in which tier?"),
         panel("Tier distribution", "timeseries", [

@@ -90,6 +90,11 @@ CONSUMER_LAG = Gauge(
 #: Partitions assigned to this process's consumer; readiness and scaling. Each consumer.
 ASSIGNED_PARTITIONS = Gauge(
     f"{NS}_consumer_assigned_partitions", "Partitions currently assigned.", ["consumer"])
+#: Records a consumer could not decode and skipped (the monitor dead-letters ticks instead).
+RECORDS_UNDECODABLE = Counter(
+    f"{NS}_records_undecodable_total",
+    "Records of depeg.ratings / depeg.tier-changes a consumer could not decode and skipped.",
+    ["consumer"])
 #: Wall time to process one fetched batch, end to end (decode, engine, publish, commit).
 BATCH_SECONDS = Histogram(
     f"{NS}_batch_processing_seconds", "Time to process one consumed batch.", ["consumer"],
@@ -307,6 +312,8 @@ def _init() -> None:
         STORE_WRITE_SECONDS.labels(kind)
     for kind in CU_KINDS:
         CU_CONSUMED.labels(kind)
+    for consumer in ("deliver", "store"):
+        RECORDS_UNDECODABLE.labels(consumer)
 
 
 _init()
