@@ -101,8 +101,9 @@ async def receiver() -> AsyncIterator[Receiver]:
         await runner.cleanup()
 
 
-async def wait_for(what: str, probe: Callable[[], Awaitable[bool]], limit: float) -> None:
-    """Poll ``probe`` until true; fail with ``what`` after ``limit`` seconds."""
+async def wait_for(what: str, probe: Callable[[], Awaitable[bool]], limit: float,
+                   context: Callable[[], str] = lambda: "") -> None:
+    """Poll ``probe`` until true; fail with ``what`` (and ``context()``) after ``limit`` s."""
     deadline = time.monotonic() + limit
     while True:
         try:
@@ -111,7 +112,7 @@ async def wait_for(what: str, probe: Callable[[], Awaitable[bool]], limit: float
         except (aiohttp.ClientError, OSError, KeyError, ValueError):
             pass
         if time.monotonic() > deadline:
-            pytest.fail(f"timed out after {limit:g}s waiting for {what}")
+            pytest.fail(f"timed out after {limit:g}s waiting for {what}\n{context()}")
         await asyncio.sleep(0.5)
 
 
@@ -227,7 +228,10 @@ async def test_live_prometheus_sees_every_panel_and_alert(
                 async with http.get(f"{api}/healthz") as r:
                     return r.status == 200
 
-            await wait_for("the API of depeg-monitor run", api_up, 60)
+            def tail() -> str:
+                return "service log:\n" + service_log.read_text()[-4000:]
+
+            await wait_for("the API of depeg-monitor run", api_up, 60, tail)
             async with http.post(f"{api}/webhooks/subscriptions", headers={"x-api-key": api_key},
                                  json={"webhookUrl": f"http://127.0.0.1:{receiver.port}/hook",
                                        "eventTypes": ["DEPEG_TIER_CHANGE"]}) as r:
@@ -261,7 +265,7 @@ async def test_live_prometheus_sees_every_panel_and_alert(
                 return ok and ticks > 0 and changes > 0 and delivered > 0 and bool(receiver.bodies)
 
             await wait_for("ticks, tier changes and deliveries in Prometheus", flowing,
-                           FLOW_TIMEOUT)
+                           FLOW_TIMEOUT, tail)
             await asyncio.sleep(3)  # a few more scrapes, so rate() windows hold 2+ samples
 
             failures = await check_dashboards(prom)
