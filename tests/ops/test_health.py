@@ -173,13 +173,15 @@ async def test_api_app_serves_the_same_routes(tmp_path: Path) -> None:
         assert (await get(f"{base}/healthz"))[0] == 200
         health.register_check("bad", bad_check)
         assert (await get(f"{base}/readyz"))[0] == 503
-        assert (await get(f"{base}/no/such/{'x' * 30}"))[0] == 404
+        # 404, or 401 once the key check runs before routing: either way one bounded label.
+        unmatched = (await get(f"{base}/no/such/{'x' * 30}"))[0]
+        assert unmatched in (401, 404)
         status, text, _ = await get(f"{base}/metrics")
         assert status == 200 and "depeg_build_info" in text
         # Requests are counted by route template; unknown paths share one bounded label.
         assert 'depeg_api_requests_total{method="GET",route="/healthz",status="200"}' in text
         assert 'depeg_api_requests_total{method="GET",route="/readyz",status="503"}' in text
-        assert 'route="unmatched",status="404"' in text
+        assert f'route="unmatched",status="{unmatched}"' in text
         assert "xxxxxxxxxx" not in text
     finally:
         await runner.cleanup()
