@@ -271,6 +271,8 @@ async def test_live_prometheus_sees_every_panel_and_alert(
             await wait_for("ticks, tier changes and deliveries in Prometheus", flowing,
                            FLOW_TIMEOUT, tail)
             await asyncio.sleep(3)  # a few more scrapes, so rate() windows hold 2+ samples
+            async with http.get(f"{api}/readyz") as r:
+                assert r.status == 200, f"not ready while flowing: {await r.text()}"
 
             failures = await check_dashboards(prom)
             failures += await check_alerts(prom)
