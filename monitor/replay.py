@@ -67,13 +67,14 @@ def _sort_key(item: tuple[int, Output]) -> tuple[float, str, int]:
 
 
 def run_replay(rows: Iterable[Row], model: ModelConfig,
-               summary: ReplaySummary | None = None) -> tuple[list[TierChangeEvent],
+               summary: ReplaySummary | None = None, *,
+               snapshots: bool = True) -> tuple[list[TierChangeEvent],
                                                               list[RatingSnapshot],
                                                               ReplaySummary]:
     """Replay rows through a fresh engine; outputs in event-time order (then key, then
     the order the engine made them)."""
     summary = summary or ReplaySummary()
-    engine = Engine(model)
+    engine = Engine(model, snapshots=snapshots)
     produced: list[tuple[int, Output]] = []
     seq = 0
     for row in rows:
@@ -140,7 +141,8 @@ def _run(args: argparse.Namespace, config: Config) -> int:
         return 2
     rows = merge_by_time(read_file(p) for p in args.files)
     rows = _with_progress(args.files, rows, sys.stderr)
-    events, snapshots, summary = run_replay(rows, config.model)
+    events, snapshots, summary = run_replay(rows, config.model,
+                                            snapshots=args.ratings is not None)
     write_jsonl(args.out, events)
     if args.ratings:
         write_jsonl(args.ratings, snapshots)
