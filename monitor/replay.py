@@ -93,15 +93,15 @@ def run_replay(rows: Iterable[Row], model: ModelConfig,
         produced.append((seq, out))
     produced.sort(key=_sort_key)
     events = [o for _, o in produced if isinstance(o, TierChangeEvent)]
-    snapshots = [o for _, o in produced if isinstance(o, RatingSnapshot)]
+    ratings = [o for _, o in produced if isinstance(o, RatingSnapshot)]
     summary.tokens = len(list(engine.keys()))
     summary.late = engine.stats.late
     summary.duplicates = engine.stats.duplicates
     summary.no_peg = engine.stats.no_peg
-    summary.snapshots = len(snapshots)
+    summary.snapshots = len(ratings)
     for e in events:
         summary.transitions[f"{e.data.chain}:{e.data.token_address} ({e.data.symbol})"] += 1
-    return events, snapshots, summary
+    return events, ratings, summary
 
 
 def _with_progress(paths: list[Path], rows: Iterator[Row], stream: TextIO) -> Iterator[Row]:
