@@ -71,6 +71,12 @@ def require_tools() -> str:
     missing = [c for c in ("run", "produce", "keys") if not re.search(rf"\b{c}\b", helptext)]
     if missing:
         pytest.skip(f"depeg-monitor has no {', '.join(missing)} command yet (see --help)")
+    from monitor.services import discover_services
+
+    names = {s.name for s in discover_services()}
+    assert {"monitor", "api"} <= names, (
+        f"`run` would start only {sorted(names)}: the monitor and the HTTP API must be "
+        "registered in the depeg_monitor.services entry-point group")
     return prometheus
 
 
