@@ -232,6 +232,13 @@ def token() -> dict[str, Any]:
         panel("Staleness", "timeseries", [
             q(f"max(depeg_token_staleness_seconds{{{TOKEN_SEL}}})", "since last tick")],
             unit="s"),
+        panel("Tokens on this chain", "table", [
+            q('max by (symbol, token) (depeg_token_rating{chain="$chain"})', instant=True)],
+            w=24, desc="Symbol and address of every tracked token on the chain, by rating.",
+            extra={"transformations": [
+                {"id": "organize", "options": {"excludeByName": {"Time": True},
+                                               "renameByName": {"Value": "rating"}}},
+                {"id": "sortBy", "options": {"sort": [{"field": "rating", "desc": True}]}}]}),
     ]
     variables = [
         query_var("chain", "Chain", "label_values(depeg_token_rating, chain)"),
