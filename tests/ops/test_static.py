@@ -154,8 +154,13 @@ def test_alert_rules_pass_promtool() -> None:
 
 
 def test_alert_rules_fire_on_unit_series() -> None:
-    result = run(tool("promtool"), "test", "rules", REPO / "tests" / "ops" / "alerts_test.yml")
+    unit_tests = REPO / "tests" / "ops" / "alerts_test.yml"
+    result = run(tool("promtool"), "test", "rules", unit_tests)
     assert result.returncode == 0, result.stdout + result.stderr
+    # Every alert has a unit test in which it fires.
+    fired = {case["alertname"] for test in yaml.safe_load(unit_tests.read_text())["tests"]
+             for case in test["alert_rule_test"] if case["exp_alerts"]}
+    assert {r["alert"] for r in alert_rules()} <= fired
 
 
 def test_prometheus_configs_pass_promtool(tmp_path: Path) -> None:
