@@ -286,9 +286,10 @@ def delivery() -> dict[str, Any]:
             q("histogram_quantile(0.95, sum by (le) "
               f"(rate(depeg_delivery_attempt_duration_seconds_bucket[{RI}])))", "p95"),
         ], unit="s"),
-        panel("Retries scheduled /s and backlog", "timeseries", [
+        panel("Retries scheduled /s, backlog, in flight", "timeseries", [
             q(f"sum(rate(depeg_delivery_retries_scheduled_total[{RI}]))", "scheduled /s"),
             q("sum(depeg_delivery_retry_backlog)", "backlog"),
+            q("sum(depeg_delivery_in_flight)", "in flight"),
         ]),
         panel("Failing endpoints and failures by reason", "timeseries", [
             q("sum(depeg_delivery_failing_endpoints)", "failing endpoints"),

@@ -150,9 +150,12 @@ TOKEN_SERIES_DROPPED = Counter(
     "Snapshots not exported per token because the per-token series cap was reached.")
 
 # ---- delivery (consumers/delivery) ------------------------------------------------------
-#: Delivery records reaching a status (pending when created, then one final status).
+#: Delivery records entering a status: pending when created, failed when an attempt fails
+#: and a retry is scheduled, then success or max_retries_exceeded.
 DELIVERIES = Counter(
-    f"{NS}_deliveries_total", "Deliveries reaching a status.", ["status"])
+    f"{NS}_deliveries_total", "Delivery records entering a status.", ["status"])
+#: Webhook POSTs in flight now (``DELIVERIES_IN_FLIGHT.track_inprogress()``).
+DELIVERIES_IN_FLIGHT = Gauge(f"{NS}_delivery_in_flight", "Webhook POSTs in flight.")
 #: HTTP delivery attempts by outcome; everything but success is an endpoint failure.
 DELIVERY_ATTEMPTS = Counter(
     f"{NS}_delivery_attempts_total", "Webhook POST attempts, by outcome.", ["outcome"])
