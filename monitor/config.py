@@ -127,6 +127,19 @@ class DeliveryConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     per_endpoint_concurrency: int = 4
     #: Development only: allow http:// and loopback receivers. Loud in the logs when on.
     allow_loopback: bool = False
+    #: Random jitter: each backoff delay is scaled by a factor in [1 - jitter, 1 + jitter].
+    backoff_jitter: float = 0.2
+    #: How often the worker looks for due retries when nothing wakes it earlier.
+    poll_interval_seconds: float = 1.0
+    #: Subscription secrets are stored AES-GCM encrypted with this key (32 bytes, base64;
+    #: set it through DEPEG_DELIVERY__SECRET_ENCRYPTION_KEY). Empty: use ``secret_key_file``.
+    secret_encryption_key: str = ""
+    #: Key file created (mode 0600) on first use when no key is configured.
+    secret_key_file: str = "depeg-monitor.secret-key"
+    #: E15: a delivery may be re-sent by hand at most once per this many seconds.
+    manual_retry_interval_seconds: float = 300.0
+    #: E13: the previous secret keeps signing (X-Webhook-Previous-Signature) this long.
+    previous_secret_seconds: float = 86400.0
 
 
 class LoggingConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
