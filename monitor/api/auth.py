@@ -18,7 +18,7 @@ Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 HEADER = "x-api-key"
 #: Request key holding the authenticated API key's id.
-API_KEY_ID = "api_key_id"
+API_KEY_ID = web.RequestKey("api_key_id", str)
 #: No key needed: probes, the metrics scrape, the OpenAPI document and E9 (public by spec).
 PUBLIC_PATHS = frozenset({"/healthz", "/readyz", "/metrics", "/openapi.json", "/v3/framework"})
 #: Longest key accepted (a real one is ~47 characters); longer ones are not even hashed.
@@ -28,7 +28,7 @@ MAX_KEY_LENGTH = 256
 def api_key_id(request: web.Request) -> str:
     """The authenticated key's id (only on routes behind the middleware)."""
     value = request.get(API_KEY_ID)
-    if not isinstance(value, str):
+    if value is None:
         raise ApiError(401, "missing API key", header=HEADER)
     return value
 
