@@ -27,10 +27,9 @@ MAX_KEY_LENGTH = 256
 
 def api_key_id(request: web.Request) -> str:
     """The authenticated key's id (only on routes behind the middleware)."""
-    value = request.get(API_KEY_ID)
-    if value is None:
+    if API_KEY_ID not in request:
         raise ApiError(401, "missing API key", header=HEADER)
-    return value
+    return request[API_KEY_ID]
 
 
 @web.middleware
