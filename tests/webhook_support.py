@@ -91,8 +91,8 @@ class Receiver:
         self.answered.append(status)
         return web.Response(status=status, text="ok" if status < 300 else "nope")
 
-    async def wait_requests(self, n: int, timeout: float = 15.0) -> None:
-        async with asyncio.timeout(timeout):
+    async def wait_requests(self, n: int, within: float = 15.0) -> None:
+        async with asyncio.timeout(within):
             while len(self.received) < n:
                 self.changed.clear()
                 await self.changed.wait()
@@ -117,9 +117,10 @@ async def receiver(script: list[int | str] | None = None, path: str = "/hook"
         await runner.cleanup()
 
 
-async def wait_until(predicate: Callable[[], Awaitable[bool]], timeout: float = 15.0,
+async def wait_until(predicate: Callable[[], Awaitable[bool]], within: float = 15.0,
                      interval: float = 0.05, what: str = "condition") -> None:
-    deadline = time.monotonic() + timeout
+    """Poll an eventual condition (a database state) until it holds or ``within`` passes."""
+    deadline = time.monotonic() + within
     while True:
         if await predicate():
             return

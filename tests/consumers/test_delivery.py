@@ -8,7 +8,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -56,11 +55,12 @@ class Env:
         data: dict[str, Any] = await resp.json()
         return list(data["deliveries"])
 
-    async def wait_statuses(self, expected: list[str], timeout: float = 30.0) -> list[dict[str, Any]]:
+    async def wait_statuses(self, expected: list[str], within: float = 30.0
+                            ) -> list[dict[str, Any]]:
         async def done() -> bool:
             return sorted(d["status"] for d in await self.deliveries()) == sorted(expected)
 
-        await wait_until(done, timeout, what=f"delivery statuses {expected}")
+        await wait_until(done, within, what=f"delivery statuses {expected}")
         return await self.deliveries()
 
 
@@ -241,7 +241,7 @@ async def test_pending_retries_survive_kill_9(broker: EmbeddedBroker, storage_ur
             before = {d["id"]: d["attempts"] for d in await env.deliveries()}
             rec.script = [200]
             proc = _worker(env, log_path)
-            await env.wait_statuses(["success"] * 3, timeout=90)
+            await env.wait_statuses(["success"] * 3, within=90)
             proc.send_signal(signal.SIGTERM)
             assert proc.wait(30) == 0, log_path.read_text()[-3000:]
         finally:
