@@ -31,6 +31,7 @@ from monitor.services import Service
 from monitor.storage import Database, connect
 from monitor.storage.deliveries import DeliveryStore, NewEvent
 from monitor.storage.webhooks import Subscription, WebhookStore, migrate_webhooks
+from monitor.webhooks import metrics
 from monitor.webhooks.dispatcher import DeliveryAttempts, Dispatcher
 from monitor.webhooks.secrets import SecretBox
 from monitor.webhooks.sender import Sender
@@ -72,6 +73,7 @@ async def intake(consumer: AIOKafkaConsumer, subs: WebhookStore, deliveries: Del
                     event = decode_event(record.value or b"")
                 except (msgspec.DecodeError, msgspec.ValidationError) as exc:
                     # Not a tier change: say so with enough to find it, and move on.
+                    metrics.REJECTED_EVENTS.inc()
                     log.error("tier_change_rejected", topic=record.topic,
                               partition=record.partition, offset=record.offset,
                               reason=str(exc)[:300])
@@ -81,6 +83,7 @@ async def intake(consumer: AIOKafkaConsumer, subs: WebhookStore, deliveries: Del
                                        matched))
             if events:
                 created = await deliveries.record_events(events, clock())
+                metrics.DELIVERIES_CREATED.inc(created)
                 if created:
                     wake.set()
                 log.debug("tier_changes_recorded", events=len(events), deliveries=created)

@@ -166,13 +166,17 @@ async def create_topic(bootstrap: str, topic: str, partitions: int = 1) -> None:
         await admin.close()
 
 
-async def produce(bootstrap: str, topic: str, events: list[TierChangeEvent]) -> None:
+async def produce(bootstrap: str, topic: str, events: list[TierChangeEvent | bytes]) -> None:
+    """Produce events (or raw bytes, for bad records) keyed like the monitor does."""
     from aiokafka import AIOKafkaProducer
 
     producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all")
     await producer.start()
     try:
         for e in events:
+            if isinstance(e, bytes):
+                await producer.send_and_wait(topic, e, key=b"eth:bad")
+                continue
             key = f"{e.data.chain}:{e.data.token_address.lower()}".encode()
             await producer.send_and_wait(topic, encode(e), key=key)
     finally:

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from ..config import DeliveryConfig
 from ..logs import get_logger
 from ..storage.deliveries import DeliveryStore, DueDelivery
+from . import metrics
 from .secrets import SecretBox
 from .sender import AttemptResult, Sender
 
@@ -65,9 +66,12 @@ class DeliveryAttempts:
         """Send ``d`` (already claimed with ``token``) once and record the outcome."""
         started = self.clock()
         secret, previous = self.secrets_for(d, started)
-        result = await self.sender.send(
-            d.webhook_url, d.payload, event_type=d.event_type, event_id=d.event_id,
-            secret=secret, previous_secret=previous, delivered_at=started)
+        with metrics.IN_FLIGHT.track_inprogress():
+            result = await self.sender.send(
+                d.webhook_url, d.payload, event_type=d.event_type, event_id=d.event_id,
+                secret=secret, previous_secret=previous, delivered_at=started)
+        metrics.ATTEMPTS.labels(metrics.result_label(result.status_code, result.error)).inc()
+        metrics.ATTEMPT_SECONDS.observe(result.latency_ms / 1000.0)
         now = self.clock()
         attempts = d.attempts + 1
         next_at: float | None = None
@@ -85,6 +89,8 @@ class DeliveryAttempts:
             delivery=d, token=token, manual=manual, started_at=started,
             status_code=result.status_code, latency_ms=result.latency_ms, error=result.error,
             new_status=status, next_attempt_at=next_at, now=now)
+        if recorded and status in ("success", "max_retries_exceeded"):
+            metrics.FINISHED.labels(status).inc()
         log.info("webhook_attempt", delivery_id=d.id, subscription_id=d.subscription_id,
                  event_id=d.event_id, attempt=attempts, manual=manual, outcome=status,
                  status_code=result.status_code, latency_ms=round(result.latency_ms, 1),

@@ -96,7 +96,9 @@ async def test_tier_change_reaches_matching_receivers_signed(broker: EmbeddedBro
         too_small = tier_change(new_tier="warning", deviation_pct=1.9)
         wrong_tier = tier_change(new_tier="critical", deviation_pct=-9)
         async with running_worker(env.config):
-            await produce(env.bootstrap, env.topic, [matching, too_small, wrong_tier])
+            # A bad record is logged and skipped; it does not stop the worker.
+            await produce(env.bootstrap, env.topic,
+                          [b"not json", b'{"event_type":"X"}', matching, too_small, wrong_tier])
             await rec.wait_requests(1)
             await env.wait_statuses(["success"])
             # A replay of the same event id creates no second delivery.
