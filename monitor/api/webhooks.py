@@ -29,9 +29,10 @@ from . import webhook_requests as req
 from .app import CONFIG, DB
 from .auth import api_key_id
 from .errors import ApiError
-from .webhooks_openapi import OPENAPI_PATHS, OPENAPI_SCHEMAS
+from .webhooks_openapi import OPENAPI_PATHS, OPENAPI_SCHEMAS, OPENAPI_SECURITY_SCHEMES
 
-__all__ = ["CLOCK", "OPENAPI_PATHS", "OPENAPI_SCHEMAS", "add_routes"]
+__all__ = ["CLOCK", "OPENAPI_PATHS", "OPENAPI_SCHEMAS", "OPENAPI_SECURITY_SCHEMES",
+           "add_routes"]
 
 log = get_logger(__name__)
 

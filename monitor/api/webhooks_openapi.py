@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..chains import CHAINS
 from ..records import Tier
 from ..storage.deliveries import STATUSES
 
@@ -25,6 +26,11 @@ _SUB = {"$ref": "#/components/schemas/WebhookSubscription"}
 _ID = [{"name": "id", "in": "path", "required": True, "schema": {"type": "string"}}]
 _SEC: list[dict[str, list[str]]] = [{"ApiKey": []}]
 
+#: The security scheme the path items refer to (components.securitySchemes).
+OPENAPI_SECURITY_SCHEMES: dict[str, Any] = {
+    "ApiKey": {"type": "apiKey", "in": "header", "name": "x-api-key"},
+}
+
 OPENAPI_SCHEMAS: dict[str, Any] = {
     "Error": {
         "type": "object", "required": ["error"],
@@ -36,7 +42,7 @@ OPENAPI_SCHEMAS: dict[str, Any] = {
         "type": "object", "additionalProperties": False,
         "properties": {
             "tiers": {"type": "array", "items": {"enum": [t.value for t in Tier]}},
-            "chains": {"type": "array", "items": {"type": "string"}},
+            "chains": {"type": "array", "items": {"enum": list(CHAINS)}},
             "tokens": {"type": "array",
                        "items": {"type": "string", "pattern": "^0x[0-9a-fA-F]{40}$"}},
             "minDeviationPct": {"type": "number", "minimum": 0, "maximum": 100},

@@ -124,7 +124,8 @@ class DeliveryStore:
             _DUE_SELECT
             + " WHERE d.status IN ('pending', 'failed') AND d.next_attempt_at <= $1"
             " AND (d.lease_until IS NULL OR d.lease_until < $1)"
-            " AND s.is_active = 1 AND s.deleted_at IS NULL" + excluded
+            " AND s.is_active = 1 AND s.deleted_at IS NULL"
+            " AND d.api_key_id IN (SELECT id FROM api_keys WHERE revoked_at IS NULL)" + excluded
             + " ORDER BY d.next_attempt_at LIMIT $2", *args)
         return [_due(r) for r in rows]
 

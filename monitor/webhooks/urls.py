@@ -20,7 +20,6 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import socket
-from typing import Any
 
 from aiohttp.abc import AbstractResolver, ResolveResult
 from aiohttp.resolver import ThreadedResolver
@@ -159,16 +158,6 @@ class CheckedResolver(AbstractResolver):
 
     async def close(self) -> None:
         await self._inner.close()
-
-
-def describe(url: str) -> dict[str, Any]:
-    """What may be logged about a webhook URL: scheme, host and port, never path or query
-    (receivers sometimes put tokens there)."""
-    try:
-        parsed = URL(url)
-    except (ValueError, TypeError):
-        return {"url": "<unparseable>"}
-    return {"scheme": parsed.scheme, "host": parsed.host, "port": parsed.port}
 
 
 def origin(url: str) -> str:
