@@ -96,6 +96,24 @@ async def intake(consumer: AIOKafkaConsumer, subs: WebhookStore, deliveries: Del
                 await asyncio.wait_for(stop.wait(), timeout=1.0)
 
 
+PRUNE_EVERY_SECONDS = 3600.0
+
+
+async def prune_history(store: DeliveryStore, config: Config, stop: asyncio.Event,
+                        clock: Clock) -> None:
+    """Hourly: delete finished delivery history past ``delivery.history_retention_days``."""
+    days = config.delivery.history_retention_days
+    while days > 0 and not stop.is_set():
+        try:
+            deleted = await store.prune(clock() - days * 86400.0)
+            if deleted:
+                log.info("webhook_history_pruned", deliveries=deleted, retention_days=days)
+        except Exception as exc:
+            log.error("webhook_history_prune_failed", error=str(exc))
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), timeout=PRUNE_EVERY_SECONDS)
+
+
 async def run_worker(config: Config, stop: asyncio.Event, clock: Clock = time.time,
                      db: Database | None = None) -> None:
     """The whole worker; returns after ``stop`` is set and in-flight sends finished."""
@@ -124,6 +142,7 @@ async def run_worker(config: Config, stop: asyncio.Event, clock: Clock = time.ti
             asyncio.create_task(intake(consumer, WebhookStore(db), store, config, stop,
                                        dispatcher.wake, clock)),
             asyncio.create_task(dispatcher.run(stop)),
+            asyncio.create_task(prune_history(store, config, stop, clock)),
         ]
         await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
         stop.set()

@@ -140,6 +140,9 @@ class DeliveryConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     manual_retry_interval_seconds: float = 300.0
     #: E13: the previous secret keeps signing (X-Webhook-Previous-Signature) this long.
     previous_secret_seconds: float = 86400.0
+    #: Finished deliveries (and their attempts and events) older than this are deleted by
+    #: the worker, hourly. The CU ledger is kept. 0 keeps everything.
+    history_retention_days: int = 30
 
 
 class LoggingConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):

@@ -34,7 +34,7 @@ def api_key_id(request: web.Request) -> str:
 
 @web.middleware
 async def auth_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
-    if request.path in PUBLIC_PATHS or request.method == "OPTIONS":
+    if request.path in PUBLIC_PATHS:
         return await handler(request)
     key = request.headers.get(HEADER, "")
     if not key:

@@ -185,6 +185,24 @@ class DeliveryStore:
             delivery_id, api_key_id, float(now), float(now - interval))
         return row is not None
 
+    async def prune(self, before: float) -> int:
+        """Delete finished deliveries last updated before ``before`` (with their attempts)
+        and events no delivery refers to any more; returns the deliveries deleted."""
+        finished = ("status IN ('success', 'max_retries_exceeded', 'cancelled')"
+                    " AND updated_at < $1")
+        async with self.db.transaction() as tx:
+            count = await tx.fetchval(
+                f"SELECT COUNT(*) FROM webhook_deliveries WHERE {finished}", float(before))
+            await tx.execute(
+                "DELETE FROM webhook_attempts WHERE delivery_id IN"
+                f" (SELECT id FROM webhook_deliveries WHERE {finished})", float(before))
+            await tx.execute(f"DELETE FROM webhook_deliveries WHERE {finished}", float(before))
+            await tx.execute(
+                "DELETE FROM webhook_events WHERE received_at < $1 AND NOT EXISTS"
+                " (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = webhook_events.event_id)",
+                float(before))
+        return int(count or 0)
+
     # -- reading (API) ----------------------------------------------------------------
     async def get(self, api_key_id: str, delivery_id: str) -> Row | None:
         return await self.db.fetchrow(

@@ -134,6 +134,28 @@ async def test_claims_are_exclusive_and_success_is_recorded_once(db: Database) -
     assert [a["status_code"] for a in attempts[due.id]] == [200]
 
 
+async def test_prune_deletes_only_old_finished_history(db: Database) -> None:
+    _, key_id = await new_key(db)
+    await _subscription(db, key_id)
+    subs = await WebhookStore(db).active_subscriptions()
+    store = DeliveryStore(db)
+    old, fresh = tier_change(), tier_change()
+    t0 = time.time()
+    for e, at in ((old, t0 - 100 * 86400), (fresh, t0 - 100 * 86400)):
+        await store.record_events([NewEvent(e.event_id, e.event_type, encode(e), subs)], at)
+    (done, pending) = sorted(await store.due(t0, 10), key=lambda d: d.event_id != old.event_id)
+    assert await store.claim(done.id, "t", t0, t0 + 60)
+    await store.record_attempt(delivery=done, token="t", manual=False, started_at=t0 - 90 * 86400,
+                               status_code=200, latency_ms=1, error=None, new_status="success",
+                               next_attempt_at=None, now=t0 - 90 * 86400)
+    assert await store.prune(t0 - 30 * 86400) == 1
+    rows, total = await store.list_page(key_id)
+    assert total == 1 and rows[0]["id"] == pending.id  # unfinished work is never pruned
+    assert await db.fetchval("SELECT COUNT(*) FROM webhook_attempts") == 0
+    assert await db.fetchval("SELECT COUNT(*) FROM webhook_events") == 1
+    assert await WebhookStore(db).units_used(key_id, "delivery") == 2  # billing stays
+
+
 async def test_manual_retry_slot_once_per_interval(db: Database) -> None:
     _, key_id = await new_key(db)
     await _subscription(db, key_id)

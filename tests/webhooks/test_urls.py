@@ -27,6 +27,9 @@ REFUSED = [
     "https://[fe80::1]/hook",
     "https://[fc00::1]/hook",
     "https://localhost/hook",               # a hostname resolving to loopback
+    "https://2130706433/hook",              # 127.0.0.1 written as a number
+    "https://0x7f.1/hook",                  # and in hex
+    "https://[fe80::1%25eth0]/hook",        # link-local with a zone id
     "https://user:pw@example.com/hook",
     "ftp://example.com/hook",
     "not a url",
