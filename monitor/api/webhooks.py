@@ -187,11 +187,8 @@ async def test_subscription(request: web.Request) -> web.Response:
     attempts = request.app[ATTEMPTS]
     now = _now(request)
     event = synthetic_event(now)
-    secret = attempts.box.open(sub.secret_sealed, sub.id)
-    previous = None
-    if (sub.previous_secret_sealed and sub.rotated_at is not None
-            and now - sub.rotated_at < attempts.config.previous_secret_seconds):
-        previous = attempts.box.open(sub.previous_secret_sealed, sub.id)
+    secret, previous = attempts.secrets_for(sub.id, sub.secret_sealed,
+                                            sub.previous_secret_sealed, sub.rotated_at, now)
     result = await attempts.sender.send(
         sub.webhook_url, encode(event), event_type=event.event_type, event_id=event.event_id,
         secret=secret, previous_secret=previous, delivered_at=now)

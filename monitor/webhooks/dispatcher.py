@@ -54,18 +54,21 @@ class DeliveryAttempts:
     def lease_until(self, now: float) -> float:
         return now + self.config.timeout_seconds + LEASE_MARGIN_SECONDS
 
-    def secrets_for(self, d: DueDelivery, now: float) -> tuple[str, str | None]:
-        secret = self.box.open(d.secret_sealed, d.subscription_id)
+    def secrets_for(self, subscription_id: str, sealed: str, previous_sealed: str | None,
+                    rotated_at: float | None, now: float) -> tuple[str, str | None]:
+        """The signing secret, plus the previous one while the rotation window is open."""
+        secret = self.box.open(sealed, subscription_id)
         previous = None
-        if (d.previous_secret_sealed and d.rotated_at is not None
-                and now - d.rotated_at < self.config.previous_secret_seconds):
-            previous = self.box.open(d.previous_secret_sealed, d.subscription_id)
+        if (previous_sealed and rotated_at is not None
+                and now - rotated_at < self.config.previous_secret_seconds):
+            previous = self.box.open(previous_sealed, subscription_id)
         return secret, previous
 
     async def attempt(self, d: DueDelivery, token: str, manual: bool = False) -> AttemptResult:
         """Send ``d`` (already claimed with ``token``) once and record the outcome."""
         started = self.clock()
-        secret, previous = self.secrets_for(d, started)
+        secret, previous = self.secrets_for(d.subscription_id, d.secret_sealed,
+                                            d.previous_secret_sealed, d.rotated_at, started)
         with metrics.IN_FLIGHT.track_inprogress():
             result = await self.sender.send(
                 d.webhook_url, d.payload, event_type=d.event_type, event_id=d.event_id,
