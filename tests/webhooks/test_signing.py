@@ -7,6 +7,8 @@ import hmac
 
 import msgspec
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from webhook_support import tier_change
 
 from monitor.records import encode
@@ -77,3 +79,23 @@ def test_rotation_either_secret_verifies() -> None:
     del headers["X-Webhook-Previous-Signature"]
     with pytest.raises(SignatureError):
         verify(body, headers, old)               # after 24 h only the new one signs
+
+
+@settings(max_examples=200, deadline=None)
+@given(symbol=st.text(min_size=1, max_size=20), secret=st.text(min_size=1, max_size=80),
+       deviation=st.floats(-100, 100, allow_nan=False), flip=st.integers(0, 10_000))
+def test_any_event_round_trips_and_any_byte_flip_is_caught(symbol: str, secret: str,
+                                                           deviation: float, flip: int) -> None:
+    raw = encode(tier_change(symbol=symbol, deviation_pct=deviation))
+    sig = sign(raw, secret)
+    body = delivery_body(raw, sig, "2024-01-01T00:00:00Z")
+    headers = {"X-Webhook-Signature": sig}
+    assert verify(body, headers, secret)
+    start = len(b'{"event":')
+    i = start + flip % len(raw)
+    tampered = body[:i] + bytes([body[i] ^ 0x01]) + body[i + 1:]
+    try:
+        verify(tampered, headers, secret)
+    except SignatureError:
+        return
+    raise AssertionError("a modified event verified")
