@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import logging
 import os
 import signal
 import subprocess
@@ -263,6 +264,8 @@ async def test_pending_retries_survive_kill_9(broker: EmbeddedBroker, storage_ur
 
 async def test_secrets_and_api_key_never_logged(broker: EmbeddedBroker, storage_url: str,
                                                capfd: pytest.CaptureFixture[str]) -> None:
+    root = logging.getLogger()
+    saved = (root.handlers[:], root.level)
     configure_logging(level="debug", fmt="json")
     try:
         async with delivery_env(broker, storage_url) as env, receiver([500, 200]) as rec:
@@ -284,4 +287,5 @@ async def test_secrets_and_api_key_never_logged(broker: EmbeddedBroker, storage_
             assert secret not in logs
         assert len(rec.received) == 3
     finally:
-        configure_logging(level="warning", fmt="json")
+        root.handlers[:], level = saved
+        root.setLevel(level)
