@@ -143,6 +143,19 @@ class DeliveryStore:
             delivery_id, token, float(now), float(lease_until))
         return row is not None
 
+    async def claim_many(self, delivery_ids: Sequence[str], token: str, now: float,
+                         lease_until: float) -> set[str]:
+        """Claim several due deliveries in one statement; returns the ids now held."""
+        if not delivery_ids:
+            return set()
+        marks = ", ".join(f"${i + 4}" for i in range(len(delivery_ids)))
+        rows = await self.db.fetch(
+            "UPDATE webhook_deliveries SET lease_token = $1, lease_until = $3"
+            f" WHERE id IN ({marks}) AND status IN ('pending', 'failed')"
+            " AND (lease_until IS NULL OR lease_until < $2) RETURNING id",
+            token, float(now), float(lease_until), *delivery_ids)
+        return {r["id"] for r in rows}
+
     async def record_attempt(
         self, *, delivery: DueDelivery, token: str, manual: bool, started_at: float,
         status_code: int | None, latency_ms: float, error: str | None, new_status: str,

@@ -126,21 +126,28 @@ class Dispatcher:
             return 0
         store, clock = self.attempts.store, self.attempts.clock
         rows = await store.due(clock(), min(free * 4, 1000), self._saturated())
-        started = 0
+        # Pick what fits the bounds first, then claim them all in one statement.
+        picked: list[DueDelivery] = []
+        planned: dict[str, int] = dict(self._inflight)
         for d in rows:
-            if len(self._tasks) >= self.config.max_concurrency:
+            if len(picked) >= free:
                 break
-            if self._inflight.get(d.endpoint, 0) >= self.config.per_endpoint_concurrency:
+            if planned.get(d.endpoint, 0) >= self.config.per_endpoint_concurrency:
                 continue
-            token = uuid.uuid4().hex
-            now = clock()
-            if not await store.claim(d.id, token, now, self.attempts.lease_until(now)):
-                continue
+            planned[d.endpoint] = planned.get(d.endpoint, 0) + 1
+            picked.append(d)
+        if not picked:
+            return 0
+        token = uuid.uuid4().hex
+        now = clock()
+        held = await store.claim_many([d.id for d in picked], token, now,
+                                      self.attempts.lease_until(now))
+        for d in picked:
+            if d.id not in held:
+                continue  # another worker got there first
             self._inflight[d.endpoint] = self._inflight.get(d.endpoint, 0) + 1
-            task = asyncio.create_task(self._run_one(d, token))
-            self._tasks.add(task)
-            started += 1
-        return started
+            self._tasks.add(asyncio.create_task(self._run_one(d, token)))
+        return len(held)
 
     async def _run_one(self, d: DueDelivery, token: str) -> None:
         try:
