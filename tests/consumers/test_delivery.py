@@ -148,6 +148,19 @@ async def test_retries_until_success_or_max_attempts(broker: EmbeddedBroker,
         assert gaps[2] + gaps[3] > gaps[0] + gaps[1]
 
 
+async def test_two_workers_in_one_group_deliver_each_event_once(broker: EmbeddedBroker,
+                                                                storage_url: str) -> None:
+    """Scale-out: workers share the group and the database; claims keep sends unique."""
+    async with delivery_env(broker, storage_url) as env, receiver([200]) as rec:
+        await subscribe(env.client, env.key, rec.url)
+        events = [tier_change() for _ in range(20)]
+        async with running_worker(env.config), running_worker(env.config):
+            await produce(env.bootstrap, env.topic, events)
+            await env.wait_statuses(["success"] * 20, within=60)
+        ids = [r.headers["X-Event-ID"] for r in rec.received]
+        assert sorted(ids) == sorted(e.event_id for e in events)
+
+
 async def test_hanging_receiver_is_cut_by_timeout_and_does_not_delay_others(
         broker: EmbeddedBroker, storage_url: str) -> None:
     async with delivery_env(broker, storage_url, timeout_seconds=1.0) as env, \

@@ -134,6 +134,22 @@ async def test_claims_are_exclusive_and_success_is_recorded_once(db: Database) -
     assert [a["status_code"] for a in attempts[due.id]] == [200]
 
 
+async def test_overlapping_batch_claims_are_disjoint(db: Database) -> None:
+    _, key_id = await new_key(db)
+    await _subscription(db, key_id)
+    subs = await WebhookStore(db).active_subscriptions()
+    store = DeliveryStore(db)
+    events = [tier_change() for _ in range(6)]
+    await store.record_events(
+        [NewEvent(e.event_id, e.event_type, encode(e), subs) for e in events], time.time())
+    now = time.time() + 1
+    ids = [d.id for d in await store.due(now, 10)]
+    first = await store.claim_many(ids[:4], "a", now, now + 60)
+    second = await store.claim_many(ids[2:], "b", now, now + 60)
+    assert first == set(ids[:4]) and second == set(ids[4:])
+    assert await store.claim_many(ids, "c", now + 61, now + 120) == set(ids)  # leases expired
+
+
 async def test_prune_deletes_only_old_finished_history(db: Database) -> None:
     _, key_id = await new_key(db)
     await _subscription(db, key_id)
