@@ -38,3 +38,14 @@ def test_round_trip_uses_spec_names() -> None:
     text = encode_filters(f)
     assert '"minDeviationPct":1.5' in text and "0xab" in text and "chains" not in text
     assert decode_filters(text) == f
+
+
+@pytest.mark.parametrize("variable, value", [
+    ("MAX_ATTEMPTS", "0"), ("TIMEOUT_SECONDS", "0"), ("BACKOFF_JITTER", "1.5"),
+    ("BACKOFF_BASE_SECONDS", "5000"), ("PER_ENDPOINT_CONCURRENCY", "0"),
+])
+def test_delivery_config_is_validated(variable: str, value: str) -> None:
+    from monitor.config import ConfigError, load_config
+
+    with pytest.raises(ConfigError, match="delivery"):
+        load_config(env={f"DEPEG_DELIVERY__{variable}": value})
