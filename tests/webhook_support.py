@@ -27,6 +27,19 @@ ENCRYPTION_KEY = base64.urlsafe_b64encode(b"k" * 32).decode()
 TOKEN = "0xdac17f958d2ee523a2206206994597c13d831ec7"
 
 
+def cli_command() -> list[str]:
+    """How to start ``depeg-monitor`` as a child process in this environment."""
+    import os
+    import shutil
+    import sys
+
+    beside = os.path.join(os.path.dirname(sys.executable), "depeg-monitor")
+    if os.path.exists(beside):
+        return [beside]
+    found = shutil.which("depeg-monitor")
+    return [found] if found else [sys.executable, "-m", "monitor"]
+
+
 def make_config(storage_url: str, bootstrap: str = "", topic: str = "depeg.tier-changes",
                 **delivery: Any) -> Config:
     settings: dict[str, Any] = {

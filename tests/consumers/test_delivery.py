@@ -8,7 +8,6 @@ import logging
 import os
 import signal
 import subprocess
-import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -19,6 +18,7 @@ import pytest
 from webhook_support import (
     ENCRYPTION_KEY,
     api_client,
+    cli_command,
     create_topic,
     make_config,
     new_key,
@@ -232,8 +232,7 @@ def _worker(env: Env, log_path: Any) -> subprocess.Popen[bytes]:
     }
     env_vars = {k: v for k, v in os.environ.items() if not k.startswith("DEPEG_")}
     env_vars.update(variables)
-    exe = os.path.join(os.path.dirname(sys.executable), "depeg-monitor")
-    return subprocess.Popen([exe, "--log-format", "json", "deliver"], env=env_vars,
+    return subprocess.Popen([*cli_command(), "--log-format", "json", "deliver"], env=env_vars,
                             stdout=log_path.open("ab"), stderr=subprocess.STDOUT)
 
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import os
-import sys
+
+from webhook_support import cli_command
 
 from monitor.storage import connect
 from monitor.storage.webhooks import WebhookStore
@@ -13,9 +14,8 @@ from monitor.storage.webhooks import WebhookStore
 async def _cli(storage_url: str, *args: str) -> tuple[int, str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("DEPEG_")}
     env["DEPEG_STORAGE__URL"] = storage_url
-    exe = os.path.join(os.path.dirname(sys.executable), "depeg-monitor")
     proc = await asyncio.create_subprocess_exec(
-        exe, "--log-format", "json", "keys", *args, env=env,
+        *cli_command(), "--log-format", "json", "keys", *args, env=env,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
     out, err = await proc.communicate()
     assert proc.returncode is not None
