@@ -64,7 +64,9 @@ async def intake(consumer: AIOKafkaConsumer, subs: WebhookStore, deliveries: Del
                                          max_records=config.kafka.batch_max_records)
         records = [r for batch in batches.values() for r in batch]
         if not records:
+            metrics.consumer(len(consumer.assignment()), {}, None, True)
             continue
+        started = time.monotonic()
         try:
             active = await subs.active_subscriptions()
             events: list[NewEvent] = []
@@ -73,7 +75,7 @@ async def intake(consumer: AIOKafkaConsumer, subs: WebhookStore, deliveries: Del
                     event = decode_event(record.value or b"")
                 except (msgspec.DecodeError, msgspec.ValidationError) as exc:
                     # Not a tier change: say so with enough to find it, and move on.
-                    metrics.REJECTED_EVENTS.inc()
+                    metrics.undecodable()
                     log.error("tier_change_rejected", topic=record.topic,
                               partition=record.partition, offset=record.offset,
                               reason=str(exc)[:300])
@@ -83,11 +85,14 @@ async def intake(consumer: AIOKafkaConsumer, subs: WebhookStore, deliveries: Del
                                        matched))
             if events:
                 created = await deliveries.record_events(events, clock())
-                metrics.DELIVERIES_CREATED.inc(created)
+                metrics.deliveries_created(created)
                 if created:
                     wake.set()
                 log.debug("tier_changes_recorded", events=len(events), deliveries=created)
             await consumer.commit()
+            lag = {tp.partition: max(0, (consumer.highwater(tp) or 0) - (batch[-1].offset + 1))
+                   for tp, batch in batches.items() if batch}
+            metrics.consumer(len(consumer.assignment()), lag, time.monotonic() - started, True)
         except Exception as exc:
             log.error("tier_change_intake_failed", error=str(exc), records=len(records))
             with contextlib.suppress(Exception):
@@ -97,6 +102,18 @@ async def intake(consumer: AIOKafkaConsumer, subs: WebhookStore, deliveries: Del
 
 
 PRUNE_EVERY_SECONDS = 3600.0
+GAUGES_EVERY_SECONDS = 15.0
+
+
+async def backlog_gauges(store: DeliveryStore, stop: asyncio.Event) -> None:
+    """Every 15 s: the retry backlog and failing-endpoint gauges (cheap counts)."""
+    while not stop.is_set():
+        try:
+            metrics.backlog(*await store.backlog())
+        except Exception as exc:
+            log.warning("webhook_backlog_gauge_failed", error=str(exc))
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), timeout=GAUGES_EVERY_SECONDS)
 
 
 async def prune_history(store: DeliveryStore, config: Config, stop: asyncio.Event,
@@ -143,6 +160,7 @@ async def run_worker(config: Config, stop: asyncio.Event, clock: Clock = time.ti
                                        dispatcher.wake, clock)),
             asyncio.create_task(dispatcher.run(stop)),
             asyncio.create_task(prune_history(store, config, stop, clock)),
+            asyncio.create_task(backlog_gauges(store, stop)),
         ]
         await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
         stop.set()

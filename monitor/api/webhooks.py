@@ -21,6 +21,7 @@ from ..records import EVENT_TYPE, TierChangeData, TierChangeEvent, encode
 from ..storage.deliveries import DeliveryStore
 from ..storage.webhooks import Subscription, WebhookStore, migrate_webhooks
 from ..timefmt import format_ts
+from ..webhooks import metrics
 from ..webhooks.dispatcher import DeliveryAttempts
 from ..webhooks.secrets import SecretBox, new_secret
 from ..webhooks.sender import Sender
@@ -58,6 +59,7 @@ def billed(kind: str) -> Callable[[Handler], Handler]:
         async def billed_handler(request: web.Request) -> web.StreamResponse:
             await WebhookStore(request.app[DB]).charge(
                 api_key_id(request), kind, uuid.uuid4().hex, _now(request))
+            metrics.management_call()
             return await handler(request)
         return billed_handler
     return wrap

@@ -45,6 +45,7 @@ class DueDelivery:
     event_type: str
     status: str
     attempts: int
+    created_at: float
     webhook_url: str
     endpoint: str
     secret_sealed: str
@@ -63,8 +64,8 @@ class NewEvent:
 
 _DUE_SELECT = (
     "SELECT d.id, d.subscription_id, d.api_key_id, d.event_id, d.event_type, d.status,"
-    " d.attempts, s.webhook_url, s.endpoint, s.secret_sealed, s.previous_secret_sealed,"
-    " s.rotated_at, e.payload FROM webhook_deliveries d"
+    " d.attempts, d.created_at, s.webhook_url, s.endpoint, s.secret_sealed,"
+    " s.previous_secret_sealed, s.rotated_at, e.payload FROM webhook_deliveries d"
     " JOIN webhook_subscriptions s ON s.id = d.subscription_id"
     " JOIN webhook_events e ON e.event_id = d.event_id"
 )
@@ -85,7 +86,8 @@ class DeliveryStore:
 
     async def record_events(self, events: Sequence[NewEvent], now: float) -> int:
         """Store events and one pending delivery per matching subscription, charging 1 CU
-        per new delivery, in one transaction. Returns the number of rows attempted."""
+        per new delivery, in one transaction. Returns how many deliveries are new (a
+        replayed event's existing deliveries do not count)."""
         now = float(now)
         event_rows = [(e.event_id, e.event_type, e.payload.decode("utf-8"), now) for e in events]
         deliveries: list[tuple[Any, ...]] = []
@@ -100,6 +102,10 @@ class DeliveryStore:
                 "INSERT INTO webhook_events (event_id, event_type, payload, received_at)"
                 " VALUES ($1, $2, $3, $4) ON CONFLICT (event_id) DO NOTHING", event_rows)
             if deliveries:
+                ids = sorted({e.event_id for e in events})
+                marks = ", ".join(f"${i + 1}" for i in range(len(ids)))
+                count_sql = f"SELECT COUNT(*) FROM webhook_deliveries WHERE event_id IN ({marks})"
+                before = int(await tx.fetchval(count_sql, *ids) or 0)
                 await tx.executemany(
                     "INSERT INTO webhook_deliveries (id, subscription_id, api_key_id, event_id,"
                     " event_type, status, attempts, next_attempt_at, created_at, updated_at)"
@@ -109,7 +115,8 @@ class DeliveryStore:
                     "INSERT INTO cu_ledger (id, api_key_id, kind, ref, units, created_at)"
                     " VALUES ($1, $2, 'delivery', $3, 1, $4) ON CONFLICT (kind, ref) DO NOTHING",
                     ledger)
-        return len(deliveries)
+                return int(await tx.fetchval(count_sql, *ids) or 0) - before
+        return 0
 
     async def due(self, now: float, limit: int, exclude_endpoints: Sequence[str] = ()
                   ) -> list[DueDelivery]:
@@ -197,6 +204,13 @@ class DeliveryStore:
             " AND (last_manual_retry_at IS NULL OR last_manual_retry_at <= $4) RETURNING id",
             delivery_id, api_key_id, float(now), float(now - interval))
         return row is not None
+
+    async def backlog(self) -> tuple[int, int]:
+        """(deliveries waiting for a retry, subscriptions with such a delivery)."""
+        row = await self.db.fetchrow(
+            "SELECT COUNT(*) AS waiting, COUNT(DISTINCT subscription_id) AS failing"
+            " FROM webhook_deliveries WHERE status = 'failed'")
+        return (int(row["waiting"]), int(row["failing"])) if row else (0, 0)
 
     async def prune(self, before: float) -> int:
         """Delete finished deliveries last updated before ``before`` (with their attempts)

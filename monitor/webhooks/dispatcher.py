@@ -69,12 +69,11 @@ class DeliveryAttempts:
         started = self.clock()
         secret, previous = self.secrets_for(d.subscription_id, d.secret_sealed,
                                             d.previous_secret_sealed, d.rotated_at, started)
-        with metrics.IN_FLIGHT.track_inprogress():
+        with metrics.in_flight():
             result = await self.sender.send(
                 d.webhook_url, d.payload, event_type=d.event_type, event_id=d.event_id,
                 secret=secret, previous_secret=previous, delivered_at=started)
-        metrics.ATTEMPTS.labels(metrics.result_label(result.status_code, result.error)).inc()
-        metrics.ATTEMPT_SECONDS.observe(result.latency_ms / 1000.0)
+        metrics.attempt(result.status_code, result.error, result.latency_ms / 1000.0)
         now = self.clock()
         attempts = d.attempts + 1
         next_at: float | None = None
@@ -92,8 +91,10 @@ class DeliveryAttempts:
             delivery=d, token=token, manual=manual, started_at=started,
             status_code=result.status_code, latency_ms=result.latency_ms, error=result.error,
             new_status=status, next_attempt_at=next_at, now=now)
-        if recorded and status in ("success", "max_retries_exceeded"):
-            metrics.FINISHED.labels(status).inc()
+        if recorded and (status == "failed" or status != d.status):
+            metrics.status(status)
+            if status == "success":
+                metrics.delivered(now - d.created_at)
         log.info("webhook_attempt", delivery_id=d.id, subscription_id=d.subscription_id,
                  event_id=d.event_id, attempt=attempts, manual=manual, outcome=status,
                  status_code=result.status_code, latency_ms=round(result.latency_ms, 1),

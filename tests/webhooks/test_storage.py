@@ -99,8 +99,8 @@ async def test_replayed_event_creates_no_second_delivery(db: Database) -> None:
     event = tier_change()
     deliveries = DeliveryStore(db)
     new = NewEvent(event.event_id, event.event_type, encode(event), subs)
-    await deliveries.record_events([new], time.time())
-    await deliveries.record_events([new], time.time())  # the same event id again
+    assert await deliveries.record_events([new], time.time()) == 1
+    assert await deliveries.record_events([new], time.time()) == 0  # the same event id again
     rows, total = await deliveries.list_page(key_id)
     assert total == 1 and rows[0]["status"] == "pending"
     assert await WebhookStore(db).units_used(key_id, "delivery") == 1
