@@ -27,6 +27,13 @@ ENCRYPTION_KEY = base64.urlsafe_b64encode(b"k" * 32).decode()
 TOKEN = "0xdac17f958d2ee523a2206206994597c13d831ec7"
 
 
+def free_tcp_port() -> int:
+    """A loopback port nothing listens on (for connection-refused cases)."""
+    from monitor.kafka.embedded import free_port
+
+    return free_port()
+
+
 def cli_command() -> list[str]:
     """How to start ``depeg-monitor`` as a child process in this environment."""
     import os

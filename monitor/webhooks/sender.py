@@ -14,6 +14,7 @@ import time
 from dataclasses import dataclass
 
 import aiohttp
+from yarl import URL
 
 from ..config import DeliveryConfig
 from ..timefmt import format_ts
@@ -25,7 +26,7 @@ from .signing import (
     delivery_body,
     sign,
 )
-from .urls import BlockedAddress, CheckedResolver, UnsafeUrl, check_url
+from .urls import BlockedAddress, CheckedResolver, UnsafeUrl, check_url, origin
 
 USER_AGENT = "depeg-monitor-webhooks/1"
 #: Bytes of a receiver's answer we read (so the connection can be reused); the rest is
@@ -45,7 +46,15 @@ class AttemptResult:
         return self.status_code is not None and 200 <= self.status_code < 300
 
 
-def _short(text: str) -> str:
+def _short(text: str, url: str) -> str:
+    """Bounded error text without the URL's path or query (receivers put tokens there);
+    errors are logged and shown in the delivery history."""
+    try:
+        safe = origin(url) + "/…"
+        for form in {url, str(URL(url))}:
+            text = text.replace(form, safe)
+    except (ValueError, TypeError):
+        pass
     return text if len(text) <= MAX_ERROR_CHARS else text[:MAX_ERROR_CHARS] + "…"
 
 
@@ -82,7 +91,7 @@ class Sender:
 
         def result(status: int | None, error: str | None) -> AttemptResult:
             return AttemptResult(status, (time.monotonic() - started) * 1000.0,
-                                 None if error is None else _short(error))
+                                 None if error is None else _short(error, url))
 
         try:
             check_url(url, self._config.allow_loopback)

@@ -97,3 +97,23 @@ async def test_redirect_to_private_address_is_not_followed() -> None:
         assert result.status_code == 302 and not result.ok
         assert metadata.status_code == 307 and not metadata.ok
         assert target.received == []  # the redirect target was never contacted
+
+
+async def test_errors_do_not_carry_the_url_path_or_query() -> None:
+    """A receiver URL may hold a token; attempt errors (logged, listed) must not."""
+    from monitor.webhooks.sender import _short
+
+    url = "https://hooks.example.com/hook?token=s3cr3t-in-query"
+    text = _short(f"ClientResponseError: 400, message='Bad', url='{url}'", url)
+    assert "s3cr3t" not in text and "https://hooks.example.com:443/…" in text
+    sender = Sender(DeliveryConfig(allow_loopback=True, timeout_seconds=2))
+    try:
+        from webhook_support import free_tcp_port
+
+        url = f"http://127.0.0.1:{free_tcp_port()}/hook?token=s3cr3t-in-query"
+        result = await sender.send(url, b"{}", event_type="DEPEG_TIER_CHANGE", event_id="e",
+                                   secret="s")
+    finally:
+        await sender.close()
+    assert result.error and "connect error" in result.error
+    assert "s3cr3t" not in result.error
