@@ -22,6 +22,7 @@ from collections.abc import Callable
 
 import msgspec
 from aiokafka import AIOKafkaConsumer
+from aiokafka.errors import KafkaError
 
 from monitor.commands import Command
 from monitor.config import Config
@@ -60,8 +61,17 @@ async def intake(consumer: AIOKafkaConsumer, subs: WebhookStore, deliveries: Del
                  clock: Clock) -> None:
     """Consume, record, then commit; a database failure rewinds to the committed offsets."""
     while not stop.is_set():
-        batches = await consumer.getmany(timeout_ms=config.kafka.batch_timeout_ms,
-                                         max_records=config.kafka.batch_max_records)
+        try:
+            batches = await consumer.getmany(timeout_ms=config.kafka.batch_timeout_ms,
+                                             max_records=config.kafka.batch_max_records)
+        except KafkaError as exc:
+            # aiokafka retries most broker trouble itself; what reaches us is logged and
+            # retried here, so a broker outage never ends the worker.
+            metrics.consumer(len(consumer.assignment()), {}, None, False)
+            log.error("tier_change_fetch_failed", error=str(exc))
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), timeout=1.0)
+            continue
         records = [r for batch in batches.values() for r in batch]
         if not records:
             metrics.consumer(len(consumer.assignment()), {}, None, True)

@@ -161,6 +161,29 @@ async def test_two_workers_in_one_group_deliver_each_event_once(broker: Embedded
         assert sorted(ids) == sorted(e.event_id for e in events)
 
 
+async def test_broker_outage_does_not_stop_retries_or_the_worker(broker: EmbeddedBroker,
+                                                                 tmp_path: Any) -> None:
+    """Retries come from the database, so they go on while the broker is frozen; after it
+    resumes, new events flow again."""
+    async with delivery_env(broker, f"sqlite:///{tmp_path / 'o.db'}",
+                            backoff_base_seconds=1.0, backoff_max_seconds=1.0) as env, \
+            receiver([500, 200]) as rec:
+        await subscribe(env.client, env.key, rec.url)
+        async with running_worker(env.config) as worker:
+            await produce(env.bootstrap, env.topic, [tier_change()])
+            await rec.wait_requests(1)
+            broker.pause()
+            try:
+                await env.wait_statuses(["success"], within=20)
+            finally:
+                broker.resume()
+            later = tier_change()
+            await produce(env.bootstrap, env.topic, [later])
+            await env.wait_statuses(["success", "success"], within=60)
+            assert not worker.done()
+        assert rec.received[-1].headers["X-Event-ID"] == later.event_id
+
+
 async def test_hanging_receiver_is_cut_by_timeout_and_does_not_delay_others(
         broker: EmbeddedBroker, storage_url: str) -> None:
     async with delivery_env(broker, storage_url, timeout_seconds=1.0) as env, \
