@@ -32,7 +32,7 @@ FIAT_PEGS: Final = frozenset({
     "krw", "idr", "php", "zar", "nzd", "hkd", "inr", "ngn",
 })
 COMMODITY_PEGS: Final = frozenset({"gold", "silver"})
-PEG_TYPES: Final = tuple(sorted(FIAT_PEGS)) + ("gold", "silver", "nav", "other")
+PEG_TYPES: Final = (*sorted(FIAT_PEGS), "gold", "silver", "nav", "other")
 
 #: Values of the ``tags`` filter, in documentation order. Meaning:
 #: standard - a plain fiat-backed stablecoin pegged 1:1 to USD;

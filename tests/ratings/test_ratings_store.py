@@ -98,7 +98,8 @@ async def test_retention_keeps_latest_and_open_episodes(store: RatingsStore) -> 
     _, recovery = story("arb", other, [("critical", 90, 0.8), ("ok", 5, 1.0)],
                         start=T0 + 41 * 86400)
     await store.write_batch([], recovery)
-    assert await store.db.fetchval("SELECT recovered_at FROM depeg_episodes") == T0 + 41 * 86400 + 300
+    recovered = await store.db.fetchval("SELECT recovered_at FROM depeg_episodes")
+    assert recovered == T0 + 41 * 86400 + 300
 
 
 async def test_registry_join_filters(store: RatingsStore) -> None:
