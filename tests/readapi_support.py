@@ -2,8 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import random
+from collections.abc import AsyncIterator, Iterable
+from contextlib import asynccontextmanager
 
+import msgspec
+from aiohttp import web
+
+from monitor.chains import CHAINS
+from monitor.kafka.embedded import free_port
 from monitor.records import (
     EVENT_TYPE,
     RatingSnapshot,
@@ -53,3 +60,52 @@ def story(chain: str, token: str, tiers: Iterable[tuple[str, float, float]], sta
             events.append(change(chain, token, ts, prev, tier, rating, price))
             prev = tier
     return snaps, events
+
+
+@asynccontextmanager
+async def serve(app: web.Application) -> AsyncIterator[str]:
+    """Run the real app on a free loopback port; yields its base URL."""
+    runner = web.AppRunner(app)
+    await runner.setup()
+    port = free_port()
+    site = web.TCPSite(runner, "127.0.0.1", port)
+    await site.start()
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        await runner.cleanup()
+
+
+def tier_for(rating: float, price: float) -> str:
+    if price > 1.005:
+        return "premium"
+    return ("critical" if rating >= 80 else "warning" if rating >= 60
+            else "watch" if rating >= 40 else "ok")
+
+
+def population(n: int, seed: int = 7) -> tuple[list[RatingSnapshot], str]:
+    """``n`` tokens across the seven chains and a registry TOML for most of them."""
+    rnd = random.Random(seed)
+    snaps: list[RatingSnapshot] = []
+    registry: list[str] = []
+    pegs = ["usd", "usd", "usd", "eur", "gold", "nav"]
+    for i in range(n):
+        chain = CHAINS[i % len(CHAINS)]
+        address = f"0x{i + 1:040x}"
+        rating = round(rnd.uniform(0, 100), 3)
+        price = rnd.choice([1.0, 0.999, 0.98, 0.9, 0.4, 1.01, None])
+        tier = tier_for(rating, price or 1.0)
+        ts = T0 + rnd.randrange(0, 86400, 300)
+        snap = snapshot(chain, address, ts, rating, tier, price or 1.0,
+                        symbol=f"S{rnd.randrange(10**6):06d}")
+        if price is None:
+            snap = msgspec.structs.replace(snap, price_usd=None, deviation_pct=None)
+        snaps.append(snap)
+        if rnd.random() < 0.8:
+            mcap = rnd.choice([None, round(rnd.uniform(1e5, 1e10), 2)])
+            registry.append(
+                f'[[token]]\nchain = "{chain}"\naddress = "{address}"\n'
+                f'symbol = "R{i:04d}"\nname = "Token number {i}"\n'
+                f'peg_type = "{rnd.choice(pegs)}"\n'
+                + (f"market_cap_usd = {mcap}\n" if mcap is not None else ""))
+    return snaps, "\n".join(registry)

@@ -159,10 +159,13 @@ async def find_latest(db: Database, address: str, chain: str | None) -> list[Row
 
 async def history(db: Database, chain: str, address: str, start: float, end: float,
                   cap: int) -> list[Row]:
-    return await db.fetch(
+    """The newest ``cap`` points of the window, oldest first."""
+    rows = await db.fetch(
         "SELECT ts, rating, tier, deviation_pct, price_usd, peg_usd FROM rating_history"
         " WHERE chain = $1 AND token_address = $2 AND ts >= $3 AND ts <= $4"
-        " ORDER BY ts LIMIT $5", chain, address, start, end, cap)
+        " ORDER BY ts DESC LIMIT $5", chain, address, start, end, cap)
+    rows.reverse()
+    return rows
 
 
 async def tier_changes(db: Database, chain: str, address: str, start: float, end: float,
