@@ -23,7 +23,7 @@ from monitor.timefmt import format_ts
 
 SIGNALS = ("price_deviation", "slippage", "persistence_50bp", "persistence_100bp",
            "volatility_burst", "headroom")
-T0 = 1_678_500_000.0  # 2023-03-11T01:46:40Z, a multiple of 300 s away from nothing special
+T0 = 1_678_500_000.0  # 2023-03-11T02:00:00Z, during the USDC depeg
 
 
 def snapshot(chain: str, token: str, ts: float, rating: float, tier: str,
