@@ -204,9 +204,10 @@ OPENAPI_PATHS: dict[str, Any] = {
         "tags": ["rwa"],
         "parameters": [
             {"name": "address", "in": "path", "required": True,
-             "schema": {"type": "string", "pattern": "^0x[0-9a-fA-F]{40}$"}},
-            _q("chain", {"type": "string", "enum": list(CHAINS)},
-               "Required when the address is rated on several chains"),
+             "schema": {"type": "string", "pattern": "^0x[0-9a-fA-F]{40}$"},
+             "example": "0xa0b86991c6218b36c1d19d4a2e9eb0ce3606eb48"},
+            {**_q("chain", {"type": "string", "enum": list(CHAINS)},
+                  "Required when the address is rated on several chains"), "example": "eth"},
             _q("hours", {"type": "integer", "minimum": 1, "maximum": 720, "default": 24},
                "History window in hours"),
         ],
