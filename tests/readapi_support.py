@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import random
-from collections.abc import AsyncIterator, Iterable
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from contextlib import asynccontextmanager
 
 import msgspec
@@ -109,3 +111,17 @@ def population(n: int, seed: int = 7) -> tuple[list[RatingSnapshot], str]:
                 f'peg_type = "{rnd.choice(pegs)}"\n'
                 + (f"market_cap_usd = {mcap}\n" if mcap is not None else ""))
     return snaps, "\n".join(registry)
+
+
+async def wait_for(condition: Callable[[], Awaitable[bool]] | Callable[[], bool],
+                   limit: float = 30.0) -> None:
+    """Poll an eventual condition (a consumer catching up) with a deadline."""
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        result = condition()
+        if asyncio.iscoroutine(result):
+            result = await result
+        if result:
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError("condition not met in time")

@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import asyncio
-import time
-from collections.abc import Awaitable, Callable
 
 from aiokafka import AIOKafkaProducer
-from readapi_support import story
+from readapi_support import story, wait_for
 
 from consumers.store_writer import StoreWriter
 from monitor.config import Config, KafkaConfig
@@ -19,19 +17,6 @@ from monitor.storage.ratings import RatingsStore
 TOKEN = "0xa0b86991c6218b36c1d19d4a2e9eb0ce3606eb48"
 PATH = [("ok", 10, 1.0), ("watch", 45, 0.99), ("critical", 85, 0.88), ("critical", 90, 0.87),
         ("warning", 65, 0.95), ("ok", 20, 0.999), ("ok", 10, 1.0)]
-
-
-async def wait_for(condition: Callable[[], Awaitable[bool]] | Callable[[], bool],
-                   limit: float = 30.0) -> None:
-    deadline = time.monotonic() + limit
-    while time.monotonic() < deadline:
-        result = condition()
-        if asyncio.iscoroutine(result):
-            result = await result
-        if result:
-            return
-        await asyncio.sleep(0.05)
-    raise AssertionError("condition not met in time")
 
 
 async def produce(broker: EmbeddedBroker, config: Config) -> int:
