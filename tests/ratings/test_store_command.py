@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import subprocess
@@ -21,8 +22,16 @@ SCRIPT = (
 )
 
 
-async def test_store_command_migrates_and_stops_on_sigterm(broker: EmbeddedBroker,
-                                                           tmp_path: Path) -> None:
+async def _count_latest(db_path: Path) -> int:
+    db = await connect(f"sqlite:///{db_path}")
+    try:
+        return int(await db.fetchval("SELECT COUNT(*) FROM rating_latest"))
+    finally:
+        await db.close()
+
+
+def test_store_command_migrates_and_stops_on_sigterm(broker: EmbeddedBroker,
+                                                     tmp_path: Path) -> None:
     db_path = tmp_path / "store.db"
     env = {**os.environ, "DEPEG_KAFKA__BOOTSTRAP_SERVERS": broker.bootstrap_servers,
            "DEPEG_STORAGE__URL": f"sqlite:///{db_path}"}
@@ -43,8 +52,4 @@ async def test_store_command_migrates_and_stops_on_sigterm(broker: EmbeddedBroke
     finally:
         if proc.poll() is None:
             proc.kill()
-    db = await connect(f"sqlite:///{db_path}")
-    try:
-        assert await db.fetchval("SELECT COUNT(*) FROM rating_latest") == 0  # migrated
-    finally:
-        await db.close()
+    assert asyncio.run(_count_latest(db_path)) == 0  # the tables exist: migrated on start
