@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import importlib
 import random
+import secrets
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from contextlib import asynccontextmanager
+from typing import Any
 
 import msgspec
 from aiohttp import web
@@ -125,3 +128,19 @@ async def wait_for(condition: Callable[[], Awaitable[bool]] | Callable[[], bool]
             return
         await asyncio.sleep(0.05)
     raise AssertionError("condition not met in time")
+
+
+async def api_headers(db: Any) -> dict[str, str]:
+    """``x-api-key`` with a real key made through the webhook storage once that storage
+    exists (call after the app started: its startup migrates the key table); until then
+    the auth middleware is a placeholder and no header is needed."""
+    try:
+        module = importlib.import_module("monitor.storage.webhooks")
+    except ImportError:
+        return {}
+    store_cls = getattr(module, "WebhookStore", None)
+    if store_cls is None:
+        return {}
+    key = "dm_" + secrets.token_urlsafe(24)
+    await store_cls(db).create_api_key("tests", key, time.time())
+    return {"x-api-key": key}

@@ -8,7 +8,7 @@ from typing import Any
 import aiohttp
 import pytest
 from aiohttp import web
-from readapi_support import serve, story
+from readapi_support import api_headers, serve, story
 
 from monitor.api.app import create_app
 from monitor.api.openapi import build_document
@@ -46,7 +46,8 @@ async def base(storage_url: str) -> AsyncIterator[tuple[str, aiohttp.ClientSessi
     app.router.add_get("/test/slow", slow_down)
     app.router.add_post("/test/echo", echo)
     try:
-        async with serve(app) as url, aiohttp.ClientSession() as session:
+        async with serve(app) as url, aiohttp.ClientSession(
+                headers=await api_headers(db)) as session:
             yield url, session
     finally:
         await db.close()

@@ -9,7 +9,7 @@ from typing import Any
 
 import aiohttp
 import pytest
-from readapi_support import population, serve
+from readapi_support import api_headers, population, serve
 
 from monitor.api.app import create_app
 from monitor.chains import CHAINS
@@ -51,7 +51,8 @@ async def api(storage_url: str, tmp_path: Path) -> AsyncIterator[Api]:
             "dev": abs(s.deviation_pct) if s.deviation_pct is not None else None})
     app = create_app(Config(registry=RegistryConfig(path=str(reg_path))), db)
     try:
-        async with serve(app) as base, aiohttp.ClientSession() as session:
+        async with serve(app) as base, aiohttp.ClientSession(
+                headers=await api_headers(db)) as session:
             yield Api(base, session, expected)
     finally:
         await db.close()

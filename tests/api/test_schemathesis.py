@@ -10,10 +10,7 @@ codes, content types and headers, and bodies matching the response schemas.
 from __future__ import annotations
 
 import asyncio
-import importlib
-import secrets
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,7 +19,7 @@ import pytest
 import schemathesis
 from aiohttp import web
 from hypothesis import HealthCheck, settings
-from readapi_support import population, story
+from readapi_support import api_headers, population, story
 from schemathesis.checks import (
     content_type_conformance,
     not_a_server_error,
@@ -45,20 +42,6 @@ CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance,
 schema = schemathesis.openapi.from_dict(build_document())
 
 
-async def _api_key(db: Any) -> str | None:
-    """A real key through the webhook storage, once that storage exists."""
-    try:
-        module = importlib.import_module("monitor.storage.webhooks")
-    except ImportError:
-        return None
-    store_cls = getattr(module, "WebhookStore", None)
-    if store_cls is None:
-        return None
-    key = "dm_" + secrets.token_urlsafe(24)
-    await store_cls(db).create_api_key("schemathesis", key, time.time())
-    return key
-
-
 class LiveServer:
     def __init__(self, db_path: Path, registry: Path) -> None:
         self.db_path, self.registry = db_path, registry
@@ -79,7 +62,7 @@ class LiveServer:
         self.runner = web.AppRunner(app)
         await self.runner.setup()  # runs on_startup: every migration
         await web.TCPSite(self.runner, "127.0.0.1", self.port).start()
-        self.key = await _api_key(self.db)
+        self.key = (await api_headers(self.db)).get("x-api-key")
 
     async def _stop(self) -> None:
         await self.runner.cleanup()

@@ -15,7 +15,7 @@ import aiohttp
 import pytest
 from aiokafka import AIOKafkaProducer
 from conftest import data_file
-from readapi_support import serve, wait_for
+from readapi_support import api_headers, serve, wait_for
 
 from consumers.store_writer import StoreWriter
 from monitor.api.app import create_app
@@ -77,7 +77,8 @@ async def test_usdc_march_2023_episode_and_series(broker: EmbeddedBroker,
 
     try:
         app = create_app(config, db)
-        async with serve(app) as base, aiohttp.ClientSession() as session:
+        async with serve(app) as base, aiohttp.ClientSession(
+                headers=await api_headers(db)) as session:
             async with session.get(f"{base}/rwa/{USDC}",
                                    params={"chain": "eth", "hours": "720"}) as resp:
                 assert resp.status == 200
