@@ -233,7 +233,9 @@ class RatingsStore:
         return total
 
     async def sync_registry(self, tokens: Sequence[TokenInfo]) -> None:
-        """Replace the registry table with the file's tokens (the file is the truth)."""
+        """Replace the registry table with the file's tokens (the file is the truth).
+
+        Upserts, so API replicas starting together on one database do not collide."""
         rows = [(t.chain, t.address, t.symbol, t.name, t.peg_type, t.peg_reference,
                  t.market_cap_usd, "," + ",".join(t.tags) + ",") for t in tokens]
         async with self.db.transaction() as tx:
@@ -242,5 +244,8 @@ class RatingsStore:
                 await tx.executemany(
                     "INSERT INTO token_registry (chain, token_address, symbol, name, peg_type,"
                     " peg_reference, market_cap_usd, tags) VALUES ($1, $2, $3, $4, $5, $6, $7,"
-                    " $8)", rows)
+                    " $8) ON CONFLICT (chain, token_address) DO UPDATE SET"
+                    " symbol = excluded.symbol, name = excluded.name,"
+                    " peg_type = excluded.peg_type, peg_reference = excluded.peg_reference,"
+                    " market_cap_usd = excluded.market_cap_usd, tags = excluded.tags", rows)
 
