@@ -13,7 +13,7 @@ from ..storage import Database
 from .errors import ApiError, error_response
 
 CONFIG = web.AppKey("config", Config)
-DB = web.AppKey("db", Database)  # type: ignore[type-abstract]
+DB = web.AppKey("db", Database)
 
 log = get_logger(__name__)
 
