@@ -8,6 +8,7 @@ Field names follow the spec's event object (snake_case: ``token_address``-style 
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 from itertools import pairwise
 from typing import Any
 
@@ -24,8 +25,23 @@ PRICE_CATEGORY = "price_stability"
 _snapshot_decoder = msgspec.json.Decoder(RatingSnapshot)
 
 
+@lru_cache(maxsize=4096)
+def _day(day: int) -> str:
+    return format_ts(day * 86400.0)[:10]
+
+
 def iso(ts: float | None) -> str | None:
-    return None if ts is None else format_ts(float(ts))
+    """``format_ts`` output; whole seconds (every refresh) take a fast path, because a
+    720-hour history formats thousands of them per request."""
+    if ts is None:
+        return None
+    seconds = float(ts)
+    if not seconds.is_integer() or seconds < 0:
+        return format_ts(seconds)
+    day, rest = divmod(int(seconds), 86400)
+    hours, rest = divmod(rest, 3600)
+    minutes, secs = divmod(rest, 60)
+    return f"{_day(day)}T{hours:02d}:{minutes:02d}:{secs:02d}Z"
 
 
 def risk_envelope(rating: float, tier: str, detected_at: str | None,
