@@ -13,11 +13,13 @@ import argparse
 import asyncio
 import contextlib
 import signal
+import sqlite3
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import asyncpg
 import msgspec
 from aiokafka import AIOKafkaConsumer
 from prometheus_client import Counter
@@ -26,7 +28,14 @@ from monitor.chains import is_chain, normalize_address
 from monitor.commands import Command
 from monitor.config import Config
 from monitor.logs import get_logger
-from monitor.records import RatingSnapshot, Tier, TierChangeEvent, decode_event, decode_snapshot
+from monitor.records import (
+    RatingSnapshot,
+    Tier,
+    TierChangeEvent,
+    decode_event,
+    decode_snapshot,
+    encode,
+)
 from monitor.services import Service
 from monitor.storage import connect
 from monitor.storage.ratings import RatingsStore
@@ -64,7 +73,15 @@ def _check(chain: str, token: str, timestamp: str, *tiers: str) -> None:
             raise BadRecord(f"unknown tier {tier[:20]!r}")
 
 
+def _no_nul(raw: bytes) -> None:
+    # Valid JSON may carry "\u0000", which PostgreSQL text refuses: a record that could
+    # never be written must not block the partition behind it.
+    if b"\\u0000" in raw:
+        raise BadRecord("NUL character in a string")
+
+
 def parse_snapshot(raw: bytes) -> RatingSnapshot:
+    _no_nul(raw)
     try:
         s = decode_snapshot(raw)
     except (msgspec.DecodeError, msgspec.ValidationError) as exc:
@@ -74,12 +91,20 @@ def parse_snapshot(raw: bytes) -> RatingSnapshot:
 
 
 def parse_event(raw: bytes) -> TierChangeEvent:
+    _no_nul(raw)
     try:
         e = decode_event(raw)
     except (msgspec.DecodeError, msgspec.ValidationError) as exc:
         raise BadRecord(str(exc)) from None
     _check(e.data.chain, e.data.token_address, e.timestamp, e.data.old_tier, e.data.new_tier)
     return e
+
+
+def is_data_error(exc: BaseException) -> bool:
+    """The database refused the content (not the connection): retrying cannot help."""
+    if isinstance(exc, sqlite3.DataError | sqlite3.IntegrityError | OverflowError):
+        return True
+    return isinstance(exc, asyncpg.DataError | asyncpg.IntegrityConstraintViolationError)
 
 
 @dataclass
@@ -126,13 +151,37 @@ class StoreWriter:
                             value_prefix=(rec.value or b"")[:120].decode("utf-8", "replace"))
         return snaps, events
 
+    async def _write_one_by_one(self, snaps: list[RatingSnapshot],
+                                events: list[TierChangeEvent]) -> None:
+        """After a data error: write each record alone and skip the ones the database
+        refuses for their content (counted and logged), so one cannot block the rest."""
+        items: list[tuple[list[RatingSnapshot], list[TierChangeEvent]]] = [
+            ([s], []) for s in snaps]
+        items += [([], [e]) for e in events]
+        for one_snap, one_event in items:
+            try:
+                await self.store.write_batch(one_snap, one_event)
+            except Exception as exc:
+                if not is_data_error(exc):
+                    raise
+                self.stats.undecodable += 1
+                RECORDS.labels("rejected_by_database", "undecodable").inc()
+                record = one_snap[0] if one_snap else one_event[0]
+                log.error("record refused by the database; skipped", error=str(exc)[:300],
+                          record=encode(record)[:200].decode("utf-8", "replace"))
+
     async def _write(self, snaps: list[RatingSnapshot], events: list[TierChangeEvent],
                      stop: asyncio.Event) -> bool:
         """Write until it succeeds (True) or the writer is stopped first (False)."""
         delay = 0.5
         while True:
             try:
-                await self.store.write_batch(snaps, events)
+                try:
+                    await self.store.write_batch(snaps, events)
+                except Exception as exc:
+                    if not is_data_error(exc):
+                        raise
+                    await self._write_one_by_one(snaps, events)
                 return True
             except Exception as exc:  # database down or failing: keep offsets, retry
                 WRITE_ERRORS.inc()

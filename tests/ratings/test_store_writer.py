@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
+import msgspec
 from aiokafka import AIOKafkaProducer
 from readapi_support import story, wait_for
 
@@ -35,7 +36,9 @@ async def produce(broker: EmbeddedBroker, config: Config) -> int:
             await producer.send_and_wait(config.kafka.tier_changes_topic, encode(e),
                                          key=f"{e.data.chain}:{e.data.token_address}".encode())
             n += 1
-        for junk in (b"not json", b'{"chain": "eth"}'):
+        nul = encode(msgspec.structs.replace(snaps[0], symbol="US\x00DC"))
+        assert b"\\u0000" in nul  # valid JSON, but PostgreSQL text cannot hold it
+        for junk in (b"not json", b'{"chain": "eth"}', nul):
             await producer.send_and_wait(config.kafka.ratings_topic, junk, key=b"x")
             n += 1
         await producer.send_and_wait(config.kafka.tier_changes_topic, b"[]", key=b"x")
@@ -64,7 +67,7 @@ async def test_store_writer_is_idempotent_on_replay(broker: EmbeddedBroker,
         task = asyncio.create_task(writer.run(stop))
         await wait_for(lambda: writer.stats.records >= sent)
         first = await dump(store)
-        assert len(first[0]) == 10 and len(first[2]) == 6 and writer.stats.undecodable == 3
+        assert len(first[0]) == 10 and len(first[2]) == 6 and writer.stats.undecodable == 4
         [ep] = first[3]
         assert ep["worst_tier"] == "critical" and ep["recovered_at"] is not None
         assert writer.stats.batches >= 3  # batched by batch_max_records
@@ -87,3 +90,27 @@ async def test_store_writer_is_idempotent_on_replay(broker: EmbeddedBroker,
         stop.set()
         await db.close()
 
+
+
+async def test_a_record_the_database_refuses_is_skipped_not_retried_forever(
+        storage_url: str) -> None:
+    db = await connect(storage_url)
+    store = RatingsStore(db)
+    await store.migrate()
+    # The database itself refuses ratings above 1000 (a stand-in for any content error).
+    if db.dialect == "postgresql":
+        await db.execute("ALTER TABLE rating_history ADD CONSTRAINT sane CHECK (rating <= 1000)")
+    else:
+        await db.execute("CREATE TRIGGER sane BEFORE INSERT ON rating_history"
+                         " WHEN NEW.rating > 1000 BEGIN SELECT RAISE(ABORT, 'insane'); END")
+    snaps, events = story("eth", TOKEN, PATH)
+    poison = msgspec.structs.replace(snaps[3], rating=5000.0)
+    writer = StoreWriter(Config(), store)
+    try:
+        written = await asyncio.wait_for(
+            writer._write([*snaps[:3], poison, *snaps[4:]], events, asyncio.Event()), 10)
+        assert written and writer.stats.undecodable == 1
+        assert await db.fetchval("SELECT COUNT(*) FROM rating_history") == len(snaps) - 1
+        assert await db.fetchval("SELECT COUNT(*) FROM tier_changes") == len(events)
+    finally:
+        await db.close()
