@@ -22,6 +22,7 @@ from typing import Any
 import asyncpg
 import msgspec
 from aiokafka import AIOKafkaConsumer
+from aiokafka.coordinator.assignors.range import RangePartitionAssignor
 from prometheus_client import Counter
 
 from monitor.chains import is_chain, normalize_address
@@ -210,9 +211,13 @@ class StoreWriter:
         if not self.bootstrap:
             raise RuntimeError("kafka.bootstrap_servers is empty: the store writer needs a "
                                "broker (set DEPEG_KAFKA__BOOTSTRAP_SERVERS)")
+        # Range assignment gives one consumer the same partition numbers of both topics,
+        # so a token's snapshots and tier changes (same key, same partition number) are
+        # written by one writer when the group is scaled out.
         consumer = AIOKafkaConsumer(
             k.ratings_topic, k.tier_changes_topic, bootstrap_servers=self.bootstrap,
-            group_id=self.group_id, enable_auto_commit=False, auto_offset_reset="earliest")
+            group_id=self.group_id, enable_auto_commit=False, auto_offset_reset="earliest",
+            partition_assignment_strategy=(RangePartitionAssignor,))
         await consumer.start()
         log.info("store writer started", group=self.group_id,
                  topics=[k.ratings_topic, k.tier_changes_topic])
