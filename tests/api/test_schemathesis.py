@@ -97,8 +97,12 @@ def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer
           suppress_health_check=list(HealthCheck))
 def test_api_matches_its_openapi_document(case: Any, live_server: LiveServer) -> None:
     headers = {"x-api-key": live_server.key} if live_server.key else None
+    # /readyz answers a documented 503 while the broker and consumers it checks are not
+    # running (this test starts only the HTTP app): that is its job, not a server error.
+    checks = [c for c in CHECKS if c is not not_a_server_error] if case.path == "/readyz" \
+        else CHECKS
     response = case.call_and_validate(base_url=f"http://127.0.0.1:{live_server.port}",
-                                      headers=headers, checks=CHECKS)
+                                      headers=headers, checks=checks)
     STATUSES.setdefault(case.operation.label, set()).add(response.status_code)
 
 
