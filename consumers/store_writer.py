@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import importlib
 import signal
 import sqlite3
 import time
@@ -23,7 +24,6 @@ import asyncpg
 import msgspec
 from aiokafka import AIOKafkaConsumer
 from aiokafka.coordinator.assignors.range import RangePartitionAssignor
-from prometheus_client import Counter
 
 from monitor.chains import is_chain, normalize_address
 from monitor.commands import Command
@@ -44,12 +44,27 @@ from monitor.timefmt import parse_ts
 
 log = get_logger(__name__)
 
-RECORDS = Counter("depeg_store_records_total",
-                  "Records read by the store writer, by topic and outcome (stored, undecodable)",
-                  ["topic", "outcome"])
-BATCHES = Counter("depeg_store_batches_total", "Batches written by the store writer")
-WRITE_ERRORS = Counter("depeg_store_write_errors_total",
-                       "Failed batch writes (retried; offsets are not committed)")
+
+class _NoMetric:
+    """Stands in until ``monitor.metrics`` (which declares every metric) is merged."""
+
+    def labels(self, *_values: str) -> _NoMetric:
+        return self
+
+    def inc(self, _amount: float = 1) -> None:
+        return None
+
+    def observe(self, _value: float) -> None:
+        return None
+
+
+try:  # kinds: "rating", "tier_change" (monitor.metrics.STORE_KINDS)
+    _metrics = importlib.import_module("monitor.metrics")
+    STORE_WRITES: Any = _metrics.STORE_WRITES
+    STORE_WRITE_ERRORS: Any = _metrics.STORE_WRITE_ERRORS
+    STORE_WRITE_SECONDS: Any = _metrics.STORE_WRITE_SECONDS
+except (ImportError, AttributeError):
+    STORE_WRITES = STORE_WRITE_ERRORS = STORE_WRITE_SECONDS = _NoMetric()
 
 #: Retention runs this often (wall clock) while the writer is up.
 RETENTION_INTERVAL_SECONDS = 3600.0
@@ -143,10 +158,10 @@ class StoreWriter:
                     snaps.append(parse_snapshot(rec.value or b""))
                 elif rec.topic == k.tier_changes_topic:
                     events.append(parse_event(rec.value or b""))
-                RECORDS.labels(rec.topic, "stored").inc()
             except BadRecord as exc:
                 self.stats.undecodable += 1
-                RECORDS.labels(rec.topic, "undecodable").inc()
+                STORE_WRITE_ERRORS.labels(
+                    "rating" if rec.topic == k.ratings_topic else "tier_change").inc()
                 log.warning("undecodable record skipped", topic=rec.topic,
                             partition=rec.partition, offset=rec.offset, reason=str(exc)[:300],
                             value_prefix=(rec.value or b"")[:120].decode("utf-8", "replace"))
@@ -166,7 +181,7 @@ class StoreWriter:
                 if not is_data_error(exc):
                     raise
                 self.stats.undecodable += 1
-                RECORDS.labels("rejected_by_database", "undecodable").inc()
+                STORE_WRITE_ERRORS.labels("rating" if one_snap else "tier_change").inc()
                 record = one_snap[0] if one_snap else one_event[0]
                 log.error("record refused by the database; skipped", error=str(exc)[:300],
                           record=encode(record)[:200].decode("utf-8", "replace"))
@@ -185,7 +200,7 @@ class StoreWriter:
                     await self._write_one_by_one(snaps, events)
                 return True
             except Exception as exc:  # database down or failing: keep offsets, retry
-                WRITE_ERRORS.inc()
+                STORE_WRITE_ERRORS.labels("rating" if snaps else "tier_change").inc()
                 log.error("batch write failed; retrying", error=str(exc)[:300],
                           retry_in_seconds=delay)
             with contextlib.suppress(TimeoutError):
@@ -230,13 +245,17 @@ class StoreWriter:
                 if not records:
                     continue
                 snaps, events = self.split(records)
+                started = time.perf_counter()
                 if not await self._write(snaps, events, stop):
                     break  # stopped before the write landed: the batch is re-read later
+                STORE_WRITE_SECONDS.labels("rating" if snaps else "tier_change").observe(
+                    time.perf_counter() - started)
                 await consumer.commit()
+                STORE_WRITES.labels("rating").inc(len(snaps))
+                STORE_WRITES.labels("tier_change").inc(len(events))
                 self.stats.snapshots += len(snaps)
                 self.stats.events += len(events)
                 self.stats.batches += 1
-                BATCHES.inc()
         finally:
             await consumer.stop()
             log.info("store writer stopped", records=self.stats.records,
