@@ -1,7 +1,8 @@
 """Query-parameter parsing with one 400 shape: ``{"error", "parameter", "allowed"|...}``.
 
 A value outside its set names the allowed values, so a client can fix the request
-without reading the docs; unknown parameter *names* are ignored (forward compatibility).
+without reading the docs. Unknown parameter *names* are refused too (a typo such as
+``pagesize`` would otherwise silently return the default page), as the webhook routes do.
 """
 
 from __future__ import annotations
@@ -18,6 +19,13 @@ FALSE = frozenset({"false", "0", "no"})
 
 def bad(name: str, message: str, **details: Any) -> ApiError:
     return ApiError(400, message, parameter=name, **details)
+
+
+def known(query: Mapping[str, str], names: Iterable[str]) -> None:
+    allowed = list(names)
+    for name in query:
+        if name not in allowed:
+            raise bad(name, f"unknown query parameter {name[:40]!r}", allowed=allowed)
 
 
 def enum(query: Mapping[str, str], name: str, allowed: Iterable[str],

@@ -61,7 +61,12 @@ def decode_cursor(cursor: str, sort: str, order: str) -> tuple[Any, str, str]:
     return value, chain, address
 
 
+LIST_PARAMS = ("chain", "tier", "sort", "order", "page", "pageSize", "cursor", "limit", "q",
+               "collapsedOnly", "minMcap", "tags")
+
+
 def parse_list(query: Mapping[str, str]) -> tuple[reads.ListFilter, reads.PageRequest, str]:
+    params.known(query, LIST_PARAMS)
     flt = reads.ListFilter(
         chain=params.enum(query, "chain", CHAINS),
         tier=params.enum(query, "tier", TIERS),
@@ -120,6 +125,7 @@ async def get_rwa(request: web.Request) -> web.Response:
     if address is None:
         raise params.bad("address", "address must be 0x followed by 40 hex digits")
     query = request.rel_url.query
+    params.known(query, ("chain", "hours"))
     chain = params.enum(query, "chain", CHAINS)
     hours = params.integer(query, "hours", HOURS_DEFAULT, 1, HOURS_MAX)
     db = request.app[DB]

@@ -177,7 +177,7 @@ async def test_unknown_values_name_the_allowed_ones(api: Api, params: dict[str, 
 @pytest.mark.parametrize("params", [
     {"pageSize": "501"}, {"pageSize": "0"}, {"page": "x"}, {"limit": "600"},
     {"page": "2", "cursor": "abc"}, {"cursor": "!!!"}, {"minMcap": "-1"}, {"minMcap": "nan"},
-    {"q": "a" * 101}, {"q": "a\x00b"},
+    {"q": "a" * 101}, {"q": "a\x00b"}, {"pagesize": "10"},
 ])
 async def test_bad_pagination_and_filters(api: Api, params: dict[str, str]) -> None:
     status, body = await api.get("/rwa", **params)
