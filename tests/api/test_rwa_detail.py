@@ -136,3 +136,9 @@ def test_routes_and_document_agree() -> None:
     described = {(path, method) for path, ops in build_document()["paths"].items()
                  for method in ops if method in methods}  # not path-level "parameters"
     assert routes == described
+
+
+def test_document_is_valid_openapi_3_1() -> None:
+    from openapi_spec_validator import validate
+
+    validate(build_document())  # raises with the offending path when it is not
