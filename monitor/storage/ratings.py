@@ -214,23 +214,21 @@ class RatingsStore:
         wall = time.time() if now is None else now
         cutoff = min(wall, float(newest) if newest is not None else wall)
         cutoff -= retention_days * 86400
-        before = await self._count()
+        statements = [
+            ("rating_history", "ts < $1"),
+            ("depeg_episodes", "recovered_at IS NOT NULL AND recovered_at < $1"),
+            ("tier_changes",
+             "ts < $1 AND NOT EXISTS (SELECT 1 FROM depeg_episodes e WHERE e.chain ="
+             " tier_changes.chain AND e.token_address = tier_changes.token_address"
+             " AND e.recovered_at IS NULL AND tier_changes.ts >= e.started_at)"),
+        ]
+        deleted = 0
         async with self.db.transaction() as tx:
-            await tx.execute("DELETE FROM rating_history WHERE ts < $1", cutoff)
-            await tx.execute("DELETE FROM depeg_episodes WHERE recovered_at IS NOT NULL"
-                             " AND recovered_at < $1", cutoff)
-            await tx.execute(
-                "DELETE FROM tier_changes WHERE ts < $1 AND NOT EXISTS (SELECT 1 FROM"
-                " depeg_episodes e WHERE e.chain = tier_changes.chain AND e.token_address ="
-                " tier_changes.token_address AND e.recovered_at IS NULL"
-                " AND tier_changes.ts >= e.started_at)", cutoff)
-        return before - await self._count()
-
-    async def _count(self) -> int:
-        total = 0
-        for table in ("rating_history", "tier_changes", "depeg_episodes"):
-            total += int(await self.db.fetchval(f"SELECT COUNT(*) FROM {table}"))
-        return total
+            for table, where in statements:  # counted by the same indexed predicate
+                deleted += int(await tx.fetchval(
+                    f"SELECT COUNT(*) FROM {table} WHERE {where}", cutoff))
+                await tx.execute(f"DELETE FROM {table} WHERE {where}", cutoff)
+        return deleted
 
     async def sync_registry(self, tokens: Sequence[TokenInfo]) -> None:
         """Replace the registry table with the file's tokens (the file is the truth).
