@@ -55,7 +55,8 @@ def decode_cursor(cursor: str, sort: str, order: str) -> tuple[Any, str, str]:
     if (c_sort, c_order) != (sort, order):
         raise params.bad("cursor", "cursor was made for another sort or order",
                          sort=c_sort, order=c_order)
-    if not (isinstance(value, int | float | str) and not isinstance(value, bool)
+    wanted: type | tuple[type, ...] = str if sort == "symbol" else (int, float)
+    if not (isinstance(value, wanted) and not isinstance(value, bool)
             and isinstance(chain, str) and isinstance(address, str)):
         raise params.bad("cursor", "invalid cursor: pass nextCursor from a previous page")
     return value, chain, address

@@ -189,3 +189,15 @@ async def test_cursor_is_bound_to_its_sort(api: Api) -> None:
     cursor = body["pagination"]["nextCursor"]
     status, body = await api.get("/rwa", limit=10, cursor=cursor, sort="symbol")
     assert status == 400 and body["parameter"] == "cursor"
+
+
+async def test_forged_cursors_are_400_not_500(api: Api) -> None:
+    import base64
+    import json
+
+    for payload in (["score", "desc", "x", "eth", "0x1"], ["symbol", "asc", 1.5, "eth", "0x"],
+                    ["score", "desc", 1.0, 5, "0x"], {"a": 1}, [1, 2]):
+        cursor = base64.urlsafe_b64encode(json.dumps(payload).encode()).decode()
+        sort = payload[0] if isinstance(payload, list) and payload[0] == "symbol" else "score"
+        status, body = await api.get("/rwa", cursor=cursor, sort=sort)
+        assert status == 400 and body["parameter"] == "cursor", (payload, body)
