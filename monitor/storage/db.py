@@ -202,25 +202,37 @@ async def connect(url: str) -> Database:
     raise ValueError(f"unsupported storage url {url!r}: use sqlite:///FILE or postgresql://…")
 
 
+#: PostgreSQL advisory lock key that serialises migrations ("depeg" in ASCII).
+_MIGRATION_LOCK = 0x6465706567
+
+
 async def migrate(db: Database, component: str, migrations: Sequence[Migration]) -> int:
     """Apply ``component``'s migrations newer than the recorded version; returns the version.
 
     Each component (webhooks, ratings, …) keeps its own version line in
-    ``schema_migrations``, so they evolve independently.
+    ``schema_migrations``, so they evolve independently. Processes sharing a database
+    (``run`` starts the store writer and the API together; replicas roll out together)
+    migrate at the same time, so the version is read and the migrations applied in one
+    transaction that only one migrator holds at once: SQLite's ``BEGIN IMMEDIATE`` write
+    lock, a transaction-scoped advisory lock on PostgreSQL. The others wait, then find
+    the work done.
     """
-    await db.execute(
-        "CREATE TABLE IF NOT EXISTS schema_migrations ("
-        " component TEXT NOT NULL, version INTEGER NOT NULL, name TEXT NOT NULL,"
-        " PRIMARY KEY (component, version))"
-    )
-    current = await db.fetchval(
-        "SELECT COALESCE(MAX(version), 0) FROM schema_migrations WHERE component = $1", component
-    )
-    version = int(current or 0)
-    for m in sorted(migrations, key=lambda m: m.version):
-        if m.version <= version:
-            continue
-        async with db.transaction() as tx:
+    async with db.transaction() as tx:
+        if db.dialect == "postgresql":
+            await tx.execute("SELECT pg_advisory_xact_lock($1)", _MIGRATION_LOCK)
+        await tx.execute(
+            "CREATE TABLE IF NOT EXISTS schema_migrations ("
+            " component TEXT NOT NULL, version INTEGER NOT NULL, name TEXT NOT NULL,"
+            " PRIMARY KEY (component, version))"
+        )
+        current = await tx.fetchval(
+            "SELECT COALESCE(MAX(version), 0) FROM schema_migrations WHERE component = $1",
+            component,
+        )
+        version = int(current or 0)
+        for m in sorted(migrations, key=lambda m: m.version):
+            if m.version <= version:
+                continue
             for statement in (s.strip() for s in m.sql.split(";\n")):
                 if statement.strip(";").strip():
                     await tx.execute(statement)
@@ -228,5 +240,5 @@ async def migrate(db: Database, component: str, migrations: Sequence[Migration])
                 "INSERT INTO schema_migrations (component, version, name) VALUES ($1, $2, $3)",
                 component, m.version, m.name,
             )
-        version = m.version
+            version = m.version
     return version
