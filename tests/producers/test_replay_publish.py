@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from aiokafka.admin import AIOKafkaAdminClient  # type: ignore[import-untyped]
+from kafka_readback import topic_reader
 
 from monitor.config import Config, KafkaConfig
 from monitor.tickfiles import merge_by_time, read_file
@@ -74,7 +75,7 @@ def run_produce(argv: list[str], config: Config | None = None) -> int:
     return command.run(parser.parse_args(argv), config or Config())
 
 
-def test_replay_publishes_good_rows_in_event_time_order(broker, tmp_path, capsys, topic_reader):
+def test_replay_publishes_good_rows_in_event_time_order(broker, tmp_path, capsys):
     paths = write_inputs(tmp_path)
     expected = [r for r in merge_by_time(read_file(p) for p in paths) if isinstance(r, Tick)]
     assert len(expected) == 7  # 5 good CSV rows, 2 good JSON lines
@@ -111,7 +112,7 @@ def test_replay_publishes_good_rows_in_event_time_order(broker, tmp_path, capsys
     assert partition_count(broker.bootstrap_servers, "depeg.ticks") == KafkaConfig().partitions
 
 
-def test_replay_to_existing_topic_and_custom_topic_name(broker, tmp_path, capsys, topic_reader):
+def test_replay_to_existing_topic_and_custom_topic_name(broker, tmp_path, capsys):
     paths = write_inputs(tmp_path)[:1]
     config = Config(kafka=KafkaConfig(ticks_topic="custom.ticks", partitions=2))
     for _ in range(2):  # second run finds the topic already there
@@ -142,7 +143,7 @@ def test_missing_file_and_missing_broker_are_clear_errors(tmp_path, capsys):
     assert "no broker configured" in capsys.readouterr().err
 
 
-def test_sigterm_stops_cleanly_and_flushes(broker, tmp_path, topic_reader):
+def test_sigterm_stops_cleanly_and_flushes(broker, tmp_path):
     path = tmp_path / "long.csv"
     rows = [f"{1678492800 + 60 * i},eth,{USDC},USDC,1,1,\n" for i in range(600)]
     path.write_text("ts,chain,token,symbol,price_usd,peg_usd,slippage_bps\n" + "".join(rows))

@@ -1,19 +1,16 @@
-"""Helpers for producer tests: read a topic back from the real broker."""
+"""Producer tests' helper: read a topic back from the real broker (not a conftest, so
+that ``from conftest import data_file`` keeps meaning tests/conftest.py)."""
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable
 
-import pytest
 from aiokafka import AIOKafkaConsumer  # type: ignore[import-untyped]
 from aiokafka.structs import ConsumerRecord  # type: ignore[import-untyped]
 
-ReadTopic = Callable[..., Awaitable[list[ConsumerRecord]]]
 
-
-async def read_topic(bootstrap: str, topic: str, expect: int, timeout: float = 20.0,
+async def read_topic(bootstrap: str, topic: str, expect: int, wait: float = 20.0,
                      settle: float = 0.5) -> list[ConsumerRecord]:
     """Every record of ``topic`` from the start: stops at ``expect`` records, then keeps
     polling ``settle`` seconds more so that extra (unexpected) records are seen too."""
@@ -22,7 +19,7 @@ async def read_topic(bootstrap: str, topic: str, expect: int, timeout: float = 2
     await consumer.start()
     records: list[ConsumerRecord] = []
     try:
-        deadline = time.monotonic() + timeout
+        deadline = time.monotonic() + wait
         quiet_until: float | None = None
         while time.monotonic() < deadline:
             batch = await consumer.getmany(timeout_ms=200)
@@ -37,11 +34,6 @@ async def read_topic(bootstrap: str, topic: str, expect: int, timeout: float = 2
     return records
 
 
-@pytest.fixture
-def topic_reader() -> Callable[..., list[ConsumerRecord]]:
-    """Synchronous wrapper (producer commands run their own event loop)."""
-
-    def read(bootstrap: str, topic: str, expect: int, **kw: float) -> list[ConsumerRecord]:
-        return asyncio.run(read_topic(bootstrap, topic, expect, **kw))
-
-    return read
+def topic_reader(bootstrap: str, topic: str, expect: int, **kw: float) -> list[ConsumerRecord]:
+    """Synchronous :func:`read_topic` (producer commands run their own event loop)."""
+    return asyncio.run(read_topic(bootstrap, topic, expect, **kw))
