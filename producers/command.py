@@ -20,8 +20,7 @@ _SUBCOMMANDS = {
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="producer", metavar="PRODUCER", required=True)
     for name, (module, help_text) in _SUBCOMMANDS.items():
-        child = sub.add_parser(name, help=help_text,
-                               description=(module.__doc__ or help_text).strip().split("\n\n")[0])
+        child = sub.add_parser(name, help=help_text, description=module.DESCRIPTION)
         module.add_arguments(child)
 
 

@@ -17,7 +17,7 @@ def tick_row(tick: Tick) -> list[str]:
     return [
         format_ts(tick.ts), tick.chain, tick.token, tick.symbol,
         tick.price_text or "", tick.peg_text or "",
-        "" if tick.slippage_bps is None else format(tick.slippage_bps, ".6g"),
+        "" if tick.slippage_bps is None else repr(tick.slippage_bps),
     ]
 
 

@@ -24,6 +24,12 @@ from .kafka_out import ProduceError, bootstrap_from, open_sender
 from .publish import PublishSummary, add_kafka_arguments, publish_rows
 from .runtime import StopSignal, parse_speed
 
+DESCRIPTION = """Publish tick files to the ticks topic in event-time order, keyed chain:token.
+Files are canonical CSV (ts,chain,token,symbol,price_usd,peg_usd,slippage_bps; empty cell =
+not observed) or JSON lines; several files are merged by time. Bad rows are reported with
+file:line and counted, never published. Ctrl-C/SIGTERM stops after flushing what was sent
+(a second signal exits at once). Exit code: 0 done, 1 error, 2 usage, 128+signal when stopped."""
+
 log = get_logger(__name__)
 
 

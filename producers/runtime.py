@@ -5,7 +5,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import os
 import signal
+import sys
 import time
 from types import TracebackType
 
@@ -14,7 +16,8 @@ class StopSignal:
     """Turns SIGINT/SIGTERM into an event the loop checks between records.
 
     The loop then stops taking new records, flushes what it already handed to the
-    producer and prints its summary, instead of dying with records in the buffer.
+    producer and prints its summary, instead of dying with records in the buffer. A second
+    signal exits at once.
     """
 
     def __init__(self) -> None:
@@ -23,8 +26,17 @@ class StopSignal:
         self._installed: list[int] = []
 
     def _fire(self, signum: int) -> None:
+        if self.event.is_set():
+            # A second Ctrl-C means "now": die by the signal's default action, without
+            # waiting for a flush to an unreachable broker.
+            print("second signal: exiting without flushing", file=sys.stderr, flush=True)
+            signal.signal(signum, signal.SIG_DFL)
+            os.kill(os.getpid(), signum)
+            return
         self.signum = signum
         self.event.set()
+        print(f"{signal.Signals(signum).name}: stopping after flushing what was sent "
+              "(again to exit at once)", file=sys.stderr, flush=True)
 
     @property
     def stopped(self) -> bool:

@@ -25,6 +25,11 @@ from .publish import add_kafka_arguments, publish_rows
 from .runtime import StopSignal
 from .synthetic import generate, make_tokens
 
+DESCRIPTION = """Generate synthetic pegged tokens for demos and load tests: calm noise, depegs
+that recover, collapses, above-peg premiums and liquidity drains, across the seven chains, with
+USD, EUR, gold and NAV pegs. Deterministic per --seed. Example demo (tier changes within a
+minute or two): produce simulate --tokens 20 --rate 200 --time-scale 60"""
+
 log = get_logger(__name__)
 
 

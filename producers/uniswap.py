@@ -43,6 +43,11 @@ from .kafka_out import ProduceError, bootstrap_from, open_sender
 from .publish import add_kafka_arguments, publish_rows
 from .runtime import StopSignal, parse_speed
 
+DESCRIPTION = """Turn Uniswap v3 pool state (hourly poolTick + in-range poolLiquidity) into
+slippage_bps ticks: the price impact of selling --notional USD of the token against the current
+in-range liquidity. An upper bound on the real impact (liquidity in neighbouring ticks is
+ignored); see the module documentation for the math."""
+
 #: The spec's slippage signal is the sell of 100,000 USD.
 NOTIONAL_USD = 100_000.0
 BASE = 1.0001

@@ -170,3 +170,33 @@ def test_sigterm_stops_cleanly_and_flushes(broker, tmp_path):
     records = topic_reader(broker.bootstrap_servers, "depeg.ticks", expect=published)
     assert len(records) == published
     assert [r.offset for r in records] == list(range(published))
+
+
+def test_second_signal_exits_at_once_when_the_flush_hangs(broker, tmp_path):
+    path = tmp_path / "long.csv"
+    rows = [f"{1678492800 + 60 * i},eth,{USDC},USDC,1,1,\n" for i in range(600)]
+    path.write_text("ts,chain,token,symbol,price_usd,peg_usd,slippage_bps\n" + "".join(rows))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "producers", "replay", str(path), "--speed", "600x",
+         "--bootstrap-servers", broker.bootstrap_servers],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "DEPEG_LOGGING__FORMAT": "json"})
+    try:
+        assert len(topic_reader(broker.bootstrap_servers, "depeg.ticks", expect=2,
+                                settle=0.0)) >= 2
+        broker.pause()  # the broker stops answering: a flush now waits for its timeout
+        # No event to await here: at 600x the pacer hands over a record every 0.1 s, so
+        # within half a second some records are waiting for the paused broker.
+        time.sleep(0.5)
+        proc.send_signal(signal.SIGTERM)
+        with pytest.raises(subprocess.TimeoutExpired):
+            proc.wait(timeout=1.0)  # first signal: still trying to flush
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=5)
+    finally:
+        broker.resume()
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == -signal.SIGTERM
+    assert "exiting without flushing" in err

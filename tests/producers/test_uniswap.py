@@ -110,3 +110,58 @@ def test_march_2023_liquidity_collapse_shows_as_a_slippage_spike():
     assert max(during) > 5000  # in-range liquidity fell ~5 orders of magnitude
     # The pool price shows the depeg at the same time (USDC in USDT terms).
     assert min(t.price for t in ticks if collapse <= t.ts < collapse + day) < 0.9
+
+
+POOL_ROWS = (
+    "hour,timestamp,block,poolTick,poolLiquidity,tickSpacing,token0,token1,dec0,dec1\n"
+    "x,1678406400,1,1,230753998207201862,1,USDC,USDT,6,6\n"
+    "x,1678514400,2,-751,14139206705,1,USDC,USDT,6,6\n"
+)
+
+
+def run_produce(argv: list[str]) -> int:
+    import argparse
+
+    from monitor.config import Config
+    from producers.command import command
+
+    parser = argparse.ArgumentParser()
+    command.add_arguments(parser)
+    return command.run(parser.parse_args(argv), Config())
+
+
+def test_cli_writes_replayable_ticks_for_the_token_side(tmp_path: Path):
+    pool = tmp_path / "pool.csv"
+    pool.write_text(POOL_ROWS)
+    out = tmp_path / "ticks.csv"
+    usdt = "0xdac17f958d2ee523a2206206994597c13d1ec7a5"
+    assert run_produce(["uniswap", str(pool), "--chain", "eth", "--token", usdt, "--symbol",
+                        "USDT", "--out", str(out)]) == 0
+    from monitor.tickfiles import read_file
+
+    ticks = [r for r in read_file(out) if isinstance(r, Tick)]
+    assert [t.key for t in ticks] == [f"eth:{usdt}"] * 2
+    # USDT is token1 here: selling it is priced with dy / (L*sqrtP + dy).
+    s = 1.0001 ** (-751 / 2)
+    dy = 1e5 * 1.0001**-751 * 1e6  # 100k USD of USDT, in raw units at the pool price
+    assert ticks[1].slippage_bps == pytest.approx(1e4 * dy / (14139206705 * s + dy), abs=1e-3)
+
+
+@pytest.mark.broker
+def test_publish_puts_slippage_ticks_on_the_topic(broker, tmp_path: Path, capsys):
+    from kafka_readback import topic_reader
+
+    from monitor.ticks import decode_tick
+
+    pool = tmp_path / "pool.csv"
+    pool.write_text(POOL_ROWS)
+    assert run_produce(["uniswap", str(pool), "--chain", "eth", "--token", USDC, "--symbol",
+                        "USDC", "--publish", "--bootstrap-servers",
+                        broker.bootstrap_servers]) == 0
+    assert "published 2 ticks" in capsys.readouterr().out
+    records = topic_reader(broker.bootstrap_servers, "depeg.ticks", expect=2)
+    ticks = [decode_tick(r.value) for r in sorted(records, key=lambda r: r.offset)]
+    assert [r.key.decode() for r in records] == [f"eth:{USDC}"] * 2
+    assert [t.source for t in ticks] == ["uniswap-v3"] * 2
+    assert ticks[0].slippage_bps is not None and ticks[0].slippage_bps < 0.01
+    assert ticks[1].slippage_bps is not None and ticks[1].slippage_bps > 8000
