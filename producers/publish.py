@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import sys
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from monitor.logs import get_logger
 from monitor.progress import Progress
 from monitor.tickfiles import BadRow, Row
 from monitor.timefmt import format_ts
@@ -16,11 +16,9 @@ from monitor.timefmt import format_ts
 from .kafka_out import TickSender
 from .runtime import Pacer
 
-log = get_logger(__name__)
-
-#: Bad rows logged one by one; beyond this only the count grows (a broken file must not
-#: flood the log).
-BAD_ROWS_LOGGED = 100
+#: Bad rows reported one by one (``file:line: reason: detail`` on stderr, as they are met);
+#: beyond this only the count grows, so a broken file cannot flood the terminal or the logs.
+BAD_ROWS_REPORTED = 100
 
 
 @dataclass
@@ -52,7 +50,10 @@ async def publish_rows(
     stop: asyncio.Event,
     progress: Progress | None = None,
 ) -> PublishSummary:
-    """Publish good rows in order, collect bad ones; stop early when ``stop`` is set."""
+    """Publish good rows in order; report and count bad ones; stop early when ``stop`` is set.
+
+    ``speed`` paces by event time (None: as fast as the producer takes them).
+    """
     summary = PublishSummary()
     pacer = Pacer(speed, stop)
     started = time.monotonic()
@@ -64,10 +65,12 @@ async def publish_rows(
         seen += 1
         if isinstance(row, BadRow):
             summary.bad += 1
-            if summary.bad <= BAD_ROWS_LOGGED:
+            if summary.bad <= BAD_ROWS_REPORTED:
                 summary.bad_rows.append(row)
-                log.warning("bad_row", path=row.path, line=row.line, reason=row.reason,
-                            detail=row.detail)
+                print(f"{row.path}:{row.line}: {row.reason}: {row.detail}", file=sys.stderr)
+            elif summary.bad == BAD_ROWS_REPORTED + 1:
+                print(f"more than {BAD_ROWS_REPORTED} bad rows; only counting from here",
+                      file=sys.stderr)
             continue
         await pacer.wait_for(row.ts)
         if stop.is_set():
@@ -85,7 +88,6 @@ async def publish_rows(
             await asyncio.sleep(0)
     summary.elapsed = time.monotonic() - started
     return summary
-
 
 
 def add_kafka_arguments(parser: argparse.ArgumentParser) -> None:

@@ -200,3 +200,19 @@ def test_second_signal_exits_at_once_when_the_flush_hangs(broker, tmp_path):
             proc.wait()
     assert proc.returncode == -signal.SIGTERM
     assert "exiting without flushing" in err
+
+
+def test_a_broken_file_reports_a_bounded_number_of_rows(broker, tmp_path, capsys):
+    path = tmp_path / "broken.csv"
+    path.write_text("ts,chain,token,symbol,price_usd,peg_usd,slippage_bps\n"
+                    + f"2023-03-11T00:00:00Z,eth,{USDC},USDC,1,1,\n"
+                    + "".join(f"2023-03-11T00:01:00Z,eth,{USDC},USDC,x{i},1,\n"
+                              for i in range(150)))
+    assert run_produce(["replay", str(path), "--bootstrap-servers",
+                        broker.bootstrap_servers]) == 0
+    out, err = capsys.readouterr()
+    assert "published 1 ticks, 150 bad rows skipped" in out
+    reported = [line for line in err.splitlines() if "bad_price" in line]
+    assert len(reported) == 100
+    assert reported[0].endswith("broken.csv:3: bad_price: price is not a number: 'x0'")
+    assert "more than 100 bad rows" in err
