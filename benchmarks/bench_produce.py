@@ -16,19 +16,19 @@ import time
 
 from monitor.config import KafkaConfig
 from monitor.kafka.embedded import EmbeddedBroker
-from monitor.ticks import encode_tick
+from monitor.ticks import Tick, encode_tick
 from producers.kafka_out import open_sender
 from producers.publish import publish_rows
 from producers.synthetic import generate, make_tokens
 
 
-def ticks(count: int, tokens: int) -> list:  # type: ignore[type-arg]
+def ticks(count: int, tokens: int) -> list[Tick]:
     specs = make_tokens(tokens, 1)
     gen = generate(specs, seed=1, start=1_700_000_000.0, interval=1.0)
     return [next(gen) for _ in range(count)]
 
 
-async def through_kafka(data: list, bootstrap: str) -> float:  # type: ignore[type-arg]
+async def through_kafka(data: list[Tick], bootstrap: str) -> float:
     sender = await open_sender(bootstrap, KafkaConfig())
     start = time.perf_counter()
     try:
@@ -39,7 +39,7 @@ async def through_kafka(data: list, bootstrap: str) -> float:  # type: ignore[ty
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description="Producer throughput into an embedded broker.")
     parser.add_argument("--ticks", type=int, default=200_000)
     parser.add_argument("--tokens", type=int, default=1000)
     args = parser.parse_args()
