@@ -159,6 +159,29 @@ def test_events_and_snapshots_match_their_schemas(source: str):
         assert len(tiers) >= 2, tiers  # the scenarios drive the engine through several tiers
 
 
+@pytest.mark.data
+def test_engine_records_for_the_real_usdc_depeg_match_their_schemas():
+    from monitor.engine import Engine
+
+    engine = Engine(ModelConfig())
+    events = validator("tier-change.json")
+    snapshots = validator("rating-snapshot.json")
+    changes = seen = 0
+    path = data_file("ticks/usdc_2023-03_binanceus_1m.csv")
+    for row in read_file(path):
+        if not isinstance(row, Tick):
+            continue
+        for record in engine.process(row):
+            if isinstance(record, TierChangeEvent):
+                changes += 1
+                check(events, encode(record))
+            else:
+                seen += 1
+                if seen % 10 == 0:  # every tenth of ~5,800 snapshots keeps this test fast
+                    check(snapshots, encode(record))
+    assert changes >= 2  # USDC went critical in March 2023 and came back
+
+
 def test_schemas_refuse_a_changed_shape():
     event = json.loads(encode(handmade_records()[0]))
     v = validator("tier-change.json")
