@@ -144,3 +144,21 @@ def test_simulate_publishes_to_the_broker(broker, capsys):
     assert {t.chain for t in ticks} == set(CHAINS)
     span = max(t.ts for t in ticks) - min(t.ts for t in ticks)
     assert 80 <= span <= 90  # 1.5 s x 60 of event time
+
+
+def test_the_demo_settings_drive_the_engine_through_tier_changes_quickly():
+    """`--tokens 20 --rate 200 --time-scale 60`: tier changes within the first event hour,
+    i.e. within a minute of wall time."""
+    from monitor.config import ModelConfig
+    from monitor.engine import Engine
+    from monitor.records import TierChangeEvent
+
+    engine = Engine(ModelConfig())
+    new_tiers: set[str] = set()
+    interval = 60 * 20 / 200  # time_scale * tokens / rate
+    for tick in generate(make_tokens(20, 1), seed=1, start=START, interval=interval,
+                         duration=3600):
+        for record in engine.process(tick):
+            if isinstance(record, TierChangeEvent):
+                new_tiers.add(record.data.new_tier)
+    assert {"warning", "premium"} <= new_tiers, new_tiers
