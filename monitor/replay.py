@@ -67,13 +67,14 @@ def _sort_key(item: tuple[int, Output]) -> tuple[float, str, int]:
 
 
 def run_replay(rows: Iterable[Row], model: ModelConfig,
-               summary: ReplaySummary | None = None) -> tuple[list[TierChangeEvent],
+               summary: ReplaySummary | None = None, *,
+               snapshots: bool = True) -> tuple[list[TierChangeEvent],
                                                               list[RatingSnapshot],
                                                               ReplaySummary]:
     """Replay rows through a fresh engine; outputs in event-time order (then key, then
     the order the engine made them)."""
     summary = summary or ReplaySummary()
-    engine = Engine(model)
+    engine = Engine(model, snapshots=snapshots)
     produced: list[tuple[int, Output]] = []
     seq = 0
     for row in rows:
@@ -92,15 +93,15 @@ def run_replay(rows: Iterable[Row], model: ModelConfig,
         produced.append((seq, out))
     produced.sort(key=_sort_key)
     events = [o for _, o in produced if isinstance(o, TierChangeEvent)]
-    snapshots = [o for _, o in produced if isinstance(o, RatingSnapshot)]
+    ratings = [o for _, o in produced if isinstance(o, RatingSnapshot)]
     summary.tokens = len(list(engine.keys()))
     summary.late = engine.stats.late
     summary.duplicates = engine.stats.duplicates
     summary.no_peg = engine.stats.no_peg
-    summary.snapshots = len(snapshots)
+    summary.snapshots = len(ratings)
     for e in events:
         summary.transitions[f"{e.data.chain}:{e.data.token_address} ({e.data.symbol})"] += 1
-    return events, snapshots, summary
+    return events, ratings, summary
 
 
 def _with_progress(paths: list[Path], rows: Iterator[Row], stream: TextIO) -> Iterator[Row]:
@@ -140,7 +141,8 @@ def _run(args: argparse.Namespace, config: Config) -> int:
         return 2
     rows = merge_by_time(read_file(p) for p in args.files)
     rows = _with_progress(args.files, rows, sys.stderr)
-    events, snapshots, summary = run_replay(rows, config.model)
+    events, snapshots, summary = run_replay(rows, config.model,
+                                            snapshots=args.ratings is not None)
     write_jsonl(args.out, events)
     if args.ratings:
         write_jsonl(args.ratings, snapshots)

@@ -19,6 +19,7 @@ from ..config import ModelConfig
 from ..records import (
     EVENT_TYPE,
     RatingSnapshot,
+    SignalValue,
     Tier,
     TierChangeData,
     TierChangeEvent,
@@ -92,8 +93,15 @@ class _Token:
 
 
 class Engine:
-    def __init__(self, config: ModelConfig | None = None) -> None:
+    """Rates every token it is given ticks for.
+
+    ``snapshots=False`` skips building rating snapshots (a replay that only wants the
+    transitions); ratings, tiers and events are the same either way.
+    """
+
+    def __init__(self, config: ModelConfig | None = None, *, snapshots: bool = True) -> None:
         self.config = config or ModelConfig()
+        self.snapshots = snapshots
         c = self.config
         longest = max(c.persistence_window_seconds, c.volatility_window_seconds,
                       c.deviation_window_seconds, 3600)
@@ -254,27 +262,17 @@ class Engine:
         c = self.config
         self.stats.refreshes += 1
         t.last_eval = now
-        ev = evaluate(t.windows, t.obs, c, now)
+        ev = evaluate(t.windows, t.obs, c, now, detail=self.snapshots)
         rating, signals = combine(ev.signals, c.weights)
         old = t.tier.tier
         changed = step(t.tier, rating, ev.deviation, now, c)
+        if not self.snapshots and changed is None:
+            return
         stamp = format_ts(now)
         deviation_pct = round(ev.deviation * 100.0, 4) if ev.deviation is not None else None
-        staleness = now - t.last_tick_ts if t.last_tick_ts is not None else 0.0
-        metrics = ev.metrics
-        metrics["rating"] = rating
-        metrics["staleness_seconds"] = staleness
-        metrics["seconds_in_tier"] = now - t.tier.since if t.tier.since is not None else None
-        metrics["deescalation_pending_seconds"] = (
-            now - t.tier.lower_since if t.tier.lower_since is not None else None
-        )
-        metrics["observed_weight_pct"] = sum(s.weight for s in signals if s.observed)
-        out.append(RatingSnapshot(
-            chain=t.chain, token_address=t.token, symbol=t.symbol, timestamp=stamp,
-            rating=rating, tier=t.tier.tier.value, band_tier=band(rating, c).value,
-            price_usd=t.price_text, peg_usd=t.peg_text, deviation_pct=deviation_pct,
-            staleness_seconds=round(staleness, 3), signals=signals, metrics=metrics,
-        ))
+        if self.snapshots:
+            out.append(self._snapshot(t, now, stamp, rating, signals, ev.metrics,
+                                      deviation_pct))
         if changed is not None:
             self.stats.transitions += 1
             out.append(TierChangeEvent(
@@ -288,3 +286,22 @@ class Engine:
                     price_usd=t.price_text or "", peg_usd=t.peg_text or "",
                 ),
             ))
+
+    def _snapshot(self, t: _Token, now: float, stamp: str, rating: float,
+                  signals: list[SignalValue], metrics: dict[str, float | None],
+                  deviation_pct: float | None) -> RatingSnapshot:
+        c = self.config
+        staleness = now - t.last_tick_ts if t.last_tick_ts is not None else 0.0
+        metrics["rating"] = rating
+        metrics["staleness_seconds"] = staleness
+        metrics["seconds_in_tier"] = now - t.tier.since if t.tier.since is not None else None
+        metrics["deescalation_pending_seconds"] = (
+            now - t.tier.lower_since if t.tier.lower_since is not None else None
+        )
+        metrics["observed_weight_pct"] = sum(s.weight for s in signals if s.observed)
+        return RatingSnapshot(
+            chain=t.chain, token_address=t.token, symbol=t.symbol, timestamp=stamp,
+            rating=rating, tier=t.tier.tier.value, band_tier=band(rating, c).value,
+            price_usd=t.price_text, peg_usd=t.peg_text, deviation_pct=deviation_pct,
+            staleness_seconds=round(staleness, 3), signals=signals, metrics=metrics,
+        )

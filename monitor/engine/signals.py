@@ -49,19 +49,24 @@ def _pct(x: float | None) -> float | None:
     return None if x is None else x * 100.0
 
 
-def evaluate(w: Windows, obs: Observations, cfg: ModelConfig, now: float) -> Evaluation:
+def evaluate(w: Windows, obs: Observations, cfg: ModelConfig, now: float,
+             detail: bool = True) -> Evaluation:
+    """Score the signals at ``now``; ``detail`` adds the metric snapshot (a replay that
+    only wants transitions skips it: it is most of the cost of a refresh)."""
     has_price = w.last_dev is not None
     metrics: dict[str, float | None] = {}
 
-    horizons = sorted({60.0, 300.0, 900.0, 3600.0, float(cfg.deviation_window_seconds),
-                       float(cfg.persistence_window_seconds),
-                       float(cfg.volatility_window_seconds)})
+    model_windows = {float(cfg.deviation_window_seconds),
+                     float(cfg.persistence_window_seconds),
+                     float(cfg.volatility_window_seconds)}
+    horizons = model_windows | {60.0, 300.0, 900.0, 3600.0} if detail else model_windows
     sums = {h: w.window(now, h) for h in horizons}
-    for minutes in (1, 5, 15, 60):
-        s = sums[minutes * 60.0]
-        metrics[f"deviation_twap_{minutes}m_pct"] = _pct(
-            s.dev_dt / s.covered if s.covered > 0 else None)
-        metrics[f"coverage_{minutes}m_seconds"] = s.covered
+    if detail:
+        for minutes in (1, 5, 15, 60):
+            s = sums[minutes * 60.0]
+            metrics[f"deviation_twap_{minutes}m_pct"] = _pct(
+                s.dev_dt / s.covered if s.covered > 0 else None)
+            metrics[f"coverage_{minutes}m_seconds"] = s.covered
     dev_win = sums[float(cfg.deviation_window_seconds)]
     deviation = dev_win.dev_dt / dev_win.covered if dev_win.covered > 0 else w.last_dev
     persist = sums[float(cfg.persistence_window_seconds)]
@@ -105,6 +110,8 @@ def evaluate(w: Windows, obs: Observations, cfg: ModelConfig, now: float) -> Eva
                _ramp(divergence or 0.0, 0.0, cfg.oracle_divergence_full) if oracle_obs else 0.0,
                oracle_obs),
     )
+    if not detail:
+        return Evaluation(signals=signals, deviation=deviation, metrics=metrics)
     metrics.update({
         "price_usd": obs.price,
         "peg_usd": obs.peg,
