@@ -17,7 +17,12 @@ GROUP = "depeg_monitor.commands"
 def discover() -> dict[str, Command]:
     found: dict[str, Command] = {}
     for ep in entry_points(group=GROUP):
-        command = ep.load()
+        try:
+            command = ep.load()
+        except ImportError as exc:
+            # One broken or not-yet-installed plugin must not take every command down.
+            print(f"depeg-monitor: skipping command {ep.name!r}: {exc}", file=sys.stderr)
+            continue
         if isinstance(command, Command):
             found[command.name] = command
     return dict(sorted(found.items()))

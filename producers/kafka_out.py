@@ -12,9 +12,9 @@ import asyncio
 from collections import deque
 from types import TracebackType
 
-from aiokafka import AIOKafkaProducer  # type: ignore[import-untyped]
-from aiokafka.admin import AIOKafkaAdminClient, NewTopic  # type: ignore[import-untyped]
-from aiokafka.errors import KafkaError  # type: ignore[import-untyped]
+from aiokafka import AIOKafkaProducer  # type: ignore[import-untyped, unused-ignore]
+from aiokafka.admin import AIOKafkaAdminClient, NewTopic  # type: ignore[import-untyped, unused-ignore]
+from aiokafka.errors import KafkaError  # type: ignore[import-untyped, unused-ignore]
 
 from monitor.config import KafkaConfig
 from monitor.logs import get_logger

@@ -6,8 +6,8 @@ from __future__ import annotations
 import asyncio
 import time
 
-from aiokafka import AIOKafkaConsumer  # type: ignore[import-untyped]
-from aiokafka.structs import ConsumerRecord  # type: ignore[import-untyped]
+from aiokafka import AIOKafkaConsumer  # type: ignore[import-untyped, unused-ignore]
+from aiokafka.structs import ConsumerRecord  # type: ignore[import-untyped, unused-ignore]
 
 
 async def read_topic(bootstrap: str, topic: str, expect: int, wait: float = 20.0,

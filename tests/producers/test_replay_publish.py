@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
-from aiokafka.admin import AIOKafkaAdminClient  # type: ignore[import-untyped]
+from aiokafka.admin import AIOKafkaAdminClient  # type: ignore[import-untyped, unused-ignore]
 from kafka_readback import topic_reader
 
 from monitor.config import Config, KafkaConfig
