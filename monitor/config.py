@@ -124,6 +124,10 @@ class KafkaConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     retry_backoff_max_seconds: float = 10.0
     #: The monitor reports not ready when a batch has been stuck this long.
     ready_stall_seconds: float = 15.0
+    #: Token states are written to the state topic, and offsets committed after them, at
+    #: most this often (wall clock); also on partition revocation and shutdown. Outputs are
+    #: published every batch regardless; a crash re-produces at most this much.
+    checkpoint_interval_seconds: float = 5.0
     #: How often (wall clock) quiet tokens are checked for a live-clock refresh.
     live_clock_interval_seconds: float = 10.0
     #: On SIGTERM, give an in-flight batch this long to publish and commit.

@@ -1,0 +1,17 @@
+"""The monitor daemon: ticks from Kafka through the engine, outputs back to Kafka.
+
+One idea per module:
+
+- ``ingest``: the consume -> engine -> publish -> checkpoint -> commit loop;
+- ``partitions``: what one assigned partition holds (its engine, position, restore marks);
+- ``state``: the per-token snapshots on the compacted state topic, and reading them back;
+- ``publisher``: sends records and waits until the broker acknowledged them;
+- ``retry``: backoff for broker operations, bounded only by a shutdown's grace period;
+- ``deadletter``: the small, self-describing record a bad tick becomes;
+- ``clock``: the wall-clock timer that keeps quiet tokens refreshed in event time;
+- ``service``: the ``depeg-monitor monitor`` command and the ``run`` service.
+"""
+
+from .ingest import DaemonStats, MonitorDaemon
+
+__all__ = ["DaemonStats", "MonitorDaemon"]
