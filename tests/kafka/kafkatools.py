@@ -171,3 +171,78 @@ def check_union(records: list[Any], expected: list[TierChangeEvent]) -> None:
     extra = by_id.keys() - expected_ids
     assert not missing, f"{len(missing)} transitions never published"
     assert not extra, f"{len(extra)} published transitions the engine does not make"
+
+
+def engine_outputs(ticks: Iterable[Tick], config: Config | None = None) -> tuple[
+        list[TierChangeEvent], int]:
+    """(transitions, number of rating snapshots) the engine makes for ``ticks``."""
+    engine = Engine((config or Config()).model)
+    events: list[TierChangeEvent] = []
+    ratings = 0
+    for tick in ticks:
+        for out in engine.process(tick):
+            if isinstance(out, TierChangeEvent):
+                events.append(out)
+            else:
+                ratings += 1
+    return events, ratings
+
+
+class MonitorProcess:
+    """``depeg-monitor monitor`` in a child process, JSON logs in a file."""
+
+    def __init__(self, kafka: KafkaConfig, log_path: Path) -> None:
+        import os
+        import subprocess
+        import sys
+
+        self.log_path = log_path
+        env = {**os.environ, **env_for(kafka)}
+        self._log = log_path.open("ab")
+        self.proc = subprocess.Popen([sys.executable, "-m", "monitor", "monitor"], env=env,
+                                     stdout=self._log, stderr=subprocess.STDOUT)
+
+    def events(self, name: str) -> list[dict[str, Any]]:
+        import json
+
+        found = []
+        for line in self.log_path.read_text(errors="replace").splitlines():
+            if f'"{name}"' in line:
+                try:
+                    found.append(json.loads(line))
+                except ValueError:
+                    continue
+        return [e for e in found if e.get("event") == name]
+
+    def partitions(self) -> set[int]:
+        """Partitions held now, from the assignment/revocation log lines."""
+        held: set[int] = set()
+        import json
+
+        for line in self.log_path.read_text(errors="replace").splitlines():
+            try:
+                e = json.loads(line)
+            except ValueError:
+                continue
+            if e.get("event") == "monitor.partitions_assigned":
+                held |= set(e["partitions"])
+            elif e.get("event") == "monitor.partitions_revoked":
+                held -= set(e["partitions"])
+        return held
+
+    def kill9(self) -> None:
+        import signal
+
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait(10)
+
+    def stop(self, timeout: float = 30) -> int:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout)
+            except Exception:
+                self.proc.kill()
+                self.proc.wait()
+        self._log.close()
+        return int(self.proc.returncode)
