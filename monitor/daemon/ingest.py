@@ -4,10 +4,11 @@ Per batch (``getmany``), under one lock that the rebalance callbacks also take:
 
 1. decode every record; a bad one becomes a dead letter (never stops the loop);
 2. feed the partition's engine; queue its outputs (tier changes, rating snapshots);
-3. ``flush``: wait until the broker acknowledged every output and dead letter;
-4. at most every ``checkpoint_interval_seconds`` (and on revoke and shutdown): write the
-   state of every token changed since the last checkpoint to the state topic, flush, and
-   only then commit the partitions' offsets.
+3. outputs and dead letters go to the producer at once (not awaited per batch);
+4. at most every ``checkpoint_interval_seconds`` (and on revoke and shutdown): wait until
+   the broker acknowledged every record sent so far, write the state of every token changed
+   since the last checkpoint to the state topic, wait for those too, and only then commit
+   the partitions' offsets.
 
 So offsets never run ahead of acknowledged outputs (at-least-once) nor of the state that
 covers them (exact recovery, see ``state.py``); a crash re-produces at most one checkpoint
@@ -167,20 +168,23 @@ class MonitorDaemon:
                 self._on_broker_failure("fetch", exc)
                 await asyncio.sleep(self._backoff().next_delay())
                 continue
-            now = time.monotonic()
-            async with self._lock:
-                if batch:
-                    await self._process(batch)
-                if now >= next_sweep:
-                    next_sweep = now + k.live_clock_interval_seconds
-                    await self._sweep()
-                if now - last_checkpoint >= k.checkpoint_interval_seconds:
-                    last_checkpoint = now
-                    await self._checkpoint(list(self._parts))
+            now = self._batch_started = time.monotonic()  # the stall watchdog's clock
+            try:
+                async with self._lock:
+                    if batch:
+                        await self._process(batch)
+                    if now >= next_sweep:
+                        next_sweep = now + k.live_clock_interval_seconds
+                        await self._sweep()
+                    if now - last_checkpoint >= k.checkpoint_interval_seconds:
+                        last_checkpoint = now
+                        await self._checkpoint(list(self._parts))
+            finally:
+                self._batch_started = None
 
     async def _process(self, batch: dict[TopicPartition, list[Record]]) -> None:
         assert self._publisher is not None
-        started = self._batch_started = time.monotonic()
+        started = time.monotonic()
         k = self.kafka
         records = ticks = late = 0
         for tp, recs in batch.items():
@@ -202,7 +206,7 @@ class MonitorDaemon:
                         raise BadTick("bad_key", f"record key {rec.key!r:.80} is not "
                                       f"{key!r}: a token's ticks must share one partition")
                 except BadTick as exc:
-                    self._dead_letter(tp, rec, exc)
+                    await self._dead_letter(tp, rec, exc)
                     continue
                 if part.should_skip(key, offset):
                     self.stats.skipped_restored += 1
@@ -212,7 +216,7 @@ class MonitorDaemon:
                 self._clock.tick(key, tick.ts, tp.partition)
                 part.dirty.add(key)
                 if outputs:
-                    self._emit(outputs)
+                    await self._emit(outputs)
             late += engine.stats.late - late_before
             highwater = self._consumer.highwater(tp) if self._consumer else None
             if highwater is not None:
@@ -225,20 +229,18 @@ class MonitorDaemon:
         metrics.TICKS_DECODED.inc(ticks)
         metrics.TICKS_LATE.inc(late)
         metrics.LAST_TICK_TIME.set(time.time())
-        await self._publisher.flush()
         if self._dlq_reasons:
             log.warning("monitor.dead_letters", topic=k.dlq_topic, **self._dlq_reasons)
             self._dlq_reasons.clear()
-        self._batch_started = None
         metrics.BATCH_SECONDS.labels("monitor").observe(time.monotonic() - started)
 
-    def _emit(self, outputs: list[Output]) -> None:
+    async def _emit(self, outputs: list[Output]) -> None:
         assert self._publisher is not None
         k = self.kafka
         for out in outputs:
             if isinstance(out, TierChangeEvent):
                 d = out.data
-                self._publisher.add(k.tier_changes_topic, encode(out),
+                await self._publisher.send(k.tier_changes_topic, encode(out),
                                     key=f"{d.chain}:{d.token_address}".encode(),
                                     kind="tier_change")
                 self.stats.tier_changes += 1
@@ -247,20 +249,20 @@ class MonitorDaemon:
                          chain=d.chain, token=d.token_address, symbol=d.symbol,
                          old_tier=d.old_tier, new_tier=d.new_tier, rating=d.risk_score)
             else:
-                self._publisher.add(k.ratings_topic, encode(out),
+                await self._publisher.send(k.ratings_topic, encode(out),
                                     key=f"{out.chain}:{out.token_address}".encode(),
                                     kind="rating")
                 self.stats.ratings += 1
                 metrics.token_series.observe(out)
 
-    def _dead_letter(self, tp: TopicPartition, rec: Record, exc: BadTick) -> None:
+    async def _dead_letter(self, tp: TopicPartition, rec: Record, exc: BadTick) -> None:
         assert self._publisher is not None
         dl = dead_letter(reason=exc.reason, detail=exc.detail, topic=tp.topic,
                          partition=tp.partition, offset=rec.offset,
                          key=rec.key, value=rec.value,
                          prefix_bytes=self.kafka.dlq_value_prefix_bytes)
-        self._publisher.add(self.kafka.dlq_topic, dl.value, key=dl.key, headers=dl.headers,
-                            kind="dead_letter")
+        await self._publisher.send(self.kafka.dlq_topic, dl.value, key=dl.key,
+                                   headers=dl.headers, kind="dead_letter")
         self.stats.dead_letters += 1
         self._dlq_reasons[exc.reason] += 1
         metrics.dead_lettered(exc.reason)
@@ -278,8 +280,7 @@ class MonitorDaemon:
             outputs = part.engine.advance(key, until)
             if outputs:
                 part.dirty.add(key)
-                self._emit(outputs)
-        await self._publisher.flush()
+                await self._emit(outputs)
         tiers: Counter[str] = Counter()
         tracked = 0
         for part in self._parts.values():
@@ -303,6 +304,7 @@ class MonitorDaemon:
         assert self._publisher is not None and self._consumer is not None
         k = self.kafka
         parts = [self._parts[p] for p in partitions if p in self._parts]
+        await self._publisher.flush()  # every output so far is acknowledged before states
         now = time.time()
         written = 0
         for part in parts:
@@ -313,8 +315,9 @@ class MonitorDaemon:
                     written_at=now, stale=self._clock.is_stale(key),
                     engine_state=part.engine.export_state(key),
                 )
-                self._publisher.add(k.state_topic, encode_state(record), key=key.encode(),
-                                    partition=part.partition, kind="state")
+                await self._publisher.send(k.state_topic, encode_state(record),
+                                           key=key.encode(), partition=part.partition,
+                                           kind="state")
                 written += 1
         await self._publisher.flush()
         for part in parts:
@@ -372,7 +375,8 @@ class MonitorDaemon:
             restored = 0
             for p in new:
                 tp = TopicPartition(k.ticks_topic, p)
-                position = await self._retry(partial(consumer.position, tp), "position")
+                position = await self._retry(partial(self._start_offset, consumer, tp),
+                                             "start_offset")
                 part = PartitionState.restore(p, self.config.model, position, states[p])
                 part.committed = position
                 for key, state in states[p].items():
@@ -384,6 +388,20 @@ class MonitorDaemon:
             metrics.ASSIGNED_PARTITIONS.labels("monitor").set(len(self._parts))
         log.info("monitor.partitions_assigned", partitions=new, restored_tokens=restored,
                  positions={p: self._parts[p].next_offset for p in new})
+
+    @staticmethod
+    async def _start_offset(consumer: AIOKafkaConsumer, tp: TopicPartition) -> int:
+        """Where the group resumes ``tp``: its committed offset, else the beginning.
+
+        Not ``consumer.position()``: the fetcher starts as soon as the partition is
+        assigned, so by the time this callback runs ``getmany`` may already have handed
+        out (and moved the position past) records this instance has not processed yet.
+        """
+        committed = await consumer.committed(tp)
+        beginning = (await consumer.beginning_offsets([tp]))[tp]
+        if committed is None or committed < beginning:  # auto_offset_reset="earliest"
+            return int(beginning)
+        return int(committed)
 
     def _state_reader(self) -> AIOKafkaConsumer:
         k = self.kafka

@@ -8,6 +8,7 @@ import pytest
 
 from monitor.config import Config
 from monitor.daemon import MonitorDaemon
+from monitor.kafka.topics import ensure_topics
 from monitor.records import decode_event, decode_snapshot
 from monitor.replay import run_replay
 from monitor.tickfiles import read_file
@@ -39,12 +40,17 @@ async def test_usdc_march_2023_matches_in_process_engine(broker) -> None:
 
     config = Config(kafka=fast_kafka(broker.bootstrap_servers))
     k = config.kafka
+    records = tick_records(ticks)
+    # Half the file is waiting in the topic before the monitor starts (its fetcher races
+    # the partition assignment), the other half arrives while it runs.
+    await ensure_topics(k)
+    await produce(broker.bootstrap_servers, k.ticks_topic, records[:len(records) // 2])
     stop = asyncio.Event()
     daemon = MonitorDaemon(config)
     task = asyncio.create_task(daemon.run(stop))
     try:
         await wait_for(daemon_ready(daemon), 30, "monitor ready")
-        await produce(broker.bootstrap_servers, k.ticks_topic, tick_records(ticks))
+        await produce(broker.bootstrap_servers, k.ticks_topic, records[len(records) // 2:])
         async with TopicReader(broker.bootstrap_servers, k.tier_changes_topic) as reader:
             await reader.until(lambda recs: len(recs) >= len(expected), 60, "transitions")
             await wait_for(lambda: group_caught_up(broker.bootstrap_servers, k.monitor_group,
