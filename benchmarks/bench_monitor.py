@@ -18,8 +18,8 @@ The ratio monitor/bare is the figure of merit (target >= 0.5). ``engine/s`` is d
 from __future__ import annotations
 
 import argparse
-import os
 import asyncio
+import os
 import random
 import sys
 import time
@@ -27,15 +27,15 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition  # noqa: E402
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 
-from monitor.chains import CHAINS  # noqa: E402
-from monitor.config import Config, KafkaConfig  # noqa: E402
-from monitor.daemon import MonitorDaemon  # noqa: E402
-from monitor.kafka.embedded import EmbeddedBroker  # noqa: E402
-from monitor.kafka.topics import ensure_topics  # noqa: E402
-from monitor.logs import configure_logging  # noqa: E402
-from monitor.ticks import decode_tick, encode_tick, make_tick  # noqa: E402
+from monitor.chains import CHAINS
+from monitor.config import Config, KafkaConfig
+from monitor.daemon import MonitorDaemon
+from monitor.kafka.embedded import EmbeddedBroker
+from monitor.kafka.topics import ensure_topics
+from monitor.logs import configure_logging
+from monitor.ticks import decode_tick, encode_tick, make_tick
 
 
 def synthetic(n_ticks: int, n_tokens: int, seed: int = 7) -> list[tuple[bytes, bytes]]:
@@ -99,10 +99,9 @@ async def monitor(config: Config, total: int) -> tuple[float, MonitorDaemon]:
     daemon = MonitorDaemon(config, check_name=f"bench-{config.kafka.monitor_group}")
     stop = asyncio.Event()
     task = asyncio.create_task(daemon.run(stop))
-    while not daemon._joined:  # timing starts once it holds its partitions
-        await asyncio.sleep(0.01)
+    await daemon.joined.wait()  # timing starts once it holds its partitions
     started = time.perf_counter()
-    while daemon.stats.ticks < total:
+    while daemon.stats.ticks < total:  # a counter, not an event: poll it
         if task.done():
             task.result()
             raise RuntimeError("monitor stopped early")

@@ -87,7 +87,8 @@ class MonitorDaemon:
         self._publisher: Publisher | None = None
         self._stop = asyncio.Event()
         self._grace_until: float | None = None
-        self._joined = False
+        #: Set once this instance joined its group and restored its partitions' state.
+        self.joined = asyncio.Event()
         self._broker_error: str | None = None
         self._batch_started: float | None = None
         self._dlq_reasons: Counter[str] = Counter()
@@ -384,7 +385,7 @@ class MonitorDaemon:
                 restored += len(states[p])
                 self._parts[p] = part
             self.stats.restored_tokens += restored
-            self._joined = True
+            self.joined.set()
             metrics.ASSIGNED_PARTITIONS.labels("monitor").set(len(self._parts))
         log.info("monitor.partitions_assigned", partitions=new, restored_tokens=restored,
                  positions={p: self._parts[p].next_offset for p in new})
@@ -453,7 +454,7 @@ class MonitorDaemon:
         started = self._batch_started
         if started is not None and time.monotonic() - started > self.kafka.ready_stall_seconds:
             return False, f"batch stuck for {time.monotonic() - started:.0f}s"
-        if not self._joined:
+        if not self.joined.is_set():
             return False, "waiting for a partition assignment"
         tokens = sum(len(list(part.engine.keys())) for part in self._parts.values())
         return True, f"{len(self._parts)} partitions, {tokens} tokens"

@@ -46,7 +46,8 @@ def load_ticks(*paths: Path) -> list[Tick]:
     return ticks
 
 
-def engine_transitions(ticks: Iterable[Tick], config: Config | None = None) -> list[TierChangeEvent]:
+def engine_transitions(ticks: Iterable[Tick],
+                       config: Config | None = None) -> list[TierChangeEvent]:
     """What the daemon must publish: the engine fed the same ticks in the same order.
 
     No ``flush()``: a live stream never ends, so ticks inside the lateness window at its
@@ -121,22 +122,23 @@ class TopicReader:
         self.records.extend(new)
         return new
 
-    async def until(self, done: Callable[[list[Any]], bool], timeout: float,
+    async def until(self, done: Callable[[list[Any]], bool], within: float,
                     what: str = "condition") -> list[Any]:
-        deadline = time.monotonic() + timeout
+        deadline = time.monotonic() + within
         while not done(self.records):
             if time.monotonic() > deadline:
-                raise AssertionError(f"timed out after {timeout}s waiting for {what} on "
+                raise AssertionError(f"timed out after {within}s waiting for {what} on "
                                      f"{self.topic} ({len(self.records)} records read)")
             await self.poll()
         return self.records
 
 
-async def wait_for(cond: Callable[[], Awaitable[bool]], timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
+async def wait_for(cond: Callable[[], Awaitable[bool]], within: float, what: str) -> None:
+    """Poll ``cond`` until true (an eventual condition across processes), or fail."""
+    deadline = time.monotonic() + within
     while not await cond():
         if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+            raise AssertionError(f"timed out after {within}s waiting for {what}")
         await asyncio.sleep(0.2)
 
 

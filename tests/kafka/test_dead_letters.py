@@ -48,7 +48,7 @@ async def test_malformed_records_are_dead_lettered_and_good_ones_processed(broke
         await wait_for(lambda: _ready(daemon), 30, "monitor ready")
         await producer.start()
         n_good = 0
-        for i, (_, value) in enumerate(BAD):
+        for _, value in BAD:
             for _ in range(3):
                 key, tick = good(n_good)
                 await producer.send_and_wait(k.ticks_topic, tick, key=key)

@@ -32,15 +32,19 @@ def _events(log: Path) -> list[dict[str, object]]:
     return out
 
 
-async def test_run_starts_embedded_broker_and_stops_cleanly(tmp_path: Path) -> None:
-    port = free_port()
-    log = tmp_path / "run.log"
+def _spawn_run(port: int, log: Path) -> subprocess.Popen[bytes]:
     env = {**os.environ, "DEPEG_KAFKA__EMBEDDED_PORT": str(port), "DEPEG_LOGGING__FORMAT": "json",
            "DEPEG_KAFKA__PARTITIONS": "2", "DEPEG_KAFKA__CHECKPOINT_INTERVAL_SECONDS": "0.5"}
     env.pop("DEPEG_KAFKA__BOOTSTRAP_SERVERS", None)
     with log.open("ab") as fh:
-        proc = subprocess.Popen([sys.executable, "-m", "monitor", "run", "--only", "monitor"],
+        return subprocess.Popen([sys.executable, "-m", "monitor", "run", "--only", "monitor"],
                                 env=env, stdout=fh, stderr=subprocess.STDOUT)
+
+
+async def test_run_starts_embedded_broker_and_stops_cleanly(tmp_path: Path) -> None:
+    port = free_port()
+    log = tmp_path / "run.log"
+    proc = _spawn_run(port, log)
     bootstrap = f"127.0.0.1:{port}"
     try:
         async def assigned() -> bool:
