@@ -72,8 +72,8 @@ class ModelConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     premium_exit: float = 0.0025
     #: Anti-flapping: escalate at once; step down only when the rating sits below the lower
     #: band by ``deescalate_margin`` points for ``deescalate_dwell_seconds`` of event time.
-    deescalate_margin: float = 5.0
-    deescalate_dwell_seconds: int = 3600
+    deescalate_margin: float = 15.0
+    deescalate_dwell_seconds: int = 14400
     #: A rating refresh every this many seconds of event time (aligned to the epoch).
     #: 0 means refresh on every tick.
     refresh_seconds: int = 300

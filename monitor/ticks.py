@@ -92,7 +92,8 @@ def _number(value: Number, field: str, *, positive: bool) -> tuple[float | None,
     if not math.isfinite(number):
         raise BadTick(f"bad_{field}", f"{field} is not finite: {text[:40]!r}")
     if number < 0 or (positive and number == 0):
-        raise BadTick(f"bad_{field}", f"{field} must be {'positive' if positive else '>= 0'}: {text}")
+        rule = "positive" if positive else ">= 0"
+        raise BadTick(f"bad_{field}", f"{field} must be {rule}: {text}")
     return number, text
 
 

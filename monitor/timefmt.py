@@ -5,12 +5,34 @@ from __future__ import annotations
 import math
 from datetime import UTC, datetime
 
+_day_cache: dict[str, float] = {}
+
+
+def _fast_iso(text: str) -> float | None:
+    """``YYYY-MM-DDTHH:MM:SSZ``, the shape of nearly every tick, without datetime."""
+    if len(text) != 20 or text[10] != "T" or text[19] != "Z" or text[13] != ":":
+        return None
+    day = _day_cache.get(text[:10])
+    if day is None:
+        if len(_day_cache) > 100_000:
+            _day_cache.clear()
+        day = datetime.fromisoformat(text[:10]).replace(tzinfo=UTC).timestamp()
+        _day_cache[text[:10]] = day
+    h, m, sec = int(text[11:13]), int(text[14:16]), int(text[17:19])
+    if h > 23 or m > 59 or sec > 59:
+        raise ValueError(f"invalid time of day in {text!r}")
+    return day + h * 3600 + m * 60 + sec
+
 
 def parse_ts(value: str | float | int) -> float:
     """ISO 8601 (``Z`` or offset; naive means UTC) or epoch seconds -> epoch seconds.
 
     Raises ValueError on anything else, including NaN and infinities.
     """
+    if isinstance(value, str):
+        fast = _fast_iso(value)
+        if fast is not None:
+            return fast
     if isinstance(value, bool):
         raise ValueError("timestamp must be ISO 8601 or epoch seconds, not a boolean")
     if isinstance(value, int | float):

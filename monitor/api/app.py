@@ -11,7 +11,7 @@ from ..storage import Database
 from .errors import ApiError, error_response
 
 CONFIG = web.AppKey("config", Config)
-DB = web.AppKey("db", Database)  # type: ignore[type-abstract]
+DB = web.AppKey("db", Database)
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 

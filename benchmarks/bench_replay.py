@@ -1,0 +1,82 @@
+"""Replay throughput, memory per token, and replay time against a bare ``csv.reader`` pass.
+
+    python benchmarks/bench_replay.py [FILE]
+
+Targets (issue 2): a 1-minute, one-month file replays in under 5x a bare CSV pass; under
+20 KB of window state per token. Prints figures; asserts nothing.
+"""
+
+from __future__ import annotations
+
+import csv
+import sys
+import time
+import tracemalloc
+from pathlib import Path
+
+from monitor.config import ModelConfig
+from monitor.engine import Engine
+from monitor.replay import run_replay
+from monitor.tickfiles import read_file
+from monitor.ticks import make_tick
+
+DEFAULT = Path(__file__).resolve().parents[2] / "shared/data/ticks/usdc_2023-03_binanceus_1m.csv"
+
+
+def best_of(n: int, fn: object) -> float:
+    times = []
+    for _ in range(n):
+        start = time.perf_counter()
+        fn()  # type: ignore[operator]
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def bare_csv(path: Path) -> None:
+    with path.open(newline="") as fh:
+        for _ in csv.reader(fh):
+            pass
+
+
+def memory_per_token(tokens: int = 2000, ticks_per_token: int = 180) -> float:
+    """Bytes of engine state per token after each token has seen three hours of ticks."""
+    ticks = [
+        make_tick(1_700_000_000 + i * 60, "eth", f"0x{n:040x}", "T", f"{1 - (i % 7) * 1e-4:.6f}",
+                  "1", "5" if i % 10 == 0 else None)
+        for i in range(ticks_per_token) for n in range(tokens)
+    ]
+    tracemalloc.start()
+    before = tracemalloc.take_snapshot()
+    engine = Engine(ModelConfig())
+    for t in ticks:
+        engine.process(t)
+    after = tracemalloc.take_snapshot()
+    tracemalloc.stop()
+    grown = sum(s.size_diff for s in after.compare_to(before, "filename"))
+    return grown / tokens
+
+
+def main() -> None:
+    path = Path(sys.argv[1]) if len(sys.argv) > 1 else DEFAULT
+    if not path.exists():
+        print(f"skip: {path} not found (real data lives in ../shared/data)")
+        return
+    rows = sum(1 for _ in path.open()) - 1
+    t_csv = best_of(5, lambda: bare_csv(path))
+    t_parse = best_of(3, lambda: list(read_file(path)))
+    parsed = list(read_file(path))
+    t_engine = best_of(3, lambda: run_replay(parsed, ModelConfig(), snapshots=False))
+    t_snaps = best_of(3, lambda: run_replay(parsed, ModelConfig()))
+    t_replay = best_of(3, lambda: run_replay(read_file(path), ModelConfig(), snapshots=False))
+    print(f"file: {path.name} ({rows} ticks)")
+    print(f"bare csv.reader pass:      {t_csv * 1000:8.1f} ms")
+    print(f"parse + validate ticks:    {t_parse * 1000:8.1f} ms")
+    print(f"engine only (parsed):      {t_engine * 1000:8.1f} ms  ({rows / t_engine:,.0f} ticks/s)")
+    print(f"engine + rating snapshots: {t_snaps * 1000:8.1f} ms  ({rows / t_snaps:,.0f} ticks/s)")
+    print(f"replay end to end:         {t_replay * 1000:8.1f} ms  ({rows / t_replay:,.0f} ticks/s)")
+    print(f"replay / bare csv ratio:   {t_replay / t_csv:8.2f}x  (target < 5x)")
+    print(f"engine state per token:    {memory_per_token() / 1024:8.2f} KB  (target < 20 KB)")
+
+
+if __name__ == "__main__":
+    main()

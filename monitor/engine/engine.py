@@ -1,0 +1,307 @@
+"""The engine: per-token lateness buffer, windows, scheduled refreshes, tier machine.
+
+Pure: it never reads a clock or does I/O. Refreshes happen at multiples of
+``refresh_seconds`` of *event* time, evaluated once a tick past the boundary is applied
+(or when the caller advances a quiet token), so a replay and the live daemon fed the same
+ticks produce the same ratings and the same event ids.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+import msgspec
+
+from ..config import ModelConfig
+from ..records import (
+    EVENT_TYPE,
+    RatingSnapshot,
+    SignalValue,
+    Tier,
+    TierChangeData,
+    TierChangeEvent,
+    event_id,
+)
+from ..ticks import Tick
+from ..timefmt import format_ts
+from .rating import combine
+from .signals import Observations, evaluate
+from .tiers import TierState, band, step
+from .windows import Windows, WindowState
+
+Output = TierChangeEvent | RatingSnapshot
+
+
+@dataclass(slots=True)
+class EngineStats:
+    ticks: int = 0
+    applied: int = 0
+    late: int = 0
+    duplicates: int = 0
+    no_peg: int = 0
+    refreshes: int = 0
+    transitions: int = 0
+
+
+class _Saved(msgspec.Struct, array_like=True):
+    """One token's complete state, as written to the state topic."""
+
+    version: int
+    chain: str
+    token: str
+    symbol: str
+    windows: WindowState
+    tier: TierState
+    obs: tuple[float | None, ...]
+    price_text: str | None
+    peg_text: str | None
+    next_refresh: float | None
+    last_applied: float | None
+    last_eval: float | None
+    max_seen: float | None
+    last_tick_ts: float | None
+    last_sig: tuple[float | None, float | None, float | None] | None
+    pending: list[Tick]
+
+
+_OBS_FIELDS = ("peg", "slippage_bps", "slippage_ts", "oracle_price", "oracle_ts", "price",
+               "price_ts")
+_state_encoder = msgspec.msgpack.Encoder()
+_state_decoder = msgspec.msgpack.Decoder(_Saved)
+
+
+@dataclass(slots=True)
+class _Token:
+    chain: str
+    token: str
+    symbol: str
+    windows: Windows
+    tier: TierState = field(default_factory=TierState)
+    obs: Observations = field(default_factory=Observations)
+    price_text: str | None = None
+    peg_text: str | None = None
+    next_refresh: float | None = None
+    last_applied: float | None = None  # event time of the last tick applied
+    last_eval: float | None = None     # event time of the last refresh
+    max_seen: float | None = None      # newest event time seen (drives the lateness buffer)
+    last_tick_ts: float | None = None
+    last_sig: tuple[float | None, float | None, float | None] | None = None
+    pending: list[tuple[float, int, Tick]] = field(default_factory=list)
+
+
+class Engine:
+    """Rates every token it is given ticks for.
+
+    ``snapshots=False`` skips building rating snapshots (a replay that only wants the
+    transitions); ratings, tiers and events are the same either way.
+    """
+
+    def __init__(self, config: ModelConfig | None = None, *, snapshots: bool = True) -> None:
+        self.config = config or ModelConfig()
+        self.snapshots = snapshots
+        c = self.config
+        longest = max(c.persistence_window_seconds, c.volatility_window_seconds,
+                      c.deviation_window_seconds, 3600)
+        self._ring = math.ceil(longest / c.bucket_seconds)
+        self._tokens: dict[str, _Token] = {}
+        self._seq = 0
+        self.stats = EngineStats()
+
+    # -- public ----------------------------------------------------------------------
+    def keys(self) -> Iterable[str]:
+        return self._tokens.keys()
+
+    def process(self, tick: Tick) -> list[Output]:
+        """Take one tick; returns the refreshes and tier changes it made due."""
+        self.stats.ticks += 1
+        t = self._token(tick)
+        if (t.last_applied is not None and tick.ts < t.last_applied) or (
+            t.last_eval is not None and tick.ts <= t.last_eval
+        ):
+            self.stats.late += 1
+            return []
+        self._seq += 1
+        heapq.heappush(t.pending, (tick.ts, self._seq, tick))
+        if t.max_seen is None or tick.ts > t.max_seen:
+            t.max_seen = tick.ts
+        out: list[Output] = []
+        self._release(t, t.max_seen - self.config.lateness_seconds, out)
+        return out
+
+    def advance(self, key: str, until: float) -> list[Output]:
+        """Refresh a token up to event time ``until`` without new ticks (live clock)."""
+        t = self._tokens.get(key)
+        out: list[Output] = []
+        if t is None:
+            return out
+        horizon = float(until) - self.config.lateness_seconds
+        self._release(t, horizon, out)
+        self._refresh_until(t, horizon, out, inclusive=True)
+        return out
+
+    def flush(self) -> list[Output]:
+        """Apply every tick still held for lateness (end of a replay)."""
+        out: list[Output] = []
+        for t in self._tokens.values():
+            self._release(t, math.inf, out)
+        return out
+
+    def export_state(self, key: str) -> bytes:
+        t = self._tokens[key]
+        saved = _Saved(
+            version=1, chain=t.chain, token=t.token, symbol=t.symbol,
+            windows=t.windows.export(), tier=t.tier,
+            obs=tuple(getattr(t.obs, f) for f in _OBS_FIELDS),
+            price_text=t.price_text, peg_text=t.peg_text, next_refresh=t.next_refresh,
+            last_applied=t.last_applied, last_eval=t.last_eval, max_seen=t.max_seen,
+            last_tick_ts=t.last_tick_ts, last_sig=t.last_sig,
+            pending=[tick for _, _, tick in sorted(t.pending)],
+        )
+        return _state_encoder.encode(saved)
+
+    def restore_state(self, blob: bytes) -> str:
+        """Load a token's state saved by :meth:`export_state`; returns its key."""
+        s = _state_decoder.decode(blob)
+        w = self._new_windows()
+        w.load(s.windows)
+        t = _Token(chain=s.chain, token=s.token, symbol=s.symbol, windows=w, tier=s.tier,
+                   obs=Observations(**dict(zip(_OBS_FIELDS, s.obs, strict=True))),
+                   price_text=s.price_text, peg_text=s.peg_text, next_refresh=s.next_refresh,
+                   last_applied=s.last_applied, last_eval=s.last_eval, max_seen=s.max_seen,
+                   last_tick_ts=s.last_tick_ts, last_sig=s.last_sig)
+        for tick in s.pending:
+            self._seq += 1
+            t.pending.append((tick.ts, self._seq, tick))
+        heapq.heapify(t.pending)
+        key = f"{s.chain}:{s.token}"
+        self._tokens[key] = t
+        return key
+
+    def forget(self, key: str) -> None:
+        """Drop a token (its partition moved to another instance)."""
+        self._tokens.pop(key, None)
+
+    def tier_of(self, key: str) -> Tier | None:
+        t = self._tokens.get(key)
+        return t.tier.tier if t else None
+
+    def last_tick_ts(self, key: str) -> float | None:
+        t = self._tokens.get(key)
+        return t.last_tick_ts if t else None
+
+    # -- internals -------------------------------------------------------------------
+    def _new_windows(self) -> Windows:
+        c = self.config
+        return Windows(c.bucket_seconds, self._ring, c.persistence_low, c.persistence_high,
+                       c.volatility_baseline_seconds)
+
+    def _token(self, tick: Tick) -> _Token:
+        key = tick.key
+        t = self._tokens.get(key)
+        if t is None:
+            t = _Token(chain=tick.chain, token=tick.token, symbol=tick.symbol,
+                       windows=self._new_windows())
+            self._tokens[key] = t
+        elif tick.symbol and tick.symbol != t.symbol:
+            t.symbol = tick.symbol
+        return t
+
+    def _release(self, t: _Token, horizon: float, out: list[Output]) -> None:
+        pending = t.pending
+        while pending and pending[0][0] <= horizon:
+            _, _, tick = heapq.heappop(pending)
+            self._refresh_until(t, tick.ts, out, inclusive=False)
+            self._apply(t, tick)
+            if self.config.refresh_seconds <= 0:
+                self._evaluate(t, tick.ts, out)
+
+    def _refresh_until(self, t: _Token, ts: float, out: list[Output], *, inclusive: bool) -> None:
+        """Evaluate every refresh boundary before ``ts`` (or at it, when ``inclusive``)."""
+        every = self.config.refresh_seconds
+        if every <= 0 or t.next_refresh is None:
+            return
+        while t.next_refresh < ts or (inclusive and t.next_refresh == ts):
+            self._evaluate(t, t.next_refresh, out)
+            t.next_refresh += every
+
+    def _apply(self, t: _Token, tick: Tick) -> None:
+        sig = (tick.price, tick.slippage_bps, tick.oracle_price)
+        if tick.ts == t.last_applied and sig == t.last_sig:
+            self.stats.duplicates += 1
+            return
+        self.stats.applied += 1
+        t.last_applied = tick.ts
+        t.last_sig = sig
+        t.last_tick_ts = tick.ts
+        obs = t.obs
+        if tick.peg is not None:
+            obs.peg = tick.peg
+            t.peg_text = tick.peg_text
+        if tick.price is not None:
+            if obs.peg is None:
+                self.stats.no_peg += 1
+            else:
+                obs.price = tick.price
+                obs.price_ts = tick.ts
+                t.price_text = tick.price_text
+                t.windows.add_price(tick.ts, (tick.price - obs.peg) / obs.peg)
+        if tick.slippage_bps is not None:
+            obs.slippage_bps = tick.slippage_bps
+            obs.slippage_ts = tick.ts
+        if tick.oracle_price is not None:
+            obs.oracle_price = tick.oracle_price
+            obs.oracle_ts = tick.ts
+        if t.next_refresh is None and self.config.refresh_seconds > 0:
+            every = self.config.refresh_seconds
+            t.next_refresh = float((math.floor(tick.ts / every) + 1) * every)
+
+    def _evaluate(self, t: _Token, now: float, out: list[Output]) -> None:
+        c = self.config
+        self.stats.refreshes += 1
+        t.last_eval = now
+        ev = evaluate(t.windows, t.obs, c, now, detail=self.snapshots)
+        rating, signals = combine(ev.signals, c.weights)
+        old = t.tier.tier
+        changed = step(t.tier, rating, ev.deviation, now, c)
+        if not self.snapshots and changed is None:
+            return
+        stamp = format_ts(now)
+        deviation_pct = round(ev.deviation * 100.0, 4) if ev.deviation is not None else None
+        if self.snapshots:
+            out.append(self._snapshot(t, now, stamp, rating, signals, ev.metrics,
+                                      deviation_pct))
+        if changed is not None:
+            self.stats.transitions += 1
+            out.append(TierChangeEvent(
+                event_type=EVENT_TYPE,
+                event_id=event_id(t.chain, t.token, stamp, old.value, changed.value),
+                timestamp=stamp,
+                data=TierChangeData(
+                    token_address=t.token, chain=t.chain, symbol=t.symbol,
+                    old_tier=old.value, new_tier=changed.value, risk_score=rating,
+                    deviation_pct=deviation_pct if deviation_pct is not None else 0.0,
+                    price_usd=t.price_text or "", peg_usd=t.peg_text or "",
+                ),
+            ))
+
+    def _snapshot(self, t: _Token, now: float, stamp: str, rating: float,
+                  signals: list[SignalValue], metrics: dict[str, float | None],
+                  deviation_pct: float | None) -> RatingSnapshot:
+        c = self.config
+        staleness = now - t.last_tick_ts if t.last_tick_ts is not None else 0.0
+        metrics["rating"] = rating
+        metrics["staleness_seconds"] = staleness
+        metrics["seconds_in_tier"] = now - t.tier.since if t.tier.since is not None else None
+        metrics["deescalation_pending_seconds"] = (
+            now - t.tier.lower_since if t.tier.lower_since is not None else None
+        )
+        metrics["observed_weight_pct"] = sum(s.weight for s in signals if s.observed)
+        return RatingSnapshot(
+            chain=t.chain, token_address=t.token, symbol=t.symbol, timestamp=stamp,
+            rating=rating, tier=t.tier.tier.value, band_tier=band(rating, c).value,
+            price_usd=t.price_text, peg_usd=t.peg_text, deviation_pct=deviation_pct,
+            staleness_seconds=round(staleness, 3), signals=signals, metrics=metrics,
+        )

@@ -1,0 +1,136 @@
+"""From windows to the six signals of the rating, each scored 0-1, plus the metric snapshot."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from ..config import ModelConfig
+from .windows import Windows
+
+
+def _ramp(value: float, start: float, full: float) -> float:
+    """0 at ``start``, 1 at ``full``, linear between, clamped."""
+    if full <= start:
+        return 1.0 if value >= full else 0.0
+    return min(1.0, max(0.0, (value - start) / (full - start)))
+
+
+@dataclass(slots=True)
+class Observations:
+    """The latest non-window observations of a token (liquidity, oracle, peg)."""
+
+    peg: float | None = None
+    slippage_bps: float | None = None
+    slippage_ts: float | None = None
+    oracle_price: float | None = None
+    oracle_ts: float | None = None
+    price: float | None = None
+    price_ts: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Signal:
+    name: str
+    value: float | None
+    score: float
+    observed: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Evaluation:
+    signals: tuple[Signal, ...]
+    #: Time-weighted mean deviation over the deviation window (fraction, signed).
+    deviation: float | None
+    metrics: dict[str, float | None]
+
+
+def _pct(x: float | None) -> float | None:
+    return None if x is None else x * 100.0
+
+
+def evaluate(w: Windows, obs: Observations, cfg: ModelConfig, now: float,
+             detail: bool = True) -> Evaluation:
+    """Score the signals at ``now``; ``detail`` adds the metric snapshot (a replay that
+    only wants transitions skips it: it is most of the cost of a refresh)."""
+    has_price = w.last_dev is not None
+    metrics: dict[str, float | None] = {}
+
+    model_windows = {float(cfg.deviation_window_seconds),
+                     float(cfg.persistence_window_seconds),
+                     float(cfg.volatility_window_seconds)}
+    horizons = model_windows | {60.0, 300.0, 900.0, 3600.0} if detail else model_windows
+    sums = {h: w.window(now, h) for h in horizons}
+    if detail:
+        for minutes in (1, 5, 15, 60):
+            s = sums[minutes * 60.0]
+            metrics[f"deviation_twap_{minutes}m_pct"] = _pct(
+                s.dev_dt / s.covered if s.covered > 0 else None)
+            metrics[f"coverage_{minutes}m_seconds"] = s.covered
+    dev_win = sums[float(cfg.deviation_window_seconds)]
+    deviation = dev_win.dev_dt / dev_win.covered if dev_win.covered > 0 else w.last_dev
+    persist = sums[float(cfg.persistence_window_seconds)]
+    cov_p, low_s, high_s, ticks_p = persist.covered, persist.low_s, persist.high_s, persist.ticks
+    mn, mx = persist.min_dev, persist.max_dev
+    vol = sums[float(cfg.volatility_window_seconds)]
+    r2, ticks_v = vol.r2, vol.ticks
+
+    recent_rate = r2 / cfg.volatility_window_seconds
+    recent_vol = math.sqrt(recent_rate * 60.0)
+    base_vol = math.sqrt(w.baseline_rate(now) * 60.0)
+    vol_ratio = recent_vol / max(base_vol, cfg.volatility_floor)
+
+    down = max(0.0, -deviation) if deviation is not None else 0.0
+    minutes_low = low_s / 60.0
+    minutes_high = high_s / 60.0
+    window_minutes = cfg.persistence_window_seconds / 60.0
+
+    slip_obs = obs.slippage_ts is not None and now - obs.slippage_ts <= cfg.slippage_max_age_seconds
+    oracle_obs = (
+        obs.oracle_ts is not None and has_price and obs.peg is not None
+        and now - obs.oracle_ts <= cfg.oracle_max_age_seconds
+    )
+    divergence = (
+        abs((obs.price or 0.0) - (obs.oracle_price or 0.0)) / obs.peg
+        if oracle_obs and obs.peg else None
+    )
+
+    signals = (
+        Signal("price_deviation", _pct(deviation), _ramp(down, 0.0, cfg.deviation_full), has_price),
+        Signal("slippage", obs.slippage_bps if slip_obs else None,
+               _ramp(obs.slippage_bps or 0.0, cfg.slippage_floor_bps, cfg.slippage_full_bps)
+               if slip_obs else 0.0, slip_obs),
+        Signal("persistence_50bp", minutes_low, min(1.0, minutes_low / window_minutes),
+               has_price),
+        Signal("persistence_100bp", minutes_high,
+               min(1.0, minutes_high / window_minutes), has_price),
+        Signal("volatility_burst", vol_ratio,
+               _ramp(vol_ratio, cfg.burst_start, cfg.burst_full), has_price),
+        Signal("headroom", _pct(divergence),
+               _ramp(divergence or 0.0, 0.0, cfg.oracle_divergence_full) if oracle_obs else 0.0,
+               oracle_obs),
+    )
+    if not detail:
+        return Evaluation(signals=signals, deviation=deviation, metrics=metrics)
+    metrics.update({
+        "price_usd": obs.price,
+        "peg_usd": obs.peg,
+        "deviation_latest_pct": _pct(w.last_dev),
+        "deviation_min_60m_pct": _pct(mn) if math.isfinite(mn) else None,
+        "deviation_max_60m_pct": _pct(mx) if math.isfinite(mx) else None,
+        "minutes_below_50bp_60m": minutes_low,
+        "minutes_below_100bp_60m": minutes_high,
+        "volatility_recent_per_min": recent_vol,
+        "volatility_baseline_per_min": base_vol,
+        "volatility_ratio": vol_ratio,
+        "ticks_60m": ticks_p,
+        "ticks_15m": ticks_v,
+        "coverage_60m_seconds": cov_p,
+        "slippage_bps": obs.slippage_bps,
+        "slippage_age_seconds": None if obs.slippage_ts is None else now - obs.slippage_ts,
+        "oracle_price_usd": obs.oracle_price,
+        "oracle_divergence_pct": _pct(divergence),
+        "oracle_age_seconds": None if obs.oracle_ts is None else now - obs.oracle_ts,
+        "price_age_seconds": None if obs.price_ts is None else now - obs.price_ts,
+    })
+    return Evaluation(signals=signals, deviation=deviation, metrics=metrics)

@@ -1,0 +1,210 @@
+"""Rolling windows in event time, as a ring of fixed-width buckets.
+
+Memory is bounded by the longest window (60 one-minute buckets by default), whatever the
+tick rate; a tick costs O(1) amortised: the price that held since the previous tick is
+spread over the (at most ring-size) buckets it covered. The ring always holds exactly the
+buckets ``head - size + 1 .. head`` (empty ones zeroed), so a window is a contiguous slice
+and its sums run in C (``sum``/``min``/``max`` over array slices), not in a Python loop.
+
+The price between two ticks is taken to be the earlier tick's price (a step function), so
+every time-based figure is time-weighted: a burst of ticks at one price counts no more than
+one tick holding that price for as long.
+"""
+
+from __future__ import annotations
+
+import math
+from array import array
+from typing import NamedTuple
+
+import msgspec
+
+# Field order in the ring: the additive ones, then the two extremes.
+_DEV, _COV, _LOW, _HIGH, _R2, _TICKS, _MIN, _MAX = range(8)
+_EMPTY = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0, math.inf, -math.inf)
+
+
+class Sums(NamedTuple):
+    """Time-weighted sums over one window."""
+
+    dev_dt: float    # integral of deviation over time (divide by ``covered`` for the mean)
+    covered: float   # seconds with a known price
+    low_s: float     # seconds below peg by more than ``low``
+    high_s: float    # seconds below peg by more than ``high``
+    r2: float        # sum of squared deviation changes (realised variance)
+    ticks: float
+    min_dev: float
+    max_dev: float
+
+
+class WindowState(msgspec.Struct, array_like=True):
+    """Serialisable contents of :class:`Windows` (for the state topic)."""
+
+    head: int | None
+    values: list[list[float]]
+    last_price_ts: float | None
+    last_dev: float | None
+    base_s: float
+    base_ts: float | None
+
+
+class Windows:
+    """Per-token buckets of deviation, persistence and squared changes.
+
+    ``dev`` is the signed relative deviation ``(price - peg) / peg``; persistence counts
+    time spent *below* peg by more than ``low``/``high`` (a premium is not a loss of peg).
+    """
+
+    __slots__ = (
+        "_f", "base_s", "base_tau", "base_ts", "bucket", "head", "high", "last_dev",
+        "last_price_ts", "low", "size",
+    )
+
+    def __init__(self, bucket_seconds: int, size: int, low: float, high: float,
+                 baseline_seconds: float) -> None:
+        self.bucket = float(bucket_seconds)
+        self.size = size
+        self.low = low
+        self.high = high
+        self.base_tau = float(baseline_seconds)
+        self._f = [array("d", [empty]) * size for empty in _EMPTY]
+        self.head: int | None = None  # newest bucket index held by the ring
+        self.last_price_ts: float | None = None
+        self.last_dev: float | None = None
+        # Exponentially decayed sum of squared deviation changes: the volatility baseline.
+        self.base_s = 0.0
+        self.base_ts: float | None = None
+
+    # -- updates ---------------------------------------------------------------------
+    def _slot(self, b: int) -> int:
+        """The ring slot of bucket ``b``, rolling the ring forward (zeroing) if needed."""
+        head = self.head
+        size = self.size
+        if head is None or b > head:
+            start = b - size + 1 if head is None or b - head >= size else head + 1
+            for k in range(start, b + 1):
+                s = k % size
+                for field, empty in zip(self._f, _EMPTY, strict=True):
+                    field[s] = empty
+            self.head = b
+        return b % size
+
+    def _hold(self, dev: float, start: float, end: float) -> None:
+        """Account ``dev`` as held over [start, end) into the buckets it covers."""
+        horizon = end - self.size * self.bucket
+        if start < horizon:
+            start = horizon
+        if end <= start:
+            return
+        f = self._f
+        dev_dt, covered, low_s, high_s, mn, mx = f[_DEV], f[_COV], f[_LOW], f[_HIGH], f[_MIN], \
+            f[_MAX]
+        below_low = dev < -self.low
+        below_high = dev < -self.high
+        bucket = self.bucket
+        t = start
+        while t < end:
+            b = int(t // bucket)
+            stop = min(end, (b + 1) * bucket)
+            dt = stop - t
+            slot = self._slot(b)
+            dev_dt[slot] += dev * dt
+            covered[slot] += dt
+            if below_low:
+                low_s[slot] += dt
+                if below_high:
+                    high_s[slot] += dt
+            if dev < mn[slot]:
+                mn[slot] = dev
+            if dev > mx[slot]:
+                mx[slot] = dev
+            t = stop
+
+    def add_price(self, ts: float, dev: float) -> None:
+        """A new price observation at ``ts`` (ticks arrive in time order)."""
+        last_dev = self.last_dev
+        if last_dev is not None and self.last_price_ts is not None:
+            self._hold(last_dev, self.last_price_ts, ts)
+        slot = self._slot(int(ts // self.bucket))
+        f = self._f
+        if last_dev is not None:
+            change = dev - last_dev
+            r2 = change * change
+            f[_R2][slot] += r2
+            if self.base_ts is not None:
+                self.base_s *= math.exp(-(ts - self.base_ts) / self.base_tau)
+            self.base_s += r2
+        self.base_ts = ts
+        f[_TICKS][slot] += 1.0
+        if dev < f[_MIN][slot]:
+            f[_MIN][slot] = dev
+        if dev > f[_MAX][slot]:
+            f[_MAX][slot] = dev
+        self.last_price_ts = ts
+        self.last_dev = dev
+
+    # -- queries (read-only: the open interval since the last tick is added on the fly) --
+    def _slices(self, lo: int, hi: int) -> list[slice]:
+        """Ring slices covering buckets lo..hi (inclusive, within the ring)."""
+        a, b = lo % self.size, hi % self.size
+        return [slice(a, b + 1)] if a <= b else [slice(a, None), slice(0, b + 1)]
+
+    def window(self, now: float, seconds: float) -> Sums:
+        """Sums over [now - seconds, now), bucket-aligned (a refresh at a bucket boundary
+        sees exactly that interval), including the still-open interval since the last tick."""
+        bucket = self.bucket
+        end_b = int(now // bucket)
+        if now == end_b * bucket:
+            end_b -= 1  # the bucket starting at `now` holds nothing before `now`
+        first_b = math.ceil((now - seconds) / bucket)
+        first_b = max(first_b, end_b - self.size + 1)
+        acc = list(_EMPTY)
+        head = self.head
+        if head is not None:
+            lo, hi = max(first_b, head - self.size + 1), min(end_b, head)
+            if lo <= hi:
+                f = self._f
+                for sl in self._slices(lo, hi):
+                    for i in (_DEV, _COV, _LOW, _HIGH, _R2, _TICKS):
+                        acc[i] += sum(f[i][sl])
+                    acc[_MIN] = min(acc[_MIN], min(f[_MIN][sl]))
+                    acc[_MAX] = max(acc[_MAX], max(f[_MAX][sl]))
+        dev = self.last_dev
+        if dev is not None and self.last_price_ts is not None:
+            start = max(self.last_price_ts, first_b * bucket)
+            if now > start:
+                dt = now - start
+                acc[_DEV] += dev * dt
+                acc[_COV] += dt
+                if dev < -self.low:
+                    acc[_LOW] += dt
+                    if dev < -self.high:
+                        acc[_HIGH] += dt
+                acc[_MIN] = min(acc[_MIN], dev)
+                acc[_MAX] = max(acc[_MAX], dev)
+        return Sums(*acc)
+
+    def baseline_rate(self, now: float) -> float:
+        """Baseline variance of deviation changes per second, decayed to ``now``."""
+        if self.base_ts is None:
+            return 0.0
+        decayed = self.base_s * math.exp(-max(0.0, now - self.base_ts) / self.base_tau)
+        return decayed / self.base_tau
+
+    # -- persistence -----------------------------------------------------------------
+    def export(self) -> WindowState:
+        return WindowState(
+            head=self.head, values=[list(f) for f in self._f],
+            last_price_ts=self.last_price_ts, last_dev=self.last_dev,
+            base_s=self.base_s, base_ts=self.base_ts,
+        )
+
+    def load(self, state: WindowState) -> None:
+        if any(len(v) != self.size for v in state.values):
+            raise ValueError("window state was saved with another ring size")
+        self.head = state.head
+        self._f = [array("d", v) for v in state.values]
+        self.last_price_ts = state.last_price_ts
+        self.last_dev = state.last_dev
+        self.base_s = state.base_s
+        self.base_ts = state.base_ts

@@ -1,0 +1,164 @@
+"""``depeg-monitor replay``: tick files through the engine, transitions out, byte for byte.
+
+The same :class:`~monitor.engine.Engine` the daemon runs; event time throughout, so a
+month of one-minute data replays in well under a second per token-month and two runs
+give identical files.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TextIO
+
+from .commands import Command
+from .config import Config, ModelConfig
+from .engine import Engine, Output
+from .progress import Progress
+from .records import RatingSnapshot, TierChangeEvent, encode
+from .tickfiles import BadRow, Row, merge_by_time, read_file
+from .timefmt import parse_ts
+
+MAX_BAD_ROWS_SHOWN = 20
+
+
+@dataclass
+class ReplaySummary:
+    ticks: int = 0
+    bad_rows: int = 0
+    bad_reasons: Counter[str] = field(default_factory=Counter)
+    bad_examples: list[BadRow] = field(default_factory=list)
+    tokens: int = 0
+    late: int = 0
+    duplicates: int = 0
+    no_peg: int = 0
+    snapshots: int = 0
+    transitions: Counter[str] = field(default_factory=Counter)
+
+    def render(self) -> str:
+        lines = [
+            f"ticks read: {self.ticks}",
+            f"bad rows: {self.bad_rows}"
+            + (f" ({', '.join(f'{k}={v}' for k, v in sorted(self.bad_reasons.items()))})"
+               if self.bad_rows else ""),
+        ]
+        lines += [f"  {b.path}:{b.line}: {b.reason}: {b.detail}" for b in self.bad_examples]
+        if self.bad_rows > len(self.bad_examples):
+            lines.append(f"  … and {self.bad_rows - len(self.bad_examples)} more")
+        lines += [
+            f"late ticks dropped: {self.late}, duplicates dropped: {self.duplicates}, "
+            f"prices without a peg: {self.no_peg}",
+            f"tokens: {self.tokens}, rating snapshots: {self.snapshots}, "
+            f"transitions: {sum(self.transitions.values())}",
+        ]
+        lines += [f"  {key}: {n}" for key, n in sorted(self.transitions.items())]
+        return "\n".join(lines)
+
+
+def _sort_key(item: tuple[int, Output]) -> tuple[float, str, int]:
+    seq, out = item
+    key = f"{out.data.chain}:{out.data.token_address}" if isinstance(out, TierChangeEvent) \
+        else f"{out.chain}:{out.token_address}"
+    return parse_ts(out.timestamp), key, seq
+
+
+def run_replay(rows: Iterable[Row], model: ModelConfig,
+               summary: ReplaySummary | None = None, *,
+               snapshots: bool = True) -> tuple[list[TierChangeEvent],
+                                                              list[RatingSnapshot],
+                                                              ReplaySummary]:
+    """Replay rows through a fresh engine; outputs in event-time order (then key, then
+    the order the engine made them)."""
+    summary = summary or ReplaySummary()
+    engine = Engine(model, snapshots=snapshots)
+    produced: list[tuple[int, Output]] = []
+    seq = 0
+    for row in rows:
+        if isinstance(row, BadRow):
+            summary.bad_rows += 1
+            summary.bad_reasons[row.reason] += 1
+            if len(summary.bad_examples) < MAX_BAD_ROWS_SHOWN:
+                summary.bad_examples.append(row)
+            continue
+        summary.ticks += 1
+        for out in engine.process(row):
+            seq += 1
+            produced.append((seq, out))
+    for out in engine.flush():
+        seq += 1
+        produced.append((seq, out))
+    produced.sort(key=_sort_key)
+    events = [o for _, o in produced if isinstance(o, TierChangeEvent)]
+    ratings = [o for _, o in produced if isinstance(o, RatingSnapshot)]
+    summary.tokens = len(list(engine.keys()))
+    summary.late = engine.stats.late
+    summary.duplicates = engine.stats.duplicates
+    summary.no_peg = engine.stats.no_peg
+    summary.snapshots = len(ratings)
+    for e in events:
+        summary.transitions[f"{e.data.chain}:{e.data.token_address} ({e.data.symbol})"] += 1
+    return events, ratings, summary
+
+
+def _with_progress(paths: list[Path], rows: Iterator[Row], stream: TextIO) -> Iterator[Row]:
+    total_bytes = sum(p.stat().st_size for p in paths)
+    # Rows are about as long as the first file's first lines; good enough for a bar.
+    with paths[0].open("rb") as fh:
+        sample = fh.read(65536)
+    per_row = max(1, len(sample) // max(1, sample.count(b"\n")))
+    with Progress(total_bytes // per_row, "replay", stream) as bar:
+        for n, row in enumerate(rows, start=1):
+            if n % 1000 == 0:
+                bar.update(n)
+            yield row
+
+
+def write_jsonl(path: Path, records: Iterable[TierChangeEvent | RatingSnapshot]) -> None:
+    with path.open("wb") as fh:
+        for record in records:
+            fh.write(encode(record))
+            fh.write(b"\n")
+
+
+def _add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("files", nargs="+", type=Path, metavar="FILE",
+                   help="canonical tick CSV (ts,chain,token,symbol,price_usd,peg_usd,"
+                        "slippage_bps) or JSON-lines tick files; several are merged by time")
+    p.add_argument("--out", type=Path, required=True,
+                   help="write DEPEG_TIER_CHANGE event objects here, one per line")
+    p.add_argument("--ratings", type=Path,
+                   help="also write every rating snapshot here, one per line")
+
+
+def _run(args: argparse.Namespace, config: Config) -> int:
+    missing = [str(p) for p in args.files if not p.is_file()]
+    if missing:
+        print(f"replay: no such file: {', '.join(missing)}", file=sys.stderr)
+        return 2
+    rows = merge_by_time(read_file(p) for p in args.files)
+    rows = _with_progress(args.files, rows, sys.stderr)
+    events, snapshots, summary = run_replay(rows, config.model,
+                                            snapshots=args.ratings is not None)
+    write_jsonl(args.out, events)
+    if args.ratings:
+        write_jsonl(args.ratings, snapshots)
+    print(summary.render(), file=sys.stderr)
+    return 0
+
+
+command = Command(
+    name="replay",
+    help="run tick files through the engine and write the tier changes it would have sent",
+    description=(
+        "Reads canonical CSV or JSON-lines tick files (tokens may be mixed), runs the same "
+        "engine as the daemon in event time, and writes one DEPEG_TIER_CHANGE event object "
+        "per line to --out in event-time order. The output is byte-identical on every run. "
+        "Model settings come from the [model] section of --config."
+    ),
+    add_arguments=_add_arguments,
+    run=_run,
+)

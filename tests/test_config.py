@@ -1,0 +1,37 @@
+"""Configuration: file, then environment, validated once with the field named."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from monitor.config import ConfigError, load_config
+
+
+def test_file_then_environment(tmp_path: Path) -> None:
+    cfg = tmp_path / "c.toml"
+    cfg.write_text('[model]\nrefresh_seconds = 60\n[kafka]\nbootstrap_servers = "a:9092"\n')
+    config = load_config(cfg, env={"DEPEG_KAFKA__BOOTSTRAP_SERVERS": "b:9092",
+                                   "DEPEG_MODEL__WEIGHTS__SLIPPAGE": "25"})
+    assert config.model.refresh_seconds == 60
+    assert config.kafka.bootstrap_servers == "b:9092"
+    assert config.model.weights.slippage == 25.0
+
+
+def test_wrong_values_name_the_field(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="refresh_seconds"):
+        load_config(None, env={"DEPEG_MODEL__REFRESH_SECONDS": "often"})
+    with pytest.raises(ConfigError, match="nonsense"):
+        load_config(None, env={"DEPEG_MODEL__NONSENSE": "1"})
+
+
+def test_cli_help_lists_commands_and_config_prints_defaults() -> None:
+    out = subprocess.run([sys.executable, "-m", "monitor", "--help"], capture_output=True,
+                         text=True, check=True).stdout
+    assert "replay" in out and "config" in out
+    out = subprocess.run([sys.executable, "-m", "monitor", "config", "--defaults"],
+                         capture_output=True, text=True, check=True).stdout
+    assert "[model]" in out and "deescalate_dwell_seconds = 14400" in out

@@ -1,0 +1,52 @@
+"""One validation for every way a tick arrives; bad input is a reason, never a crash."""
+
+from __future__ import annotations
+
+import pytest
+
+from monitor.ticks import MAX_TICK_BYTES, BadTick, decode_tick, encode_tick, make_tick
+
+USDC = "0xA0b86991c6218b36c1d19d4a2e9eB0cE3606eB48"
+
+
+def test_json_tick_round_trips_and_normalises_the_address() -> None:
+    raw = (b'{"ts":"2023-03-11T07:50:00Z","chain":"eth","token":"' + USDC.encode()
+           + b'","symbol":"USDC","price_usd":"0.8748","peg_usd":1,"source":"x"}')
+    tick = decode_tick(raw)
+    assert tick.token == USDC.lower() and tick.price == 0.8748 and tick.price_text == "0.8748"
+    assert tick.peg_text == "1" and tick.ts == 1678521000.0
+    assert decode_tick(encode_tick(tick)) == tick
+
+
+def test_epoch_seconds_and_offsets_are_accepted() -> None:
+    a = make_tick(1678521000, "eth", USDC, "USDC", 1.0)
+    b = make_tick("2023-03-11T08:50:00+01:00", "eth", USDC, "USDC", 1.0)
+    assert a.ts == b.ts
+
+
+@pytest.mark.parametrize(
+    ("raw", "reason"),
+    [
+        (b"\x00\xff garbage", "bad_json"),
+        (b'{"ts": 1, "chain": "eth"}', "bad_schema"),
+        (b'{"ts": [], "chain": "eth", "token": "x"}', "bad_schema"),
+        (b'{"ts": "soon", "chain": "eth", "token": "' + USDC.encode() + b'", "price_usd": 1}',
+         "bad_ts"),
+        (b'{"ts": 1, "chain": "solana", "token": "' + USDC.encode() + b'", "price_usd": 1}',
+         "unknown_chain"),
+        (b'{"ts": 1, "chain": "eth", "token": "0xabc", "price_usd": 1}', "bad_address"),
+        (b'{"ts": 1, "chain": "eth", "token": "' + USDC.encode() + b'", "price_usd": "NaN"}',
+         "bad_price"),
+        (b'{"ts": 1, "chain": "eth", "token": "' + USDC.encode() + b'", "price_usd": -2}',
+         "bad_price"),
+        (b'{"ts": 1, "chain": "eth", "token": "' + USDC.encode() + b'", "price_usd": true}',
+         "bad_schema"),
+        (b'{"ts": 1, "chain": "eth", "token": "' + USDC.encode() + b'"}', "no_observation"),
+        (b"x" * (MAX_TICK_BYTES + 1), "too_large"),
+        (None, "empty"),
+    ],
+)
+def test_bad_ticks_name_their_reason(raw: bytes | None, reason: str) -> None:
+    with pytest.raises(BadTick) as info:
+        decode_tick(raw)
+    assert info.value.reason == reason
