@@ -79,6 +79,9 @@ async def test_kill9_then_restart_publishes_every_transition_once(broker, tmp_pa
 
 
 async def test_two_instances_survivor_takes_over_with_state(broker, tmp_path: Path) -> None:
+    """A runs alone; B joins mid-stream (a clean rebalance: A checkpoints and hands over
+    partitions with their state); later the owner of USDC is killed -9 and the other takes
+    its partitions over from the state topic."""
     ticks = load_ticks(data_file("ticks/usdc_2023-03_binanceus_1m.csv"),
                        data_file("ticks/busd_2023-02_binance_1m.csv"))
     expected, total_ratings = engine_outputs(ticks)
@@ -86,11 +89,17 @@ async def test_two_instances_survivor_takes_over_with_state(broker, tmp_path: Pa
     # 5 partitions: round-robin assignment puts USDC (4) and BUSD (3) on different members.
     usdc_p, busd_p = partition_of(USDC, 5), partition_of(BUSD, 5)
     a = MonitorProcess(kafka, tmp_path / "a.log")
-    b = MonitorProcess(kafka, tmp_path / "b.log")
+    b: MonitorProcess | None = None
     try:
-        await wait_for(lambda: _split(a, b, usdc_p, busd_p), 40,
-                       "the two tokens' partitions held by different instances")
+        await wait_for(lambda: _has(a, "monitor.partitions_assigned"), 60, "A assigned")
         await produce(broker.bootstrap_servers, kafka.ticks_topic, tick_records(ticks))
+        async with TopicReader(broker.bootstrap_servers, kafka.ratings_topic) as ratings:
+            await ratings.until(lambda r: len(r) >= 0.15 * total_ratings, 120, "15% ratings")
+        b = MonitorProcess(kafka, tmp_path / "b.log")
+        await wait_for(lambda: _split(a, b, usdc_p, busd_p), 60,
+                       "the two tokens' partitions held by different instances")
+        assert any(e["restored_tokens"] for e in b.events("monitor.partitions_assigned")), \
+            "B must start from the state A handed over"
         victim, survivor = (a, b) if usdc_p in a.partitions() else (b, a)
         await _kill_when_mid_stream(broker.bootstrap_servers, kafka.ratings_topic,
                                     total_ratings, victim, 0.45)
@@ -100,8 +109,8 @@ async def test_two_instances_survivor_takes_over_with_state(broker, tmp_path: Pa
                      if usdc_p in e["partitions"]]
         assert took_over and took_over[-1]["restored_tokens"] >= 1
     finally:
-        victim_rc = [p.stop() for p in (a, b)]
-    assert 0 in victim_rc
+        codes = [p.stop() for p in (a, b) if p is not None]
+    assert 0 in codes  # the survivor stopped cleanly on SIGTERM
 
 
 async def _has(proc: MonitorProcess, event: str) -> bool:
