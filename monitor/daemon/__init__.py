@@ -3,7 +3,10 @@
 One idea per module:
 
 - ``ingest``: the consume -> engine -> publish -> checkpoint -> commit loop;
+- ``outputs``: tier changes, rating snapshots and dead letters onto their topics, counted;
 - ``partitions``: what one assigned partition holds (its engine, position, restore marks);
+- ``rebalance``: the assignment listener and where a partition resumes;
+- ``readiness``: what ``/readyz`` says about the monitor;
 - ``state``: the per-token snapshots on the compacted state topic, and reading them back;
 - ``publisher``: sends records and waits until the broker acknowledged them;
 - ``retry``: backoff for broker operations, bounded only by a shutdown's grace period;
@@ -12,6 +15,7 @@ One idea per module:
 - ``service``: the ``depeg-monitor monitor`` command and the ``run`` service.
 """
 
-from .ingest import DaemonStats, MonitorDaemon
+from .ingest import MonitorDaemon
+from .outputs import DaemonStats
 
 __all__ = ["DaemonStats", "MonitorDaemon"]

@@ -3,9 +3,9 @@
 Per batch (``getmany``), under one lock that the rebalance callbacks also take:
 
 1. decode every record; a bad one becomes a dead letter (never stops the loop);
-2. feed the partition's engine; queue its outputs (tier changes, rating snapshots);
-3. outputs and dead letters go to the producer at once (not awaited per batch);
-4. at most every ``checkpoint_interval_seconds`` (and on revoke and shutdown): wait until
+2. feed the partition's engine; its outputs (tier changes, rating snapshots) and the dead
+   letters go to the producer at once (not awaited per batch);
+3. at most every ``checkpoint_interval_seconds`` (and on revoke and shutdown): wait until
    the broker acknowledged every record sent so far, write the state of every token changed
    since the last checkpoint to the state topic, wait for those too, and only then commit
    the partitions' offsets.
@@ -20,25 +20,24 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import Counter
-from collections.abc import Awaitable, Callable, Iterable
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable
 from functools import partial
 from typing import Any, TypeVar
 
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRebalanceListener, TopicPartition
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.errors import CommitFailedError, IllegalStateError, KafkaError
 
 from .. import health, metrics
 from ..config import Config
-from ..engine import Output
 from ..kafka.topics import ensure_topics, make_consumer, make_producer
 from ..logs import get_logger
-from ..records import TierChangeEvent, encode
 from ..ticks import BadTick, decode_tick
 from .clock import LiveClock
-from .deadletter import dead_letter
+from .outputs import DaemonStats, OutputWriter
 from .partitions import PartitionState
 from .publisher import Publisher
+from .readiness import Readiness
+from .rebalance import Listener, start_offset
 from .retry import Aborted, Backoff, retry
 from .state import STATE_VERSION, StateRecord, encode_state, read_states
 
@@ -48,30 +47,6 @@ RETRIABLE = (KafkaError, OSError)
 T = TypeVar("T")
 #: aiokafka ships no type hints; a fetched record (``aiokafka.structs.ConsumerRecord``).
 Record = Any
-
-
-@dataclass(slots=True)
-class DaemonStats:
-    records: int = 0
-    ticks: int = 0
-    dead_letters: int = 0
-    tier_changes: int = 0
-    ratings: int = 0
-    batches: int = 0
-    checkpoints: int = 0
-    restored_tokens: int = 0
-    skipped_restored: int = 0
-
-
-class _Listener(ConsumerRebalanceListener):  # type: ignore[misc]
-    def __init__(self, daemon: MonitorDaemon) -> None:
-        self.daemon = daemon
-
-    async def on_partitions_revoked(self, revoked: Iterable[TopicPartition]) -> None:
-        await self.daemon.on_revoked(list(revoked))
-
-    async def on_partitions_assigned(self, assigned: Iterable[TopicPartition]) -> None:
-        await self.daemon.on_assigned(list(assigned))
 
 
 class MonitorDaemon:
@@ -84,14 +59,15 @@ class MonitorDaemon:
         self._lock = asyncio.Lock()
         self._clock = LiveClock(config.model.stale_after_seconds)
         self._consumer: AIOKafkaConsumer | None = None
-        self._publisher: Publisher | None = None
+        self._out: OutputWriter | None = None
         self._stop = asyncio.Event()
         self._grace_until: float | None = None
+        self.readiness = Readiness(self.kafka.ready_stall_seconds,
+                                   lambda: self._stop.is_set(), self._describe)
         #: Set once this instance joined its group and restored its partitions' state.
-        self.joined = asyncio.Event()
-        self._broker_error: str | None = None
-        self._batch_started: float | None = None
-        self._dlq_reasons: Counter[str] = Counter()
+        self.joined = self.readiness.joined
+        #: Set by a rebalance callback that could not restore state; the loop raises it.
+        self._fatal: BaseException | None = None
 
     # -- lifecycle --------------------------------------------------------------------
     async def run(self, stop: asyncio.Event | None = None) -> None:
@@ -107,11 +83,12 @@ class MonitorDaemon:
             if k.create_topics:
                 await self._retry(lambda: ensure_topics(k), "ensure_topics")
             producer = await self._retry(self._start_producer, "producer_start")
-            self._publisher = Publisher(producer, self._backoff(), self._abort,
-                                        self._on_broker_failure, self._on_broker_recovery)
+            publisher = Publisher(producer, self._backoff(), self._abort,
+                                  self.readiness.failure, self.readiness.recovery)
+            self._out = OutputWriter(k, publisher, self.stats)
             consumer = await self._retry(self._start_consumer, "consumer_start")
             self._consumer = consumer
-            probe = asyncio.create_task(self._probe_broker(consumer))
+            probe = asyncio.create_task(self.readiness.probe(consumer))
             log.info("monitor.started", bootstrap_servers=k.bootstrap_servers,
                      topic=k.ticks_topic, group=k.monitor_group)
             await self._loop(consumer)
@@ -133,8 +110,9 @@ class MonitorDaemon:
             if producer:
                 await producer.stop()
 
-    def request_stop(self) -> None:
-        self._stop.set()
+    async def check(self) -> tuple[bool, str]:
+        """Readiness for ``/readyz`` (see ``readiness.py``)."""
+        return await self.readiness.check()
 
     async def _start_producer(self) -> AIOKafkaProducer:
         producer = make_producer(self.kafka)
@@ -150,7 +128,8 @@ class MonitorDaemon:
         consumer = make_consumer(k, group_id=k.monitor_group)
         try:
             await consumer.start()
-            consumer.subscribe([k.ticks_topic], listener=_Listener(self))
+            consumer.subscribe([k.ticks_topic],
+                               listener=Listener(self.on_revoked, self.on_assigned))
         except BaseException:
             await consumer.stop()
             raise
@@ -162,14 +141,16 @@ class MonitorDaemon:
         next_sweep = time.monotonic() + k.live_clock_interval_seconds
         last_checkpoint = time.monotonic()
         while not self._stop.is_set():
+            if self._fatal is not None:
+                raise RuntimeError("partition state could not be restored") from self._fatal
             try:
                 batch = await consumer.getmany(timeout_ms=k.batch_timeout_ms,
                                                max_records=k.batch_max_records)
             except KafkaError as exc:
-                self._on_broker_failure("fetch", exc)
+                self.readiness.failure("fetch", exc)
                 await asyncio.sleep(self._backoff().next_delay())
                 continue
-            now = self._batch_started = time.monotonic()  # the stall watchdog's clock
+            now = self.readiness.busy_since = time.monotonic()  # the stall watchdog
             try:
                 async with self._lock:
                     if batch:
@@ -181,12 +162,12 @@ class MonitorDaemon:
                         last_checkpoint = now
                         await self._checkpoint(list(self._parts))
             finally:
-                self._batch_started = None
+                self.readiness.busy_since = None
 
     async def _process(self, batch: dict[TopicPartition, list[Record]]) -> None:
-        assert self._publisher is not None
+        out = self._out
+        assert out is not None
         started = time.monotonic()
-        k = self.kafka
         records = ticks = late = 0
         for tp, recs in batch.items():
             part = self._parts.get(tp.partition)
@@ -207,7 +188,7 @@ class MonitorDaemon:
                         raise BadTick("bad_key", f"record key {rec.key!r:.80} is not "
                                       f"{key!r}: a token's ticks must share one partition")
                 except BadTick as exc:
-                    await self._dead_letter(tp, rec, exc)
+                    await out.dead_letter(rec, exc)
                     continue
                 if part.should_skip(key, offset):
                     self.stats.skipped_restored += 1
@@ -217,7 +198,7 @@ class MonitorDaemon:
                 self._clock.tick(key, tick.ts, tp.partition)
                 part.dirty.add(key)
                 if outputs:
-                    await self._emit(outputs)
+                    await out.emit(outputs)
             late += engine.stats.late - late_before
             highwater = self._consumer.highwater(tp) if self._consumer else None
             if highwater is not None:
@@ -230,48 +211,12 @@ class MonitorDaemon:
         metrics.TICKS_DECODED.inc(ticks)
         metrics.TICKS_LATE.inc(late)
         metrics.LAST_TICK_TIME.set(time.time())
-        if self._dlq_reasons:
-            log.warning("monitor.dead_letters", topic=k.dlq_topic, **self._dlq_reasons)
-            self._dlq_reasons.clear()
+        out.log_dead_letters()
         metrics.BATCH_SECONDS.labels("monitor").observe(time.monotonic() - started)
 
-    async def _emit(self, outputs: list[Output]) -> None:
-        assert self._publisher is not None
-        k = self.kafka
-        for out in outputs:
-            if isinstance(out, TierChangeEvent):
-                d = out.data
-                await self._publisher.send(k.tier_changes_topic, encode(out),
-                                    key=f"{d.chain}:{d.token_address}".encode(),
-                                    kind="tier_change")
-                self.stats.tier_changes += 1
-                metrics.tier_changed(d.old_tier, d.new_tier)
-                log.info("monitor.tier_change", event_id=out.event_id, at=out.timestamp,
-                         chain=d.chain, token=d.token_address, symbol=d.symbol,
-                         old_tier=d.old_tier, new_tier=d.new_tier, rating=d.risk_score)
-            else:
-                await self._publisher.send(k.ratings_topic, encode(out),
-                                    key=f"{out.chain}:{out.token_address}".encode(),
-                                    kind="rating")
-                self.stats.ratings += 1
-                metrics.token_series.observe(out)
-
-    async def _dead_letter(self, tp: TopicPartition, rec: Record, exc: BadTick) -> None:
-        assert self._publisher is not None
-        dl = dead_letter(reason=exc.reason, detail=exc.detail, topic=tp.topic,
-                         partition=tp.partition, offset=rec.offset,
-                         key=rec.key, value=rec.value,
-                         prefix_bytes=self.kafka.dlq_value_prefix_bytes)
-        await self._publisher.send(self.kafka.dlq_topic, dl.value, key=dl.key,
-                                   headers=dl.headers, kind="dead_letter")
-        self.stats.dead_letters += 1
-        self._dlq_reasons[exc.reason] += 1
-        metrics.dead_lettered(exc.reason)
-
-    # -- live clock -------------------------------------------------------------------
     async def _sweep(self) -> None:
-        """Refresh tokens whose ticks stopped, in extrapolated event time."""
-        assert self._publisher is not None
+        """Live clock: refresh tokens whose ticks stopped, in extrapolated event time."""
+        assert self._out is not None
         started = time.monotonic()
         due = self._clock.due()
         for key, partition, until in due:
@@ -281,7 +226,7 @@ class MonitorDaemon:
             outputs = part.engine.advance(key, until)
             if outputs:
                 part.dirty.add(key)
-                await self._emit(outputs)
+                await self._out.emit(outputs)
         tiers: Counter[str] = Counter()
         tracked = 0
         for part in self._parts.values():
@@ -302,10 +247,11 @@ class MonitorDaemon:
     # -- checkpoints --------------------------------------------------------------------
     async def _checkpoint(self, partitions: list[int]) -> None:
         """States of changed tokens -> state topic (acknowledged), then commit offsets."""
-        assert self._publisher is not None and self._consumer is not None
+        assert self._out is not None
+        publisher = self._out.publisher
         k = self.kafka
         parts = [self._parts[p] for p in partitions if p in self._parts]
-        await self._publisher.flush()  # every output so far is acknowledged before states
+        await publisher.flush()  # every output so far is acknowledged before the states
         now = time.time()
         written = 0
         for part in parts:
@@ -316,11 +262,10 @@ class MonitorDaemon:
                     written_at=now, stale=self._clock.is_stale(key),
                     engine_state=part.engine.export_state(key),
                 )
-                await self._publisher.send(k.state_topic, encode_state(record),
-                                           key=key.encode(), partition=part.partition,
-                                           kind="state")
+                await publisher.send(k.state_topic, encode_state(record), key=key.encode(),
+                                     partition=part.partition, kind="state")
                 written += 1
-        await self._publisher.flush()
+        await publisher.flush()
         for part in parts:
             part.dirty.clear()
         offsets = {TopicPartition(k.ticks_topic, part.partition): part.next_offset
@@ -352,19 +297,34 @@ class MonitorDaemon:
         ours = [tp.partition for tp in revoked if tp.topic == self.kafka.ticks_topic]
         async with self._lock:  # waits for the batch in flight
             try:
-                await self._checkpoint(ours)
-            except Aborted as exc:
-                log.error("monitor.revoke_checkpoint_failed", error=str(exc))
-            for p in ours:
-                part = self._parts.pop(p, None)
-                if part is not None:
-                    self._clock.forget(list(part.engine.keys()))
-                metrics.CONSUMER_LAG.labels("monitor", str(p)).set(0)
-            metrics.ASSIGNED_PARTITIONS.labels("monitor").set(len(self._parts))
+                await self._checkpoint(ours)  # the next owner starts exactly here
+            except Exception as exc:
+                # Safe: the next owner resumes from older states and the committed
+                # offset, re-producing the same outputs.
+                log.error("monitor.revoke_checkpoint_failed",
+                          error=f"{type(exc).__name__}: {exc}"[:300])
+            finally:
+                for p in ours:
+                    part = self._parts.pop(p, None)
+                    if part is not None:
+                        self._clock.forget(list(part.engine.keys()))
+                    metrics.CONSUMER_LAG.labels("monitor", str(p)).set(0)
+                metrics.ASSIGNED_PARTITIONS.labels("monitor").set(len(self._parts))
         if ours:
             log.info("monitor.partitions_revoked", partitions=sorted(ours))
 
     async def on_assigned(self, assigned: list[TopicPartition]) -> None:
+        try:
+            await self._restore(assigned)
+        except Aborted:
+            pass  # shutting down anyway
+        except Exception as exc:
+            # aiokafka would log and carry on, fetching partitions we hold no engine for;
+            # stop the daemon instead (the loop re-raises this) so a restart retries.
+            log.exception("monitor.restore_failed")
+            self._fatal = exc
+
+    async def _restore(self, assigned: list[TopicPartition]) -> None:
         k = self.kafka
         consumer = self._consumer
         assert consumer is not None
@@ -376,7 +336,7 @@ class MonitorDaemon:
             restored = 0
             for p in new:
                 tp = TopicPartition(k.ticks_topic, p)
-                position = await self._retry(partial(self._start_offset, consumer, tp),
+                position = await self._retry(partial(start_offset, consumer, tp),
                                              "start_offset")
                 part = PartitionState.restore(p, self.config.model, position, states[p])
                 part.committed = position
@@ -390,25 +350,11 @@ class MonitorDaemon:
         log.info("monitor.partitions_assigned", partitions=new, restored_tokens=restored,
                  positions={p: self._parts[p].next_offset for p in new})
 
-    @staticmethod
-    async def _start_offset(consumer: AIOKafkaConsumer, tp: TopicPartition) -> int:
-        """Where the group resumes ``tp``: its committed offset, else the beginning.
-
-        Not ``consumer.position()``: the fetcher starts as soon as the partition is
-        assigned, so by the time this callback runs ``getmany`` may already have handed
-        out (and moved the position past) records this instance has not processed yet.
-        """
-        committed = await consumer.committed(tp)
-        beginning = (await consumer.beginning_offsets([tp]))[tp]
-        if committed is None or committed < beginning:  # auto_offset_reset="earliest"
-            return int(beginning)
-        return int(committed)
-
     def _state_reader(self) -> AIOKafkaConsumer:
         k = self.kafka
         return make_consumer(k, group_id=None, client_id=f"{k.client_id}-state-reader")
 
-    # -- broker health ------------------------------------------------------------------
+    # -- helpers ------------------------------------------------------------------------
     def _backoff(self) -> Backoff:
         return Backoff(self.kafka.retry_backoff_seconds, self.kafka.retry_backoff_max_seconds)
 
@@ -417,47 +363,12 @@ class MonitorDaemon:
 
     async def _retry(self, op: Callable[[], Awaitable[T]], what: str) -> T:
         return await retry(op, what=what, backoff=self._backoff(), abort=self._abort,
-                           retry_on=RETRIABLE, on_failure=self._on_broker_failure,
-                           on_recovery=self._on_broker_recovery)
+                           retry_on=RETRIABLE, on_failure=self.readiness.failure,
+                           on_recovery=self.readiness.recovery)
 
-    def _on_broker_failure(self, what: str, exc: BaseException) -> None:
-        self._broker_error = f"{what}: {type(exc).__name__}: {exc}"[:300]
-        metrics.BROKER_CONNECTED.labels("monitor").set(0)
-
-    def _on_broker_recovery(self, what: str) -> None:
-        self._broker_error = None
-        metrics.BROKER_CONNECTED.labels("monitor").set(1)
-
-    async def _probe_broker(self, consumer: AIOKafkaConsumer) -> None:
-        """A cheap metadata round trip every few seconds, so an idle daemon notices an
-        unreachable broker too (fetches fail silently inside the client)."""
-        interval = max(1.0, min(5.0, self.kafka.ready_stall_seconds / 3))
-        while True:
-            await asyncio.sleep(interval)
-            try:
-                await asyncio.wait_for(consumer.topics(), timeout=interval)
-            except (TimeoutError, *RETRIABLE) as exc:
-                if self._broker_error is None:
-                    log.warning("monitor.broker_unreachable", error=type(exc).__name__)
-                self._on_broker_failure("probe", exc)
-            else:
-                if self._broker_error is not None and self._broker_error.startswith("probe"):
-                    log.info("monitor.broker_reachable")
-                    self._on_broker_recovery("probe")
-
-    async def check(self) -> tuple[bool, str]:
-        """Readiness for ``/readyz`` (registered as ``monitor``)."""
-        if self._stop.is_set():
-            return False, "stopping"
-        if self._broker_error:
-            return False, f"broker unavailable ({self._broker_error})"
-        started = self._batch_started
-        if started is not None and time.monotonic() - started > self.kafka.ready_stall_seconds:
-            return False, f"batch stuck for {time.monotonic() - started:.0f}s"
-        if not self.joined.is_set():
-            return False, "waiting for a partition assignment"
+    def _describe(self) -> str:
         tokens = sum(len(list(part.engine.keys())) for part in self._parts.values())
-        return True, f"{len(self._parts)} partitions, {tokens} tokens"
+        return f"{len(self._parts)} partitions, {tokens} tokens"
 
     def _summary(self) -> dict[str, int]:
         s = self.stats
