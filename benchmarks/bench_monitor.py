@@ -21,6 +21,7 @@ import argparse
 import asyncio
 import os
 import random
+import signal
 import sys
 import time
 from pathlib import Path
@@ -150,6 +151,8 @@ def main() -> int:
     parser.add_argument("--tokens", default="1000,10000")
     parser.add_argument("--partitions", type=int, default=8)
     args = parser.parse_args()
+    # SIGTERM (e.g. from `timeout`) unwinds like Ctrl-C, so the broker child is stopped.
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
     configure_logging(level=os.environ.get("BENCH_LOG", "warning"), fmt="console")
     print(f"{'tokens':>7} {'ticks':>8} {'produce/s':>10} {'bare/s':>9} {'engine/s':>9} "
           f"{'monitor/s':>10} "

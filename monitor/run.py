@@ -17,9 +17,11 @@ import signal
 from typing import Any
 
 import msgspec
+from aiokafka.errors import KafkaError
 
 from .commands import Command
 from .config import Config
+from .daemon.retry import Aborted, Backoff, retry
 from .kafka.embedded import EmbeddedBroker
 from .kafka.topics import ensure_topics
 from .logs import get_logger
@@ -60,7 +62,8 @@ async def run_all(config: Config, only: set[str] | None = None,
         config = msgspec.structs.replace(config, kafka=msgspec.structs.replace(
             config.kafka, bootstrap_servers=broker.bootstrap_servers))
     try:
-        await ensure_topics(config.kafka)
+        if not await _ensure_topics(config, stop):
+            return 0  # stopped before the broker ever answered
         services = [s for s in discover_services() if only is None or s.name in only]
         if not services:
             log.error("run.no_services", only=sorted(only or []))
@@ -70,6 +73,18 @@ async def run_all(config: Config, only: set[str] | None = None,
         if broker is not None:
             await broker.astop()
             log.info("run.embedded_broker_stopped")
+
+
+async def _ensure_topics(config: Config, stop: asyncio.Event) -> bool:
+    """Create the topics, retrying with backoff while the broker is unreachable."""
+    k = config.kafka
+    backoff = Backoff(k.retry_backoff_seconds, k.retry_backoff_max_seconds)
+    try:
+        await retry(lambda: ensure_topics(k), what="ensure_topics", backoff=backoff,
+                    abort=stop.is_set, retry_on=(KafkaError, OSError))
+    except Aborted:
+        return False
+    return True
 
 
 async def _supervise(config: Config, services: list[Service], stop: asyncio.Event) -> int:

@@ -92,7 +92,7 @@ class MonitorDaemon:
             log.info("monitor.started", bootstrap_servers=k.bootstrap_servers,
                      topic=k.ticks_topic, group=k.monitor_group)
             await self._loop(consumer)
-            self._grace_until = time.monotonic() + k.shutdown_grace_seconds
+            self._abort()  # starts the grace period if it has not started yet
             async with self._lock:
                 await self._checkpoint(list(self._parts))
             log.info("monitor.stopped", **self._summary())
@@ -359,7 +359,15 @@ class MonitorDaemon:
         return Backoff(self.kafka.retry_backoff_seconds, self.kafka.retry_backoff_max_seconds)
 
     def _abort(self) -> bool:
-        return self._grace_until is not None and time.monotonic() > self._grace_until
+        """Give up retrying? Never while running; at once if stopped before the loop
+        started; otherwise once ``shutdown_grace_seconds`` have passed since the stop."""
+        if not self._stop.is_set():
+            return False
+        if self._consumer is None:
+            return True
+        if self._grace_until is None:
+            self._grace_until = time.monotonic() + self.kafka.shutdown_grace_seconds
+        return time.monotonic() > self._grace_until
 
     async def _retry(self, op: Callable[[], Awaitable[T]], what: str) -> T:
         return await retry(op, what=what, backoff=self._backoff(), abort=self._abort,

@@ -60,7 +60,7 @@ def apply_overrides(config: Config, args: argparse.Namespace) -> Config:
     return msgspec.structs.replace(config, kafka=kafka)
 
 
-async def serve_until_signalled(config: Config) -> None:
+async def serve_until_signalled(config: Config) -> int:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -68,13 +68,20 @@ async def serve_until_signalled(config: Config) -> None:
     from ..ops_server import OpsServer
 
     ops = OpsServer(config.metrics.host, config.metrics.port)
-    await ops.start()
+    try:
+        await ops.start()
+    except OSError as exc:
+        log.error("monitor.ops_listen_failed", host=config.metrics.host,
+                  port=config.metrics.port, error=str(exc),
+                  hint="set metrics.port (DEPEG_METRICS__PORT; 0 = any free port)")
+        return 2
     log.info("monitor.ops_listening", url=f"http://{ops.host}:{ops.port}",
              paths=["/metrics", "/healthz", "/readyz"])
     try:
         await MonitorDaemon(config).run(stop)
     finally:
         await ops.stop()
+    return 0
 
 
 def run_command(args: argparse.Namespace, config: Config) -> int:
@@ -84,8 +91,7 @@ def run_command(args: argparse.Namespace, config: Config) -> int:
                   hint="set kafka.bootstrap_servers / --bootstrap-servers, or use "
                        "`depeg-monitor run` to start an embedded broker")
         return 2
-    asyncio.run(serve_until_signalled(config))
-    return 0
+    return asyncio.run(serve_until_signalled(config))
 
 
 async def run_service(config: Config, stop: asyncio.Event) -> None:
