@@ -66,6 +66,8 @@ class MonitorDaemon:
                                    lambda: self._stop.is_set(), self._describe)
         #: Set once this instance joined its group and restored its partitions' state.
         self.joined = self.readiness.joined
+        #: (stale token count, monotonic time) of the last stale-tokens log line.
+        self._stale_logged: tuple[int, float] = (0, 0.0)
         #: Set by a rebalance callback that could not restore state; the loop raises it.
         self._fatal: BaseException | None = None
 
@@ -238,10 +240,15 @@ class MonitorDaemon:
         metrics.set_tier_counts(dict(tiers))
         metrics.TOKENS_TRACKED.set(tracked)
         metrics.TOKENS_STALE.set(len(due))
-        if due:
+        # Logged when the count changes, else once a minute: a dead feed is news once.
+        if due and (len(due) != self._stale_logged[0] or started - self._stale_logged[1] > 60):
+            self._stale_logged = (len(due), started)
             log.warning("monitor.stale_tokens", count=len(due),
                         stale_after_seconds=self._clock.stale_after,
                         sample=sorted(key for key, _, _ in due)[:10])
+        elif not due and self._stale_logged[0]:
+            self._stale_logged = (0, started)
+            log.info("monitor.stale_tokens_cleared")
         metrics.REFRESH_SECONDS.observe(time.monotonic() - started)
 
     # -- checkpoints --------------------------------------------------------------------
