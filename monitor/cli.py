@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from importlib.metadata import entry_points
+from typing import Any
 
 from . import __version__
 from .commands import Command
@@ -17,10 +19,30 @@ GROUP = "depeg_monitor.commands"
 def discover() -> dict[str, Command]:
     found: dict[str, Command] = {}
     for ep in entry_points(group=GROUP):
-        command = ep.load()
+        try:
+            command = ep.load()
+        except ImportError as exc:
+            # One broken or not-yet-installed plugin must not take every command down.
+            print(f"depeg-monitor: skipping command {ep.name!r}: {exc}", file=sys.stderr)
+            continue
         if isinstance(command, Command):
             found[command.name] = command
     return dict(sorted(found.items()))
+
+
+_URL_PASSWORD = re.compile(r"(://[^:/@]+:)[^@]+@")
+
+
+def _redacted(tree: Any) -> Any:
+    """The config with secrets masked: it gets pasted into tickets and chat."""
+    if isinstance(tree, dict):
+        return {
+            k: "[redacted]" if v and any(w in k for w in ("secret", "password")) else _redacted(v)
+            for k, v in tree.items()
+        }
+    if isinstance(tree, str):
+        return _URL_PASSWORD.sub(r"\1[redacted]@", tree)
+    return tree
 
 
 def _config_command() -> Command:
@@ -34,7 +56,8 @@ def _config_command() -> Command:
         if args.defaults:
             print(to_toml_comments())
         else:
-            print(msgspec.json.format(msgspec.json.encode(config)).decode())
+            shown = _redacted(msgspec.to_builtins(config))
+            print(msgspec.json.format(msgspec.json.encode(shown)).decode())
         return 0
 
     return Command("config", "print the effective configuration (file + environment)", add, run)

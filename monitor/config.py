@@ -148,14 +148,53 @@ class ApiConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
 
 class DeliveryConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """Webhook delivery (docs/webhooks.md). The spec fixes 5 attempts; the timeout and the
+    backoff are ours: 30 s, 60 s, 120 s, 240 s between attempts rides out a receiver's
+    few-minute deploy or restart before a delivery gives up."""
+
     max_attempts: int = 5
     timeout_seconds: float = 10.0
-    backoff_base_seconds: float = 2.0
-    backoff_max_seconds: float = 300.0
+    backoff_base_seconds: float = 30.0
+    backoff_max_seconds: float = 1800.0
     max_concurrency: int = 64
     per_endpoint_concurrency: int = 4
     #: Development only: allow http:// and loopback receivers. Loud in the logs when on.
     allow_loopback: bool = False
+    #: Random jitter: each backoff delay is scaled by a factor in [1 - jitter, 1 + jitter].
+    backoff_jitter: float = 0.2
+    #: How often the worker looks for due retries when nothing wakes it earlier.
+    poll_interval_seconds: float = 1.0
+    #: Subscription secrets are stored AES-GCM encrypted with this key (32 bytes, base64;
+    #: set it through DEPEG_DELIVERY__SECRET_ENCRYPTION_KEY). Empty: use ``secret_key_file``.
+    secret_encryption_key: str = ""
+    #: Key file created (mode 0600) on first use when no key is configured.
+    secret_key_file: str = "depeg-monitor.secret-key"
+    #: E15: a delivery may be re-sent by hand at most once per this many seconds.
+    manual_retry_interval_seconds: float = 300.0
+    #: E13: the previous secret keeps signing (X-Webhook-Previous-Signature) this long.
+    previous_secret_seconds: float = 86400.0
+    #: Finished deliveries (and their attempts and events) older than this are deleted by
+    #: the worker, hourly. The CU ledger is kept. 0 keeps everything.
+    history_retention_days: int = 30
+
+    def __post_init__(self) -> None:
+        checks = [
+            (self.max_attempts >= 1, "max_attempts must be >= 1"),
+            (self.timeout_seconds > 0, "timeout_seconds must be > 0"),
+            (0 <= self.backoff_base_seconds <= self.backoff_max_seconds,
+             "need 0 <= backoff_base_seconds <= backoff_max_seconds"),
+            (0 <= self.backoff_jitter < 1, "backoff_jitter must be in [0, 1)"),
+            (self.max_concurrency >= 1, "max_concurrency must be >= 1"),
+            (self.per_endpoint_concurrency >= 1, "per_endpoint_concurrency must be >= 1"),
+            (self.poll_interval_seconds > 0, "poll_interval_seconds must be > 0"),
+            (self.manual_retry_interval_seconds >= 0,
+             "manual_retry_interval_seconds must be >= 0"),
+            (self.previous_secret_seconds >= 0, "previous_secret_seconds must be >= 0"),
+            (self.history_retention_days >= 0, "history_retention_days must be >= 0"),
+        ]
+        for ok, message in checks:
+            if not ok:
+                raise ValueError(f"delivery.{message}")
 
 
 class LoggingConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):

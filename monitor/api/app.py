@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 
 from aiohttp import web
 
 from ..config import Config
+from ..logs import get_logger
 from ..storage import Database
 from .errors import ApiError, error_response
 
 CONFIG = web.AppKey("config", Config)
 DB = web.AppKey("db", Database)
+
+log = get_logger(__name__)
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
@@ -28,10 +32,16 @@ async def errors_middleware(request: web.Request, handler: Handler) -> web.Strea
             raise
         headers = {k: v for k, v in exc.headers.items() if k.lower() in {"allow", "retry-after"}}
         return error_response(exc.status, exc.reason or "error", headers=headers or None)
+    except asyncio.CancelledError:
+        raise
+    except Exception:
+        # Logged with the traceback here; the client gets the error shape, no internals.
+        log.exception("unhandled error", method=request.method, path=request.path)
+        return error_response(500, "internal server error")
 
 
 def create_app(config: Config, db: Database) -> web.Application:
-    from . import auth, health, rwa, webhooks
+    from . import auth, health, openapi, rwa, webhooks
 
     app = web.Application(
         middlewares=[errors_middleware, auth.auth_middleware],
@@ -39,6 +49,6 @@ def create_app(config: Config, db: Database) -> web.Application:
     )
     app[CONFIG] = config
     app[DB] = db
-    for module in (health, webhooks, rwa):
+    for module in (health, webhooks, rwa, openapi):
         module.add_routes(app)
     return app

@@ -1,9 +1,170 @@
-"""Routes: rwa (placeholder; filled in by its owner)."""
+"""Routes: ``GET /rwa`` (E6, the pegged-token list) and ``GET /rwa/{address}`` (E7).
+
+Both read the ratings store that the store writer fills; neither touches Kafka. On start
+the app migrates the ratings tables and loads the token registry file into them, so
+registry fields can be filtered and sorted in SQL.
+"""
 
 from __future__ import annotations
 
+import base64
+import binascii
+from collections.abc import Mapping
+from typing import Any
+
+import msgspec
 from aiohttp import web
+
+from ..chains import CHAINS, normalize_address
+from ..records import Tier
+from ..registry import TAGS, load_registry
+from ..storage import ratings_read as reads
+from ..storage.ratings import RatingsStore
+from ..timefmt import format_ts
+from . import params
+from .app import CONFIG, DB
+from .errors import ApiError
+from .rwa_openapi import OPENAPI_PATHS, OPENAPI_SCHEMAS
+from .rwa_view import decode_snapshot, episode, flat_metrics, item, point
+
+__all__ = ["OPENAPI_PATHS", "OPENAPI_SCHEMAS", "add_routes"]
+
+TIERS = tuple(t.value for t in Tier)
+SORTS = tuple(reads.SORT_EXPRESSIONS)
+#: Default order per sort: riskiest, biggest, A-Z, furthest from peg, freshest first.
+DEFAULT_ORDER = {"score": "desc", "market_cap_usd": "desc", "symbol": "asc",
+                 "deviation": "desc", "updated_at": "desc"}
+PAGE_SIZE_DEFAULT, LIMIT_DEFAULT, PAGE_MAX = 50, 100, 500
+MAX_PAGE = 1_000_000
+HOURS_DEFAULT, HOURS_MAX = 24, 720
+MAX_POINTS, MAX_CHANGES, MAX_EPISODES = 20_000, 1_000, 100
+
+
+def encode_cursor(sort: str, order: str, key: tuple[Any, str, str]) -> str:
+    raw = msgspec.json.encode([sort, order, *key])
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str, sort: str, order: str) -> tuple[Any, str, str]:
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
+        c_sort, c_order, value, chain, address = msgspec.json.decode(raw)
+    except (binascii.Error, ValueError, TypeError, msgspec.DecodeError):
+        raise params.bad("cursor", "invalid cursor: pass nextCursor from a previous page"
+                         ) from None
+    if (c_sort, c_order) != (sort, order):
+        raise params.bad("cursor", "cursor was made for another sort or order",
+                         sort=c_sort, order=c_order)
+    wanted: type | tuple[type, ...] = str if sort == "symbol" else (int, float)
+    if not (isinstance(value, wanted) and not isinstance(value, bool)
+            and isinstance(chain, str) and isinstance(address, str)):
+        raise params.bad("cursor", "invalid cursor: pass nextCursor from a previous page")
+    return value, chain, address
+
+
+LIST_PARAMS = ("chain", "tier", "sort", "order", "page", "pageSize", "cursor", "limit", "q",
+               "collapsedOnly", "minMcap", "tags")
+
+
+def parse_list(query: Mapping[str, str]) -> tuple[reads.ListFilter, reads.PageRequest, str]:
+    params.known(query, LIST_PARAMS)
+    flt = reads.ListFilter(
+        chain=params.enum(query, "chain", CHAINS),
+        tier=params.enum(query, "tier", TIERS),
+        q=params.text(query, "q", 100),
+        collapsed_only=params.boolean(query, "collapsedOnly"),
+        min_mcap=params.number(query, "minMcap"),
+        tags=params.enum_list(query, "tags", TAGS),
+    )
+    sort = params.enum(query, "sort", SORTS, "score") or "score"
+    order = params.enum(query, "order", ("asc", "desc"), DEFAULT_ORDER[sort]) or "desc"
+    cursor_mode = "cursor" in query or "limit" in query
+    if cursor_mode and ("page" in query or "pageSize" in query):
+        raise ApiError(400, "use either page/pageSize (offset mode) or cursor/limit",
+                       parameter="cursor")
+    if cursor_mode:
+        limit = params.integer(query, "limit", LIMIT_DEFAULT, 1, PAGE_MAX)
+        cursor = query.get("cursor")
+        after = decode_cursor(cursor, sort, order) if cursor else None
+        return flt, reads.PageRequest(sort, order, limit, None, after), "cursor"
+    page = params.integer(query, "page", 1, 1, MAX_PAGE)
+    size = params.integer(query, "pageSize", PAGE_SIZE_DEFAULT, 1, PAGE_MAX)
+    return flt, reads.PageRequest(sort, order, size, (page - 1) * size), "offset"
+
+
+def json_response(body: Any) -> web.Response:
+    return web.Response(body=msgspec.json.encode(body), content_type="application/json")
+
+
+async def list_rwa(request: web.Request) -> web.Response:
+    flt, page, mode = parse_list(request.rel_url.query)
+    stale_after = request.app[CONFIG].model.stale_after_seconds
+    result = await reads.list_tokens(request.app[DB], flt, page)
+    items = [item(r, decode_snapshot(r), stale_after) for r in result.rows]
+    pagination: dict[str, Any] = {"mode": mode, "total": result.total, "hasMore": result.more}
+    if mode == "cursor":
+        pagination["limit"] = page.limit
+        pagination["nextCursor"] = (encode_cursor(page.sort, page.order, result.last_key)
+                                    if result.more and result.last_key else None)
+    else:
+        pagination["page"] = (page.offset or 0) // page.limit + 1
+        pagination["pageSize"] = page.limit
+        pagination["totalPages"] = -(-result.total // page.limit)
+    aggregates = {
+        "total": result.total,
+        "collapsed": result.collapsed,
+        "byTier": {t: result.by_tier.get(t, 0) for t in TIERS},
+        "byChain": {c: result.by_chain.get(c, 0) for c in CHAINS},
+    }
+    return json_response({"items": items, "pagination": pagination, "aggregates": aggregates,
+                          "sort": page.sort, "order": page.order})
+
+
+async def get_rwa(request: web.Request) -> web.Response:
+    raw = request.match_info["address"]
+    address = normalize_address(raw)
+    if address is None:
+        raise params.bad("address", "address must be 0x followed by 40 hex digits")
+    query = request.rel_url.query
+    params.known(query, ("chain", "hours"))
+    chain = params.enum(query, "chain", CHAINS)
+    hours = params.integer(query, "hours", HOURS_DEFAULT, 1, HOURS_MAX)
+    db = request.app[DB]
+    rows = await reads.find_latest(db, address, chain)
+    if not rows:
+        raise ApiError(404, "unknown token", address=address, chain=chain)
+    if len(rows) > 1:
+        raise params.bad("chain", "the address is rated on several chains: pass chain",
+                         allowed=[r["chain"] for r in rows])
+    row = rows[0]
+    snap = decode_snapshot(row)
+    end = float(row["ts"])
+    start = end - hours * 3600
+    points = await reads.history(db, row["chain"], address, start, end, MAX_POINTS)
+    changes = await reads.tier_changes(db, row["chain"], address, start, end, MAX_CHANGES)
+    eps = await reads.episodes(db, row["chain"], address, MAX_EPISODES)
+    body = item(row, snap, request.app[CONFIG].model.stale_after_seconds)
+    body["snapshot"] = {
+        "timestamp": snap.timestamp,
+        "signals": [msgspec.structs.asdict(s) for s in snap.signals],
+        "metrics": flat_metrics(snap, row, points, eps, len(changes)),
+    }
+    body["history"] = {"hours": hours, "from": format_ts(start), "to": format_ts(end),
+                       "points": [point(p) for p in points],
+                       "truncated": len(points) >= MAX_POINTS}
+    body["tier_changes"] = [msgspec.json.decode(c["event"]) for c in changes]
+    body["episodes"] = [episode(e, end) for e in eps]
+    return json_response(body)
+
+
+async def _prepare_store(app: web.Application) -> None:
+    """Ratings tables exist and hold the registry file's tokens before the first request."""
+    store = RatingsStore(app[DB])
+    await store.migrate()
+    await store.sync_registry(load_registry(app[CONFIG].registry.path))
 
 
 def add_routes(app: web.Application) -> None:
-    return None
+    app.on_startup.append(_prepare_store)
+    app.router.add_get("/rwa", list_rwa, allow_head=False)
+    app.router.add_get("/rwa/{address}", get_rwa, allow_head=False)

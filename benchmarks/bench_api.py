@@ -1,0 +1,232 @@
+"""Read API throughput: GET /rwa and GET /rwa/{address} req/s and p99 latency.
+
+Seeds a store with N tokens (default 1,000, across the seven chains) and D days of
+5-minute history (default 7: 2,016 points per token, ~2 M rows), plus a depeg episode on
+every tenth token, then serves the real app from a separate process and hammers it from
+this one with a fixed number of concurrent clients. Runs on SQLite, PostgreSQL or both::
+
+    python benchmarks/bench_api.py --db both --seconds 10 --concurrency 16
+
+PostgreSQL gets a throw-away database on --pg-url's server (created and dropped here).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import multiprocessing as mp
+import random
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+import aiohttp
+import asyncpg
+
+from monitor.chains import CHAINS
+from monitor.kafka.embedded import free_port
+from monitor.records import (
+    EVENT_TYPE,
+    RatingSnapshot,
+    SignalValue,
+    TierChangeData,
+    TierChangeEvent,
+    event_id,
+)
+from monitor.storage import connect
+from monitor.storage.ratings import RatingsStore
+from monitor.timefmt import format_ts
+
+STEP = 300.0
+END = 1_700_000_100.0 - (1_700_000_100.0 % STEP)
+
+
+def address(i: int) -> str:
+    return f"0x{i + 1:040x}"
+
+
+def _snap(chain: str, token: str, ts: float, rating: float, price: float,
+          full: bool) -> RatingSnapshot:
+    tier = ("critical" if rating >= 80 else "warning" if rating >= 60
+            else "watch" if rating >= 40 else "ok")
+    dev = (price - 1.0) * 100
+    signals = [SignalValue(n, dev, rating / 100, 1 / 6, rating / 6, True)
+               for n in ("price_deviation", "slippage", "persistence_50bp",
+                         "persistence_100bp", "volatility_burst", "headroom")] if full else []
+    metrics: dict[str, float | None] = {f"metric_{k}": float(k) for k in range(30)} if full else {}
+    return RatingSnapshot(chain, token, "SYM", format_ts(ts), rating, tier, tier,
+                          f"{price:.6f}", "1.000000", dev, 0.0, signals, metrics)
+
+
+def _event(chain: str, token: str, ts: float, old: str, new: str) -> TierChangeEvent:
+    stamp = format_ts(ts)
+    return TierChangeEvent(EVENT_TYPE, event_id(chain, token, stamp, old, new), stamp,
+                           TierChangeData(token, chain, "SYM", old, new, 85.0, -8.0,
+                                          "0.920000", "1.000000"))
+
+
+async def seed(url: str, tokens: int, days: int, registry: Path) -> float:
+    rnd = random.Random(1)
+    points = int(days * 86400 / STEP)
+    db = await connect(url)
+    store = RatingsStore(db)
+    await store.migrate()
+    started = time.perf_counter()
+    lines = []
+    per_batch = max(1, 20_000 // points)
+    for first in range(0, tokens, per_batch):
+        snaps: list[RatingSnapshot] = []
+        events: list[TierChangeEvent] = []
+        for i in range(first, min(tokens, first + per_batch)):
+            chain, token = CHAINS[i % len(CHAINS)], address(i)
+            base = rnd.uniform(0, 35)
+            depeg = i % 10 == 0
+            for p in range(points):
+                ts = END - (points - 1 - p) * STEP
+                bad = depeg and points // 2 <= p < points // 2 + 36
+                rating = 85.0 if bad else base
+                snaps.append(_snap(chain, token, ts, rating, 0.92 if bad else 1.0,
+                                   full=p == points - 1))
+            if depeg:
+                t0 = END - (points - 1 - points // 2) * STEP
+                events += [_event(chain, token, t0, "ok", "critical"),
+                           _event(chain, token, t0 + 36 * STEP, "critical", "ok")]
+            lines.append(f'[[token]]\nchain = "{chain}"\naddress = "{token}"\n'
+                         f'symbol = "T{i}"\nname = "Token {i}"\n'
+                         f"market_cap_usd = {rnd.uniform(1e5, 1e10):.2f}\n")
+        await store.write_batch(snaps, events)
+    registry.write_text("\n".join(lines))  # noqa: ASYNC240 - once, before serving
+    await db.close()
+    return time.perf_counter() - started
+
+
+def _serve(url: str, registry: str, port: int) -> None:
+    from aiohttp import web
+
+    from monitor.api.app import create_app
+    from monitor.config import Config, RegistryConfig
+
+    async def main() -> None:
+        db = await connect(url)
+        app = create_app(Config(registry=RegistryConfig(path=registry)), db)
+        runner = web.AppRunner(app, access_log=None)
+        await runner.setup()
+        await web.TCPSite(runner, "127.0.0.1", port).start()
+        await asyncio.Event().wait()
+
+    asyncio.run(main())
+
+
+async def hammer(base: str, paths: list[str], seconds: float, concurrency: int
+                 ) -> tuple[float, float, float, int]:
+    latencies: list[float] = []
+    errors = 0
+    deadline = time.perf_counter() + seconds
+
+    async def client(n: int, session: aiohttp.ClientSession) -> None:
+        nonlocal errors
+        k = n
+        while time.perf_counter() < deadline:
+            path = paths[k % len(paths)]
+            k += concurrency
+            t = time.perf_counter()
+            async with session.get(base + path) as resp:
+                await resp.read()
+                if resp.status != 200:
+                    errors += 1
+            latencies.append(time.perf_counter() - t)
+
+    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=concurrency)) as s:
+        start = time.perf_counter()
+        await asyncio.gather(*(client(n, s) for n in range(concurrency)))
+        elapsed = time.perf_counter() - start
+    latencies.sort()
+    p99 = latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))]
+    return len(latencies) / elapsed, statistics.median(latencies), p99, errors
+
+
+async def wait_up(base: str) -> None:
+    deadline = time.monotonic() + 60
+    async with aiohttp.ClientSession() as s:
+        while time.monotonic() < deadline:
+            try:
+                async with s.get(base + "/openapi.json") as resp:
+                    if resp.status == 200:
+                        return
+            except aiohttp.ClientError:
+                pass
+            await asyncio.sleep(0.2)
+    raise RuntimeError("server did not come up")
+
+
+async def run_one(kind: str, url: str, args: argparse.Namespace, tmp: Path) -> None:
+    registry = tmp / f"tokens-{kind}.toml"
+    took = await seed(url, args.tokens, args.days, registry)
+    points = int(args.days * 86400 / STEP)
+    print(f"[{kind}] seeded {args.tokens} tokens x {points} points "
+          f"({args.tokens * points:,} rows) in {took:.1f}s", flush=True)
+    port = free_port()
+    proc = mp.get_context("spawn").Process(target=_serve, args=(url, str(registry), port),
+                                           daemon=True)
+    proc.start()
+    base = f"http://127.0.0.1:{port}"
+    try:
+        await wait_up(base)
+        rnd = random.Random(2)
+        cases = {
+            "GET /rwa (default page of 50)": ["/rwa"],
+            "GET /rwa (chain+tier filter, mcap sort, page 3)": [
+                f"/rwa?chain={c}&sort=market_cap_usd&page=3&pageSize=20" for c in CHAINS],
+            "GET /rwa (q search, cursor mode)": [f"/rwa?q=token%20{n}&limit=50"
+                                                 for n in range(1, 10)],
+            "GET /rwa/{address}?hours=24 (288 points)": [
+                f"/rwa/{address(i)}?chain={CHAINS[i % 7]}&hours=24"
+                for i in rnd.sample(range(args.tokens), 50)],
+            "GET /rwa/{address}?hours=168 (2,016 points)": [
+                f"/rwa/{address(i)}?chain={CHAINS[i % 7]}&hours=168"
+                for i in rnd.sample(range(args.tokens), 50)],
+        }
+        for name, paths in cases.items():
+            rps, median, p99, errors = await hammer(base, paths, args.seconds, args.concurrency)
+            print(f"[{kind}] {name:<48} {rps:8.1f} req/s  median {median * 1000:7.1f} ms"
+                  f"  p99 {p99 * 1000:7.1f} ms  non-200 {errors}", flush=True)
+    finally:
+        proc.terminate()
+        proc.join(10)
+
+
+async def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--db", choices=["sqlite", "postgresql", "both"], default="both")
+    parser.add_argument("--pg-url", default="postgresql://postgres@127.0.0.1:5432/test")
+    parser.add_argument("--tokens", type=int, default=1000)
+    parser.add_argument("--days", type=float, default=7.0)
+    parser.add_argument("--seconds", type=float, default=10.0)
+    parser.add_argument("--concurrency", type=int, default=16)
+    args = parser.parse_args()
+    print(f"python {sys.version.split()[0]}, {args.concurrency} concurrent clients, "
+          f"{args.seconds:g}s per case; server in its own process", flush=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        if args.db in ("sqlite", "both"):
+            await run_one("sqlite", f"sqlite:///{tmp}/bench.db", args, Path(tmp))
+        if args.db in ("postgresql", "both"):
+            name = f"depeg_bench_{uuid.uuid4().hex[:10]}"
+            admin = await asyncpg.connect(args.pg_url)
+            await admin.execute(f'CREATE DATABASE "{name}"')
+            await admin.close()
+            try:
+                await run_one("postgresql", args.pg_url.rsplit("/", 1)[0] + f"/{name}", args,
+                              Path(tmp))
+            finally:
+                admin = await asyncpg.connect(args.pg_url)
+                await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+                await admin.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(asyncio.run(main()))

@@ -1,0 +1,247 @@
+"""Webhook delivery benchmark: throughput and isolation from a hanging endpoint.
+
+    python benchmarks/bench_delivery.py [--storage-url URL] [--endpoints 8] [--seconds 8]
+
+1. deliveries/s from the database to local receivers with 1, 100 and 1,000 active
+   subscriptions (each event fans out to every subscription; subscriptions are spread over
+   ``--endpoints`` receiver ports, as real subscribers have their own hosts);
+2. p99 latency (delivery created -> success recorded) of a healthy endpoint under a steady
+   event rate, with and without another endpoint that never answers (target: within 1.2x).
+
+Receivers run in a child process (the second core), so the figures are the worker's. The
+Kafka intake is not included: it only inserts rows; this measures matching-to-2xx.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import base64
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+from aiohttp import web
+
+from monitor.config import DeliveryConfig
+from monitor.logs import configure_logging
+from monitor.records import EVENT_TYPE, TierChangeData, TierChangeEvent, encode
+from monitor.storage import Database, connect
+from monitor.storage.deliveries import DeliveryStore, NewEvent
+from monitor.storage.webhooks import Subscription, WebhookStore, migrate_webhooks
+from monitor.webhooks.dispatcher import DeliveryAttempts, Dispatcher
+from monitor.webhooks.filters import Filters
+from monitor.webhooks.secrets import SecretBox
+from monitor.webhooks.sender import Sender
+from monitor.webhooks.urls import origin
+
+KEY = base64.urlsafe_b64encode(b"b" * 32).decode()
+
+
+# -- receiver child process -------------------------------------------------------------
+async def _serve(count: int) -> None:
+    async def ok(request: web.Request) -> web.Response:
+        await request.read()
+        return web.Response(text="ok")
+
+    async def hang(request: web.Request) -> web.Response:
+        await asyncio.sleep(3600)
+        return web.Response()
+
+    app = web.Application()
+    app.router.add_post("/ok", ok)
+    app.router.add_post("/hang", hang)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    ports = []
+    for _ in range(count):
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        ports.append(site._server.sockets[0].getsockname()[1])  # type: ignore[union-attr]
+    print(" ".join(map(str, ports)), flush=True)
+    await asyncio.Event().wait()
+
+
+def start_receivers(count: int) -> tuple[subprocess.Popen[str], list[int]]:
+    proc = subprocess.Popen([sys.executable, __file__, "--serve", str(count)],
+                            stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    return proc, [int(p) for p in proc.stdout.readline().split()]
+
+
+# -- worker side --------------------------------------------------------------------------
+def event() -> TierChangeEvent:
+    return TierChangeEvent(EVENT_TYPE, str(uuid.uuid4()), "2024-01-01T00:00:00Z", TierChangeData(
+        "0xdac17f958d2ee523a2206206994597c13d831ec7", "eth", "USDT", "ok", "warning", 65.0,
+        -2.5, "0.975", "1"))
+
+
+async def setup(url: str, urls: list[str], config: DeliveryConfig
+                ) -> tuple[Database, list[Subscription], Dispatcher]:
+    db = await connect(url)
+    await migrate_webhooks(db)
+    store = WebhookStore(db)
+    key = await store.create_api_key("bench", "dpm_" + uuid.uuid4().hex, time.time())
+    box = SecretBox.from_config(config)
+    for target in urls:
+        sid = str(uuid.uuid4())
+        await store.create_subscription(
+            sub_id=sid, api_key_id=key.id, webhook_url=target, endpoint=origin(target),
+            event_types=[EVENT_TYPE], filters=Filters(), secret_sealed=box.seal("s" * 32, sid),
+            now=time.time())
+    subs = [s for s in await store.active_subscriptions() if s.api_key_id == key.id]
+    attempts = DeliveryAttempts(DeliveryStore(db), Sender(config), box, config)
+    return db, subs, Dispatcher(attempts)
+
+
+async def count_status(db: Database, status: str) -> int:
+    return int(await db.fetchval(
+        "SELECT COUNT(*) FROM webhook_deliveries WHERE status = $1", status) or 0)
+
+
+async def throughput(url: str, ports: list[int], subs: int, deliveries: int,
+                     config: DeliveryConfig) -> float:
+    urls = [f"http://127.0.0.1:{ports[i % len(ports)]}/ok" for i in range(subs)]
+    db, active, dispatcher = await setup(url, urls, config)
+    store = DeliveryStore(db)
+    events = [NewEvent(e.event_id, EVENT_TYPE, encode(e), active)
+              for e in (event() for _ in range(max(1, deliveries // subs)))]
+    total = len(events) * subs
+    stop = asyncio.Event()
+    started = time.perf_counter()
+    await store.record_events(events, time.time())
+    runner = asyncio.create_task(dispatcher.run(stop))
+    while await count_status(db, "success") < total:  # noqa: ASYNC110 (polls the database)
+        await asyncio.sleep(0.05)
+    elapsed = time.perf_counter() - started
+    stop.set()
+    await runner
+    await dispatcher.attempts.sender.close()
+    await db.close()
+    return total / elapsed
+
+
+async def healthy_p99(url: str, port: int, other: str | None, seconds: float,
+                      rate: float, config: DeliveryConfig) -> float:
+    """p99 of created -> success for a healthy endpoint under ``rate`` events/s; with
+    ``other`` (a URL), every event also goes there (a second healthy or a hanging one)."""
+    urls = [f"http://127.0.0.1:{port}/ok"]
+    if other is not None:
+        urls.append(other)
+    db, active, dispatcher = await setup(url, urls, config)
+    healthy = next(s for s in active if s.webhook_url.endswith("/ok"))
+    store = DeliveryStore(db)
+    stop = asyncio.Event()
+    runner = asyncio.create_task(dispatcher.run(stop))
+    sent = 0
+    started = time.perf_counter()
+    while time.perf_counter() - started < seconds:
+        e = event()
+        await store.record_events([NewEvent(e.event_id, EVENT_TYPE, encode(e), active)],
+                                  time.time())
+        dispatcher.wake.set()
+        sent += 1
+        await asyncio.sleep(1.0 / rate)
+    while int(await db.fetchval(  # noqa: ASYNC110 (polls the database)
+            "SELECT COUNT(*) FROM webhook_deliveries WHERE status = 'success'"
+            " AND subscription_id = $1", healthy.id) or 0) < sent:
+        await asyncio.sleep(0.05)
+    rows = await db.fetch("SELECT completed_at - created_at AS latency FROM webhook_deliveries"
+                          " WHERE subscription_id = $1", healthy.id)
+    hanging = await db.fetchval(
+        "SELECT COUNT(*) FROM webhook_attempts a JOIN webhook_deliveries d"
+        " ON d.id = a.delivery_id WHERE d.subscription_id <> $1", healthy.id)
+    stop.set()
+    await runner
+    await dispatcher.attempts.sender.close()
+    await db.close()
+    if other is not None and other.endswith("/hang"):
+        print(f"  (hanging endpoint: {hanging} timed-out attempts during the run)")
+    latencies = sorted(r["latency"] * 1000 for r in rows)
+    return statistics.quantiles(latencies, n=100)[98]
+
+
+CREATED: list[tuple[str, str]] = []
+
+
+async def fresh_url(base: str | None, tmp: Path) -> str:
+    """An empty database per run: a SQLite file, or a new database on the given server."""
+    if not base:
+        return f"sqlite:///{tmp / (uuid.uuid4().hex + '.db')}"
+    import asyncpg
+
+    name = f"bench_delivery_{uuid.uuid4().hex[:10]}"
+    admin = await asyncpg.connect(base)
+    try:
+        await admin.execute(f'CREATE DATABASE "{name}"')
+    finally:
+        await admin.close()
+    CREATED.append((base, name))
+    return f"{base.rsplit('/', 1)[0]}/{name}"
+
+
+async def drop_created() -> None:
+    import asyncpg
+
+    for base, name in CREATED:
+        admin = await asyncpg.connect(base)
+        try:
+            await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        finally:
+            await admin.close()
+
+
+async def main(args: argparse.Namespace) -> None:
+    configure_logging(level="warning", fmt="console")
+    proc, ports = start_receivers(args.endpoints + 1)
+    config = DeliveryConfig(allow_loopback=True, secret_encryption_key=KEY, timeout_seconds=2.0,
+                            backoff_base_seconds=0.5, backoff_max_seconds=2.0,
+                            poll_interval_seconds=0.05)
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            print(f"storage: {args.storage_url or 'sqlite (temp file)'}; "
+                  f"receivers: {args.endpoints} ports; max_concurrency "
+                  f"{config.max_concurrency}, per endpoint {config.per_endpoint_concurrency}")
+            for subs, deliveries in ((1, 300), (100, 2000), (1000, 3000)):
+                rate = await throughput(await fresh_url(args.storage_url, Path(tmp)), ports[:-1],
+                                        subs, deliveries, config)
+                print(f"throughput  subscriptions={subs:5d}  deliveries/s={rate:8.1f}")
+            alone = await healthy_p99(await fresh_url(args.storage_url, Path(tmp)), ports[-1], None,
+                                      args.seconds, args.rate, config)
+            # The other endpoint is another receiver port (its own endpoint key); the
+            # baseline sends it the same traffic but it answers, so both runs do the same
+            # database work per event and differ only in the hanging receiver.
+            base = await healthy_p99(await fresh_url(args.storage_url, Path(tmp)), ports[-1],
+                                     f"http://127.0.0.1:{ports[0]}/ok", args.seconds,
+                                     args.rate, config)
+            loaded = await healthy_p99(await fresh_url(args.storage_url, Path(tmp)), ports[-1],
+                                       f"http://127.0.0.1:{ports[0]}/hang", args.seconds,
+                                       args.rate, config)
+            print(f"healthy p99 latency (ms): alone={alone:6.1f}  "
+                  f"+ healthy endpoint={base:6.1f}  + hanging endpoint={loaded:6.1f}  "
+                  f"ratio hanging/healthy={loaded / base:4.2f} (target <= 1.2)")
+    finally:
+        proc.terminate()
+        proc.wait()
+        await drop_created()
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--storage-url", help="default: a temporary SQLite file per run; a "
+                        "postgresql:// URL names a server database used to create (and drop) "
+                        "one fresh database per run")
+    parser.add_argument("--endpoints", type=int, default=8, help="receiver ports")
+    parser.add_argument("--seconds", type=float, default=8.0, help="latency run length")
+    parser.add_argument("--rate", type=float, default=50.0, help="events/s in latency runs")
+    parser.add_argument("--serve", type=int, help=argparse.SUPPRESS)
+    ns = parser.parse_args()
+    if ns.serve:
+        asyncio.run(_serve(ns.serve))
+    else:
+        asyncio.run(main(ns))

@@ -1,0 +1,308 @@
+"""The store writer: ``depeg.ratings`` and ``depeg.tier-changes`` into the ratings store.
+
+At-least-once with idempotent writes: a batch is written in one transaction and only then
+are the offsets committed, so a crash re-delivers the batch and the upserts (token +
+timestamp, ``event_id``) make the second write a no-op. A record that does not decode is
+counted and logged with its topic, partition and offset, and skipped: it can never become
+valid, and stopping the writer for it would stall the history of every other token.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import importlib
+import signal
+import sqlite3
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import asyncpg
+import msgspec
+from aiokafka import AIOKafkaConsumer
+from aiokafka.coordinator.assignors.range import RangePartitionAssignor
+
+from monitor.chains import is_chain, normalize_address
+from monitor.commands import Command
+from monitor.config import Config
+from monitor.logs import get_logger
+from monitor.records import (
+    RatingSnapshot,
+    Tier,
+    TierChangeEvent,
+    decode_event,
+    decode_snapshot,
+    encode,
+)
+from monitor.services import Service
+from monitor.storage import connect
+from monitor.storage.ratings import RatingsStore
+from monitor.timefmt import parse_ts
+
+log = get_logger(__name__)
+
+
+class _NoMetric:
+    """Stands in until ``monitor.metrics`` (which declares every metric) is merged."""
+
+    def labels(self, *_values: str) -> _NoMetric:
+        return self
+
+    def inc(self, _amount: float = 1) -> None:
+        return None
+
+    def observe(self, _value: float) -> None:
+        return None
+
+
+try:  # kinds: "rating", "tier_change" (monitor.metrics.STORE_KINDS)
+    _metrics = importlib.import_module("monitor.metrics")
+    STORE_WRITES: Any = _metrics.STORE_WRITES
+    STORE_WRITE_ERRORS: Any = _metrics.STORE_WRITE_ERRORS
+    STORE_WRITE_SECONDS: Any = _metrics.STORE_WRITE_SECONDS
+except (ImportError, AttributeError):
+    STORE_WRITES = STORE_WRITE_ERRORS = STORE_WRITE_SECONDS = _NoMetric()
+
+#: Retention runs this often (wall clock) while the writer is up.
+RETENTION_INTERVAL_SECONDS = 3600.0
+_TIERS = frozenset(t.value for t in Tier)
+
+
+class BadRecord(ValueError):
+    pass
+
+
+def _check(chain: str, token: str, timestamp: str, *tiers: str) -> None:
+    if not is_chain(chain):
+        raise BadRecord(f"unknown chain {chain!r}")
+    if normalize_address(token) is None:
+        raise BadRecord(f"bad token address {token[:60]!r}")
+    try:
+        parse_ts(timestamp)
+    except ValueError as exc:
+        raise BadRecord(f"bad timestamp: {exc}") from None
+    for tier in tiers:
+        if tier not in _TIERS:
+            raise BadRecord(f"unknown tier {tier[:20]!r}")
+
+
+def _no_nul(raw: bytes) -> None:
+    # Valid JSON may carry "\u0000", which PostgreSQL text refuses: a record that could
+    # never be written must not block the partition behind it.
+    if b"\\u0000" in raw:
+        raise BadRecord("NUL character in a string")
+
+
+def parse_snapshot(raw: bytes) -> RatingSnapshot:
+    _no_nul(raw)
+    try:
+        s = decode_snapshot(raw)
+    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+        raise BadRecord(str(exc)) from None
+    _check(s.chain, s.token_address, s.timestamp, s.tier)
+    return s
+
+
+def parse_event(raw: bytes) -> TierChangeEvent:
+    _no_nul(raw)
+    try:
+        e = decode_event(raw)
+    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+        raise BadRecord(str(exc)) from None
+    _check(e.data.chain, e.data.token_address, e.timestamp, e.data.old_tier, e.data.new_tier)
+    return e
+
+
+def is_data_error(exc: BaseException) -> bool:
+    """The database refused the content (not the connection): retrying cannot help."""
+    if isinstance(exc, sqlite3.DataError | sqlite3.IntegrityError | OverflowError):
+        return True
+    return isinstance(exc, asyncpg.DataError | asyncpg.IntegrityConstraintViolationError)
+
+
+@dataclass
+class WriterStats:
+    records: int = 0
+    snapshots: int = 0
+    events: int = 0
+    undecodable: int = 0
+    batches: int = 0
+    by_topic: dict[str, int] = field(default_factory=dict)
+
+
+class StoreWriter:
+    """Consume, decode, write a batch, commit; repeat until ``stop`` is set."""
+
+    def __init__(self, config: Config, store: RatingsStore, bootstrap_servers: str | None = None,
+                 group_id: str | None = None) -> None:
+        self.config = config
+        self.store = store
+        self.bootstrap = bootstrap_servers or config.kafka.bootstrap_servers
+        self.group_id = group_id or config.kafka.store_group
+        self.stats = WriterStats()
+        self._next_retention = 0.0
+
+    def split(self, records: Sequence[Any]) -> tuple[list[RatingSnapshot],
+                                                     list[TierChangeEvent]]:
+        k = self.config.kafka
+        snaps: list[RatingSnapshot] = []
+        events: list[TierChangeEvent] = []
+        for rec in records:
+            self.stats.records += 1
+            self.stats.by_topic[rec.topic] = self.stats.by_topic.get(rec.topic, 0) + 1
+            try:
+                if rec.topic == k.ratings_topic:
+                    snaps.append(parse_snapshot(rec.value or b""))
+                elif rec.topic == k.tier_changes_topic:
+                    events.append(parse_event(rec.value or b""))
+            except BadRecord as exc:
+                self.stats.undecodable += 1
+                STORE_WRITE_ERRORS.labels(
+                    "rating" if rec.topic == k.ratings_topic else "tier_change").inc()
+                log.warning("undecodable record skipped", topic=rec.topic,
+                            partition=rec.partition, offset=rec.offset, reason=str(exc)[:300],
+                            value_prefix=(rec.value or b"")[:120].decode("utf-8", "replace"))
+        return snaps, events
+
+    async def _write_one_by_one(self, snaps: list[RatingSnapshot],
+                                events: list[TierChangeEvent]) -> None:
+        """After a data error: write each record alone and skip the ones the database
+        refuses for their content (counted and logged), so one cannot block the rest."""
+        items: list[tuple[list[RatingSnapshot], list[TierChangeEvent]]] = [
+            ([s], []) for s in snaps]
+        items += [([], [e]) for e in events]
+        for one_snap, one_event in items:
+            try:
+                await self.store.write_batch(one_snap, one_event)
+            except Exception as exc:
+                if not is_data_error(exc):
+                    raise
+                self.stats.undecodable += 1
+                STORE_WRITE_ERRORS.labels("rating" if one_snap else "tier_change").inc()
+                record = one_snap[0] if one_snap else one_event[0]
+                log.error("record refused by the database; skipped", error=str(exc)[:300],
+                          record=encode(record)[:200].decode("utf-8", "replace"))
+
+    async def _write(self, snaps: list[RatingSnapshot], events: list[TierChangeEvent],
+                     stop: asyncio.Event) -> bool:
+        """Write until it succeeds (True) or the writer is stopped first (False)."""
+        delay = 0.5
+        while True:
+            try:
+                try:
+                    await self.store.write_batch(snaps, events)
+                except Exception as exc:
+                    if not is_data_error(exc):
+                        raise
+                    await self._write_one_by_one(snaps, events)
+                return True
+            except Exception as exc:  # database down or failing: keep offsets, retry
+                STORE_WRITE_ERRORS.labels("rating" if snaps else "tier_change").inc()
+                log.error("batch write failed; retrying", error=str(exc)[:300],
+                          retry_in_seconds=delay)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), delay)
+            if stop.is_set():
+                return False
+            delay = min(delay * 2, 30.0)
+
+    async def _maybe_retention(self) -> None:
+        now = time.monotonic()
+        if now < self._next_retention:
+            return
+        self._next_retention = now + RETENTION_INTERVAL_SECONDS
+        try:
+            deleted = await self.store.apply_retention(self.config.storage.retention_days)
+            log.info("retention applied", rows_deleted=deleted,
+                     retention_days=self.config.storage.retention_days)
+        except Exception as exc:
+            log.error("retention failed", error=str(exc)[:300])
+
+    async def run(self, stop: asyncio.Event) -> None:
+        k = self.config.kafka
+        if not self.bootstrap:
+            raise RuntimeError("kafka.bootstrap_servers is empty: the store writer needs a "
+                               "broker (set DEPEG_KAFKA__BOOTSTRAP_SERVERS)")
+        # Range assignment gives one consumer the same partition numbers of both topics,
+        # so a token's snapshots and tier changes (same key, same partition number) are
+        # written by one writer when the group is scaled out.
+        consumer = AIOKafkaConsumer(
+            k.ratings_topic, k.tier_changes_topic, bootstrap_servers=self.bootstrap,
+            group_id=self.group_id, enable_auto_commit=False, auto_offset_reset="earliest",
+            partition_assignment_strategy=(RangePartitionAssignor,))
+        await consumer.start()
+        log.info("store writer started", group=self.group_id,
+                 topics=[k.ratings_topic, k.tier_changes_topic])
+        try:
+            while not stop.is_set():
+                await self._maybe_retention()
+                batch = await consumer.getmany(timeout_ms=k.batch_timeout_ms,
+                                               max_records=k.batch_max_records)
+                records = [r for part in batch.values() for r in part]
+                if not records:
+                    continue
+                snaps, events = self.split(records)
+                started = time.perf_counter()
+                if not await self._write(snaps, events, stop):
+                    break  # stopped before the write landed: the batch is re-read later
+                STORE_WRITE_SECONDS.labels("rating" if snaps else "tier_change").observe(
+                    time.perf_counter() - started)
+                await consumer.commit()
+                STORE_WRITES.labels("rating").inc(len(snaps))
+                STORE_WRITES.labels("tier_change").inc(len(events))
+                self.stats.snapshots += len(snaps)
+                self.stats.events += len(events)
+                self.stats.batches += 1
+        finally:
+            await consumer.stop()
+            log.info("store writer stopped", records=self.stats.records,
+                     undecodable=self.stats.undecodable)
+
+
+async def run_store_writer(config: Config, stop: asyncio.Event) -> None:
+    db = await connect(config.storage.url)
+    try:
+        store = RatingsStore(db)
+        await store.migrate()
+        await StoreWriter(config, store).run(stop)
+    finally:
+        await db.close()
+
+
+def _add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--bootstrap-servers", metavar="HOST:PORT",
+                        help="Kafka bootstrap servers (default: kafka.bootstrap_servers)")
+
+
+def _run(args: argparse.Namespace, config: Config) -> int:
+    if args.bootstrap_servers:
+        kafka = msgspec.structs.replace(config.kafka, bootstrap_servers=args.bootstrap_servers)
+        config = msgspec.structs.replace(config, kafka=kafka)
+
+    async def main() -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, stop.set)
+        await run_store_writer(config, stop)
+
+    try:
+        asyncio.run(main())
+    except RuntimeError as exc:
+        log.error("store writer failed", error=str(exc))
+        return 1
+    return 0
+
+
+command = Command(
+    "store", "write ratings and tier changes from Kafka into the database (history for the API)",
+    _add_arguments, _run,
+    description=("Consumes the ratings and tier-change topics (group kafka.store_group) into "
+                 "storage.url in batches, committing offsets after each database write. "
+                 "Deletes history older than storage.retention_days every hour."),
+)
+
+service = Service("store", run_store_writer, order=70)

@@ -1,0 +1,218 @@
+"""OpenAPI 3.1 description of ``GET /rwa`` and ``GET /rwa/{address}`` (assembled by
+:mod:`monitor.api.openapi`). Shared responses (``#/components/responses/...``) and the
+``Error`` schema are defined there."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..chains import CHAINS
+from ..records import Tier
+from ..registry import TAGS
+
+_TIERS = [t.value for t in Tier]
+_NUM_OR_NULL: dict[str, Any] = {"type": ["number", "null"]}
+_STR_OR_NULL: dict[str, Any] = {"type": ["string", "null"]}
+_TIME: dict[str, Any] = {"type": "string", "format": "date-time"}
+_TIME_OR_NULL: dict[str, Any] = {"type": ["string", "null"], "format": "date-time"}
+_TAG_ALT = "|".join(TAGS)
+
+
+def _ref(name: str) -> dict[str, str]:
+    return {"$ref": f"#/components/schemas/{name}"}
+
+
+def _resp(name: str) -> dict[str, str]:
+    return {"$ref": f"#/components/responses/{name}"}
+
+
+def _q(name: str, schema: dict[str, Any], description: str) -> dict[str, Any]:
+    return {"name": name, "in": "query", "required": False, "schema": schema,
+            "description": description}
+
+
+def _obj(required: list[str], **props: Any) -> dict[str, Any]:
+    return {"type": "object", "required": required, "properties": props}
+
+
+OPENAPI_SCHEMAS: dict[str, Any] = {
+    "RiskTag": _obj(
+        ["key", "name", "type", "severity", "description"],
+        key={"type": "string"}, name={"type": "string"},
+        type={"type": "string", "enum": ["depegRisk"]},
+        severity={"type": "number", "minimum": 0, "maximum": 10},
+        description={"type": "string"},
+        context={"type": "object",
+                 "properties": {"detected_at": {"type": "string", "format": "date-time"}}}),
+    "RiskCategory": _obj(
+        ["name", "tags"], key={"type": "string"}, name={"type": "string"},
+        description={"type": "string"},
+        tags={"type": "object", "additionalProperties": {"const": True}}),
+    "RiskIssue": _obj(
+        ["score", "tags", "categories"], score={"type": "number"},
+        tags={"type": "array", "items": _ref("RiskTag")},
+        categories={"type": "object", "additionalProperties": _ref("RiskCategory")}),
+    "RiskEnvelope": _obj(
+        ["score", "count", "medium", "high", "overallRisk", "issues"],
+        score={"type": "number", "minimum": 0, "maximum": 100},
+        count={"type": "integer", "minimum": 0}, medium={"type": "integer", "minimum": 0},
+        high={"type": "integer", "minimum": 0},
+        overallRisk={"type": "number", "minimum": 0, "maximum": 100},
+        issues={"type": "array", "items": _ref("RiskIssue")}),
+    "RwaToken": {
+        "description": "A pegged token's latest rating. `registered` is false for tokens "
+                       "seen in ticks but missing from the registry file.",
+        **_obj(
+            ["address", "chain", "symbol", "registered", "tags", "rating", "tier",
+             "band_tier", "updated_at", "stale", "collapsed", "risk"],
+            address={"type": "string", "pattern": "^0x[0-9a-f]{40}$"},
+            chain={"type": "string", "enum": list(CHAINS)},
+            symbol={"type": "string"}, name=_STR_OR_NULL, registered={"type": "boolean"},
+            peg_type=_STR_OR_NULL, peg_reference=_STR_OR_NULL, market_cap_usd=_NUM_OR_NULL,
+            tags={"type": "array", "items": {"type": "string", "enum": list(TAGS)}},
+            rating={"type": "number", "minimum": 0, "maximum": 100},
+            tier={"type": "string", "enum": _TIERS},
+            band_tier={"type": "string", "enum": _TIERS,
+                       "description": "The tier of the rating band alone, before "
+                                      "anti-flapping"},
+            deviation_pct=_NUM_OR_NULL, price_usd=_STR_OR_NULL, peg_usd=_STR_OR_NULL,
+            updated_at=_TIME, tier_since=_TIME,
+            staleness_seconds={"type": "number", "minimum": 0},
+            stale={"type": "boolean"},
+            collapsed={"type": "boolean",
+                       "description": "Critical for 7+ days, or critical below half its "
+                                      "peg (see collapsedOnly)"},
+            risk=_ref("RiskEnvelope")),
+    },
+    "RwaList": _obj(
+        ["items", "pagination", "aggregates", "sort", "order"],
+        items={"type": "array", "items": _ref("RwaToken")},
+        pagination=_obj(
+            ["mode", "total", "hasMore"], mode={"type": "string", "enum": ["offset", "cursor"]},
+            total={"type": "integer", "minimum": 0}, hasMore={"type": "boolean"},
+            page={"type": "integer"}, pageSize={"type": "integer"},
+            totalPages={"type": "integer"}, limit={"type": "integer"},
+            nextCursor={"type": ["string", "null"],
+                        "description": "Pass as `cursor` for the next page; null at the end"}),
+        aggregates={
+            "description": "Ecosystem aggregates over every token matching the filters "
+                           "(not only this page).",
+            **_obj(["total", "collapsed", "byTier", "byChain"],
+                   total={"type": "integer"}, collapsed={"type": "integer"},
+                   byTier={"type": "object", "additionalProperties": {"type": "integer"}},
+                   byChain={"type": "object", "additionalProperties": {"type": "integer"}})},
+        sort={"type": "string"}, order={"type": "string", "enum": ["asc", "desc"]}),
+    "SignalValue": _obj(
+        ["name", "value", "score", "weight", "contribution", "observed"],
+        name={"type": "string"}, value=_NUM_OR_NULL, score={"type": "number"},
+        weight={"type": "number"}, contribution={"type": "number"},
+        observed={"type": "boolean"}),
+    "RatingPoint": _obj(
+        ["timestamp", "rating", "tier"], timestamp=_TIME, rating={"type": "number"},
+        tier={"type": "string", "enum": _TIERS}, deviation_pct=_NUM_OR_NULL,
+        price_usd=_STR_OR_NULL, peg_usd=_STR_OR_NULL),
+    "DepegEpisode": {
+        "description": "From leaving ok/premium to the first return to ok/premium.",
+        **_obj(
+            ["started_at", "recovered_at", "ongoing", "started_tier", "worst_tier"],
+            started_at=_TIME, recovered_at=_TIME_OR_NULL, ongoing={"type": "boolean"},
+            recovery_seconds=_NUM_OR_NULL, duration_seconds={"type": "number"},
+            started_tier={"type": "string", "enum": _TIERS},
+            worst_tier={"type": "string", "enum": _TIERS},
+            peak_deviation_pct=_NUM_OR_NULL, peak_at=_TIME_OR_NULL,
+            peak_price_usd=_STR_OR_NULL, peak_rating=_NUM_OR_NULL,
+            start_event_id={"type": "string"}, recovery_event_id=_STR_OR_NULL)},
+    "TierChangeEvent": _obj(
+        ["event_type", "event_id", "timestamp", "data"],
+        event_type={"type": "string", "const": "DEPEG_TIER_CHANGE"},
+        event_id={"type": "string"}, timestamp={"type": "string"},
+        data=_obj(["token_address", "chain", "symbol", "old_tier", "new_tier", "risk_score",
+                   "deviation_pct", "price_usd", "peg_usd"],
+                  token_address={"type": "string"}, chain={"type": "string"},
+                  symbol={"type": "string"},
+                  old_tier={"type": "string", "enum": _TIERS},
+                  new_tier={"type": "string", "enum": _TIERS},
+                  risk_score={"type": "number"}, deviation_pct={"type": "number"},
+                  price_usd={"type": "string"}, peg_usd={"type": "string"})),
+    "RwaDetail": {"allOf": [_ref("RwaToken"), _obj(
+        ["snapshot", "history", "tier_changes", "episodes"],
+        snapshot=_obj(["timestamp", "signals", "metrics"], timestamp=_TIME,
+                      signals={"type": "array", "items": _ref("SignalValue")},
+                      metrics={"type": "object", "additionalProperties": _NUM_OR_NULL,
+                               "description": "The flat metric snapshot: engine metrics, "
+                                              "signal_<name>_{value,score,weight,"
+                                              "contribution,observed}, window_* figures"}),
+        history=_obj(["hours", "from", "to", "points", "truncated"],
+                     hours={"type": "integer"}, to=_TIME, truncated={"type": "boolean"},
+                     points={"type": "array", "items": _ref("RatingPoint")},
+                     **{"from": _TIME}),
+        tier_changes={"type": "array", "items": _ref("TierChangeEvent")},
+        episodes={"type": "array", "items": _ref("DepegEpisode")})]},
+}
+
+_ERRORS = {"400": _resp("BadRequest"), "401": _resp("Unauthorized"),
+           "429": _resp("TooManyRequests")}
+
+OPENAPI_PATHS: dict[str, Any] = {
+    "/rwa": {"get": {
+        "operationId": "listRwa",
+        "summary": "Pegged tokens with depeg ratings, filters, sorting and aggregates (E6)",
+        "description": (
+            "Two pagination modes: offset (`page`, `pageSize`) and keyset (`cursor`, "
+            "`limit`; pass `nextCursor` back). Do not mix them. Ties are broken by chain "
+            "and address, so pages are disjoint and complete. Tokens without a value for "
+            "the sort key (no market cap) sort last."),
+        "tags": ["rwa"],
+        "parameters": [
+            _q("chain", {"type": "string", "enum": list(CHAINS)}, "Only this chain"),
+            _q("tier", {"type": "string", "enum": _TIERS}, "Only this tier"),
+            _q("sort", {"type": "string", "enum": ["score", "market_cap_usd", "symbol",
+                                                   "deviation", "updated_at"],
+                        "default": "score"},
+               "score = rating; deviation = absolute deviation from peg"),
+            _q("order", {"type": "string", "enum": ["asc", "desc"]},
+               "Default: desc, except symbol (asc)"),
+            _q("page", {"type": "integer", "minimum": 1, "maximum": 1_000_000, "default": 1},
+               "Offset mode page number"),
+            _q("pageSize", {"type": "integer", "minimum": 1, "maximum": 500, "default": 50},
+               "Offset mode page size"),
+            _q("cursor", {"type": "string", "maxLength": 512}, "Keyset mode: nextCursor"),
+            _q("limit", {"type": "integer", "minimum": 1, "maximum": 500, "default": 100},
+               "Keyset mode page size"),
+            _q("q", {"type": "string", "maxLength": 100},
+               "Case-insensitive substring of symbol, name or address"),
+            _q("collapsedOnly", {"type": "boolean", "default": False},
+               "true: only collapsed (dead) tokens: critical for 7 days or more, or "
+               "critical while trading below half the peg"),
+            _q("minMcap", {"type": "number", "minimum": 0}, "Minimum market cap in USD "
+               "(tokens without a known market cap are excluded)"),
+            _q("tags", {"type": "string", "pattern": f"^({_TAG_ALT})(,({_TAG_ALT}))*$"},
+               "Comma-separated, any of: standard (USD fiat stablecoin), stablecoin (any "
+               "fiat peg), non-usd, rwa, commodity, gold, yield (NAV-priced), unregistered"),
+        ],
+        "responses": {"200": {"description": "A page of tokens",
+                              "content": {"application/json": {"schema": _ref("RwaList")}}},
+                      **_ERRORS},
+    }},
+    "/rwa/{address}": {"get": {
+        "operationId": "getRwa",
+        "summary": "One token: latest snapshot, rating history and depeg events (E7)",
+        "description": (
+            "The history window ends at the token's latest snapshot (event time) and spans "
+            "`hours`. `episodes` lists the retained depeg episodes, newest first; "
+            "`tier_changes` the tier-change events inside the window."),
+        "tags": ["rwa"],
+        "parameters": [
+            {"name": "address", "in": "path", "required": True,
+             "schema": {"type": "string", "pattern": "^0x[0-9a-fA-F]{40}$"},
+             "example": "0xa0b86991c6218b36c1d19d4a2e9eb0ce3606eb48"},
+            {**_q("chain", {"type": "string", "enum": list(CHAINS)},
+                  "Required when the address is rated on several chains"), "example": "eth"},
+            _q("hours", {"type": "integer", "minimum": 1, "maximum": 720, "default": 24},
+               "History window in hours"),
+        ],
+        "responses": {"200": {"description": "The token",
+                              "content": {"application/json": {"schema": _ref("RwaDetail")}}},
+                      "404": _resp("NotFound"), **_ERRORS},
+    }},
+}

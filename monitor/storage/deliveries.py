@@ -1,0 +1,271 @@
+"""Webhook events, deliveries and attempts: the durable side of the delivery worker.
+
+Crash safety comes from three rules:
+
+* one delivery per ``(subscription_id, event_id)`` (a UNIQUE constraint, and the delivery
+  id is derived from the pair), so a replayed or re-consumed event creates nothing new;
+* retries are rows with ``next_attempt_at``, not timers in memory, so they survive a
+  restart or ``kill -9``;
+* a sender first *claims* a delivery (``lease_token`` + ``lease_until``), and records the
+  attempt only while it still holds that claim and the delivery is not already a success —
+  no two workers send it at once, and no delivery is recorded a success twice.
+
+Statuses: ``pending`` (no attempt yet), ``failed`` (last attempt failed, another is
+scheduled), ``success``, ``max_retries_exceeded`` (attempts used up) and ``cancelled``
+(its subscription was deleted).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .db import Database, Row
+from .webhooks import Subscription, charge
+
+DELIVERY_NAMESPACE = uuid.UUID("0b9c2f7a-41d2-4b6e-8f0e-5c3a7d9e1f20")
+RETRYABLE = ("pending", "failed")
+STATUSES = ("pending", "success", "failed", "max_retries_exceeded", "cancelled")
+
+
+def delivery_id(subscription_id: str, event_id: str) -> str:
+    return str(uuid.uuid5(DELIVERY_NAMESPACE, f"{subscription_id}|{event_id}"))
+
+
+@dataclass(frozen=True)
+class DueDelivery:
+    """Everything needed to send one delivery, read in one query."""
+
+    id: str
+    subscription_id: str
+    api_key_id: str
+    event_id: str
+    event_type: str
+    status: str
+    attempts: int
+    created_at: float
+    webhook_url: str
+    endpoint: str
+    secret_sealed: str
+    previous_secret_sealed: str | None
+    rotated_at: float | None
+    payload: bytes
+
+
+@dataclass(frozen=True)
+class NewEvent:
+    event_id: str
+    event_type: str
+    payload: bytes
+    subscriptions: Sequence[Subscription]
+
+
+_DUE_SELECT = (
+    "SELECT d.id, d.subscription_id, d.api_key_id, d.event_id, d.event_type, d.status,"
+    " d.attempts, d.created_at, s.webhook_url, s.endpoint, s.secret_sealed,"
+    " s.previous_secret_sealed, s.rotated_at, e.payload FROM webhook_deliveries d"
+    " JOIN webhook_subscriptions s ON s.id = d.subscription_id"
+    " JOIN webhook_events e ON e.event_id = d.event_id"
+)
+
+_DELIVERY_COLUMNS = (
+    "id, subscription_id, event_id, event_type, status, attempts, next_attempt_at,"
+    " last_status_code, last_error, last_manual_retry_at, created_at, updated_at, completed_at"
+)
+
+
+def _due(row: Row) -> DueDelivery:
+    return DueDelivery(**{**row, "payload": row["payload"].encode("utf-8")})
+
+
+class DeliveryStore:
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    async def record_events(self, events: Sequence[NewEvent], now: float) -> int:
+        """Store events and one pending delivery per matching subscription, charging 1 CU
+        per new delivery, in one transaction. Returns how many deliveries are new (a
+        replayed event's existing deliveries do not count)."""
+        now = float(now)
+        event_rows = [(e.event_id, e.event_type, e.payload.decode("utf-8"), now) for e in events]
+        deliveries: list[tuple[Any, ...]] = []
+        ledger: list[tuple[Any, ...]] = []
+        for e in events:
+            for sub in e.subscriptions:
+                did = delivery_id(sub.id, e.event_id)
+                deliveries.append((did, sub.id, sub.api_key_id, e.event_id, e.event_type, now))
+                ledger.append((str(uuid.uuid4()), sub.api_key_id, did, now))
+        async with self.db.transaction() as tx:
+            await tx.executemany(
+                "INSERT INTO webhook_events (event_id, event_type, payload, received_at)"
+                " VALUES ($1, $2, $3, $4) ON CONFLICT (event_id) DO NOTHING", event_rows)
+            if deliveries:
+                ids = sorted({e.event_id for e in events})
+                marks = ", ".join(f"${i + 1}" for i in range(len(ids)))
+                count_sql = f"SELECT COUNT(*) FROM webhook_deliveries WHERE event_id IN ({marks})"
+                before = int(await tx.fetchval(count_sql, *ids) or 0)
+                await tx.executemany(
+                    "INSERT INTO webhook_deliveries (id, subscription_id, api_key_id, event_id,"
+                    " event_type, status, attempts, next_attempt_at, created_at, updated_at)"
+                    " VALUES ($1, $2, $3, $4, $5, 'pending', 0, $6, $6, $6)"
+                    " ON CONFLICT (subscription_id, event_id) DO NOTHING", deliveries)
+                await tx.executemany(
+                    "INSERT INTO cu_ledger (id, api_key_id, kind, ref, units, created_at)"
+                    " VALUES ($1, $2, 'delivery', $3, 1, $4) ON CONFLICT (kind, ref) DO NOTHING",
+                    ledger)
+                return int(await tx.fetchval(count_sql, *ids) or 0) - before
+        return 0
+
+    async def due(self, now: float, limit: int, exclude_endpoints: Sequence[str] = ()
+                  ) -> list[DueDelivery]:
+        """Deliveries whose time has come, oldest first, skipping saturated endpoints."""
+        args: list[Any] = [float(now), int(limit)]
+        excluded = ""
+        if exclude_endpoints:
+            marks = ", ".join(f"${i + 3}" for i in range(len(exclude_endpoints)))
+            excluded = f" AND s.endpoint NOT IN ({marks})"
+            args.extend(exclude_endpoints)
+        rows = await self.db.fetch(
+            _DUE_SELECT
+            + " WHERE d.status IN ('pending', 'failed') AND d.next_attempt_at <= $1"
+            " AND (d.lease_until IS NULL OR d.lease_until < $1)"
+            " AND s.is_active = 1 AND s.deleted_at IS NULL"
+            " AND d.api_key_id IN (SELECT id FROM api_keys WHERE revoked_at IS NULL)" + excluded
+            + " ORDER BY d.next_attempt_at LIMIT $2", *args)
+        return [_due(r) for r in rows]
+
+    async def load(self, delivery_id: str) -> DueDelivery | None:
+        row = await self.db.fetchrow(_DUE_SELECT + " WHERE d.id = $1", delivery_id)
+        return _due(row) if row else None
+
+    async def claim(self, delivery_id: str, token: str, now: float, lease_until: float,
+                    statuses: Sequence[str] = RETRYABLE) -> bool:
+        marks = ", ".join(f"'{s}'" for s in statuses if s in STATUSES)
+        row = await self.db.fetchrow(
+            "UPDATE webhook_deliveries SET lease_token = $2, lease_until = $4"
+            f" WHERE id = $1 AND status IN ({marks})"
+            " AND (lease_until IS NULL OR lease_until < $3) RETURNING id",
+            delivery_id, token, float(now), float(lease_until))
+        return row is not None
+
+    async def claim_many(self, delivery_ids: Sequence[str], token: str, now: float,
+                         lease_until: float) -> set[str]:
+        """Claim several due deliveries in one statement; returns the ids now held."""
+        if not delivery_ids:
+            return set()
+        marks = ", ".join(f"${i + 4}" for i in range(len(delivery_ids)))
+        rows = await self.db.fetch(
+            "UPDATE webhook_deliveries SET lease_token = $1, lease_until = $3"
+            f" WHERE id IN ({marks}) AND status IN ('pending', 'failed')"
+            " AND (lease_until IS NULL OR lease_until < $2) RETURNING id",
+            token, float(now), float(lease_until), *delivery_ids)
+        return {r["id"] for r in rows}
+
+    async def record_attempt(
+        self, *, delivery: DueDelivery, token: str, manual: bool, started_at: float,
+        status_code: int | None, latency_ms: float, error: str | None, new_status: str,
+        next_attempt_at: float | None, now: float,
+    ) -> bool:
+        """Record one attempt and the delivery's new state; False if the claim was lost."""
+        attempt = delivery.attempts + 1
+        completed = float(now) if new_status in ("success", "max_retries_exceeded") else None
+        async with self.db.transaction() as tx:
+            updated = await tx.fetchrow(
+                "UPDATE webhook_deliveries SET status = $3, attempts = $4, next_attempt_at = $5,"
+                " last_status_code = $6, last_error = $7, updated_at = $8,"
+                " completed_at = COALESCE($9, completed_at), lease_token = NULL,"
+                " lease_until = NULL"
+                " WHERE id = $1 AND lease_token = $2 AND status <> 'success' RETURNING id",
+                delivery.id, token, new_status, attempt,
+                None if next_attempt_at is None else float(next_attempt_at),
+                status_code, error, float(now), completed)
+            if updated is None:
+                return False
+            await tx.execute(
+                "INSERT INTO webhook_attempts (delivery_id, attempt, manual, started_at,"
+                " status_code, latency_ms, error) VALUES ($1, $2, $3, $4, $5, $6, $7)",
+                delivery.id, attempt, 1 if manual else 0, float(started_at), status_code,
+                float(latency_ms), error)
+        return True
+
+    async def release(self, delivery_id: str, token: str) -> None:
+        await self.db.execute(
+            "UPDATE webhook_deliveries SET lease_token = NULL, lease_until = NULL"
+            " WHERE id = $1 AND lease_token = $2", delivery_id, token)
+
+    async def mark_manual_retry(self, api_key_id: str, delivery_id: str, now: float,
+                                interval: float) -> bool:
+        """Take the once-per-interval manual retry slot; False when it was taken recently."""
+        row = await self.db.fetchrow(
+            "UPDATE webhook_deliveries SET last_manual_retry_at = $3"
+            " WHERE id = $1 AND api_key_id = $2"
+            " AND (last_manual_retry_at IS NULL OR last_manual_retry_at <= $4) RETURNING id",
+            delivery_id, api_key_id, float(now), float(now - interval))
+        return row is not None
+
+    async def backlog(self) -> tuple[int, int]:
+        """(deliveries waiting for a retry, subscriptions with such a delivery)."""
+        row = await self.db.fetchrow(
+            "SELECT COUNT(*) AS waiting, COUNT(DISTINCT subscription_id) AS failing"
+            " FROM webhook_deliveries WHERE status = 'failed'")
+        return (int(row["waiting"]), int(row["failing"])) if row else (0, 0)
+
+    async def prune(self, before: float) -> int:
+        """Delete finished deliveries last updated before ``before`` (with their attempts)
+        and events no delivery refers to any more; returns the deliveries deleted."""
+        finished = ("status IN ('success', 'max_retries_exceeded', 'cancelled')"
+                    " AND updated_at < $1")
+        async with self.db.transaction() as tx:
+            count = await tx.fetchval(
+                f"SELECT COUNT(*) FROM webhook_deliveries WHERE {finished}", float(before))
+            await tx.execute(
+                "DELETE FROM webhook_attempts WHERE delivery_id IN"
+                f" (SELECT id FROM webhook_deliveries WHERE {finished})", float(before))
+            await tx.execute(f"DELETE FROM webhook_deliveries WHERE {finished}", float(before))
+            await tx.execute(
+                "DELETE FROM webhook_events WHERE received_at < $1 AND NOT EXISTS"
+                " (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = webhook_events.event_id)",
+                float(before))
+        return int(count or 0)
+
+    # -- reading (API) ----------------------------------------------------------------
+    async def get(self, api_key_id: str, delivery_id: str) -> Row | None:
+        return await self.db.fetchrow(
+            f"SELECT {_DELIVERY_COLUMNS} FROM webhook_deliveries"
+            " WHERE id = $1 AND api_key_id = $2", delivery_id, api_key_id)
+
+    async def list_page(self, api_key_id: str, *, status: str | None = None,
+                   event_type: str | None = None, subscription_id: str | None = None,
+                   limit: int = 50, offset: int = 0) -> tuple[list[Row], int]:
+        where = ["api_key_id = $1"]
+        args: list[Any] = [api_key_id]
+        for column, value in (("status", status), ("event_type", event_type),
+                              ("subscription_id", subscription_id)):
+            if value is not None:
+                args.append(value)
+                where.append(f"{column} = ${len(args)}")
+        clause = " WHERE " + " AND ".join(where)
+        total = await self.db.fetchval(f"SELECT COUNT(*) FROM webhook_deliveries{clause}", *args)
+        rows = await self.db.fetch(
+            f"SELECT {_DELIVERY_COLUMNS} FROM webhook_deliveries{clause}"
+            f" ORDER BY created_at DESC, id LIMIT ${len(args) + 1} OFFSET ${len(args) + 2}",
+            *args, int(limit), int(offset))
+        return rows, int(total or 0)
+
+    async def attempts(self, delivery_ids: Sequence[str]) -> dict[str, list[Row]]:
+        found: dict[str, list[Row]] = {d: [] for d in delivery_ids}
+        if not delivery_ids:
+            return found
+        marks = ", ".join(f"${i + 1}" for i in range(len(delivery_ids)))
+        rows = await self.db.fetch(
+            "SELECT delivery_id, attempt, manual, started_at, status_code, latency_ms, error"
+            f" FROM webhook_attempts WHERE delivery_id IN ({marks})"
+            " ORDER BY delivery_id, attempt", *delivery_ids)
+        for row in rows:
+            found[row["delivery_id"]].append(row)
+        return found
+
+
+__all__ = ["DeliveryStore", "DueDelivery", "NewEvent", "charge", "delivery_id"]

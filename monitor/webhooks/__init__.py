@@ -1,0 +1,1 @@
+"""Webhooks: URL safety, signing, secrets at rest, the sender and the dispatcher."""

@@ -1,0 +1,146 @@
+"""Hand-made rating snapshots and tier changes for the ratings store and read API tests."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import random
+import secrets
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from contextlib import asynccontextmanager
+from typing import Any
+
+import msgspec
+from aiohttp import web
+
+from monitor.chains import CHAINS
+from monitor.kafka.embedded import free_port
+from monitor.records import (
+    EVENT_TYPE,
+    RatingSnapshot,
+    SignalValue,
+    TierChangeData,
+    TierChangeEvent,
+    event_id,
+)
+from monitor.timefmt import format_ts
+
+SIGNALS = ("price_deviation", "slippage", "persistence_50bp", "persistence_100bp",
+           "volatility_burst", "headroom")
+T0 = 1_678_500_000.0  # 2023-03-11T02:00:00Z, during the USDC depeg
+
+
+def snapshot(chain: str, token: str, ts: float, rating: float, tier: str,
+             price: float = 1.0, peg: float = 1.0, symbol: str = "TKN") -> RatingSnapshot:
+    dev = (price - peg) / peg * 100.0
+    signals = [SignalValue(n, dev if n == "price_deviation" else None,
+                           min(1.0, rating / 100.0), 1 / 6, rating / 6, n == "price_deviation")
+               for n in SIGNALS]
+    metrics: dict[str, float | None] = {f"m{i}": float(i) for i in range(30)}
+    metrics["price_twap_5m"] = price
+    return RatingSnapshot(chain, token, symbol, format_ts(ts), rating, tier, tier,
+                          f"{price:.6f}", f"{peg:.6f}", dev, 0.0, signals, metrics)
+
+
+def change(chain: str, token: str, ts: float, old: str, new: str, rating: float = 50.0,
+           price: float = 1.0, symbol: str = "TKN") -> TierChangeEvent:
+    stamp = format_ts(ts)
+    data = TierChangeData(token, chain, symbol, old, new, rating, (price - 1.0) * 100.0,
+                          f"{price:.6f}", "1.000000")
+    return TierChangeEvent(EVENT_TYPE, event_id(chain, token, stamp, old, new), stamp, data)
+
+
+def story(chain: str, token: str, tiers: Iterable[tuple[str, float, float]], start: float = T0,
+          step: float = 300.0) -> tuple[list[RatingSnapshot], list[TierChangeEvent]]:
+    """Snapshots every ``step`` seconds from (tier, rating, price) triples, with the tier
+    changes between consecutive ones."""
+    snaps: list[RatingSnapshot] = []
+    events: list[TierChangeEvent] = []
+    prev = "ok"
+    for i, (tier, rating, price) in enumerate(tiers):
+        ts = start + i * step
+        snaps.append(snapshot(chain, token, ts, rating, tier, price))
+        if tier != prev:
+            events.append(change(chain, token, ts, prev, tier, rating, price))
+            prev = tier
+    return snaps, events
+
+
+@asynccontextmanager
+async def serve(app: web.Application) -> AsyncIterator[str]:
+    """Run the real app on a free loopback port; yields its base URL."""
+    runner = web.AppRunner(app)
+    await runner.setup()
+    port = free_port()
+    site = web.TCPSite(runner, "127.0.0.1", port)
+    await site.start()
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        await runner.cleanup()
+
+
+def tier_for(rating: float, price: float) -> str:
+    if price > 1.005:
+        return "premium"
+    return ("critical" if rating >= 80 else "warning" if rating >= 60
+            else "watch" if rating >= 40 else "ok")
+
+
+def population(n: int, seed: int = 7) -> tuple[list[RatingSnapshot], str]:
+    """``n`` tokens across the seven chains and a registry TOML for most of them."""
+    rnd = random.Random(seed)
+    snaps: list[RatingSnapshot] = []
+    registry: list[str] = []
+    pegs = ["usd", "usd", "usd", "eur", "gold", "nav"]
+    for i in range(n):
+        chain = CHAINS[i % len(CHAINS)]
+        address = f"0x{i + 1:040x}"
+        rating = round(rnd.uniform(0, 100), 3)
+        price = rnd.choice([1.0, 0.999, 0.98, 0.9, 0.4, 1.01, None])
+        tier = tier_for(rating, price or 1.0)
+        ts = T0 + rnd.randrange(0, 86400, 300)
+        snap = snapshot(chain, address, ts, rating, tier, price or 1.0,
+                        symbol=f"S{rnd.randrange(10**6):06d}")
+        if price is None:
+            snap = msgspec.structs.replace(snap, price_usd=None, deviation_pct=None)
+        snaps.append(snap)
+        if rnd.random() < 0.8:
+            mcap = rnd.choice([None, round(rnd.uniform(1e5, 1e10), 2)])
+            registry.append(
+                f'[[token]]\nchain = "{chain}"\naddress = "{address}"\n'
+                f'symbol = "R{i:04d}"\nname = "Token number {i}"\n'
+                f'peg_type = "{rnd.choice(pegs)}"\n'
+                + (f"market_cap_usd = {mcap}\n" if mcap is not None else ""))
+    return snaps, "\n".join(registry)
+
+
+async def wait_for(condition: Callable[[], Awaitable[bool]] | Callable[[], bool],
+                   limit: float = 30.0) -> None:
+    """Poll an eventual condition (a consumer catching up) with a deadline."""
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        result = condition()
+        if asyncio.iscoroutine(result):
+            result = await result
+        if result:
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError("condition not met in time")
+
+
+async def api_headers(db: Any) -> dict[str, str]:
+    """``x-api-key`` with a real key made through the webhook storage once that storage
+    exists (call after the app started: its startup migrates the key table); until then
+    the auth middleware is a placeholder and no header is needed."""
+    try:
+        module = importlib.import_module("monitor.storage.webhooks")
+    except ImportError:
+        return {}
+    store_cls = getattr(module, "WebhookStore", None)
+    if store_cls is None:
+        return {}
+    key = "dm_" + secrets.token_urlsafe(24)
+    await store_cls(db).create_api_key("tests", key, time.time())
+    return {"x-api-key": key}

@@ -1,0 +1,45 @@
+"""``depeg-monitor keys create|list|revoke`` as a real subprocess, on both databases."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+
+from webhook_support import cli_command
+
+from monitor.storage import connect
+from monitor.storage.webhooks import WebhookStore
+
+
+async def _cli(storage_url: str, *args: str) -> tuple[int, str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DEPEG_")}
+    env["DEPEG_STORAGE__URL"] = storage_url
+    proc = await asyncio.create_subprocess_exec(
+        *cli_command(), "--log-format", "json", "keys", *args, env=env,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    out, err = await proc.communicate()
+    assert proc.returncode is not None
+    return proc.returncode, out.decode(), err.decode()
+
+
+async def test_create_list_revoke(storage_url: str) -> None:
+    code, out, _ = await _cli(storage_url, "create", "--name", "team-a")
+    assert code == 0
+    key = out.strip()
+    assert key.startswith("dpm_") and len(key) > 40
+    code, listing, _ = await _cli(storage_url, "list")
+    assert code == 0 and "team-a" in listing and key[:12] in listing
+    assert key not in listing  # never shown again
+    db = await connect(storage_url)
+    try:
+        assert await WebhookStore(db).authenticate(key) is not None
+        assert key not in repr(await db.fetch("SELECT * FROM api_keys"))
+        code, _, err = await _cli(storage_url, "revoke", key[:12])
+        assert code == 0, err
+        assert await WebhookStore(db).authenticate(key) is None
+    finally:
+        await db.close()
+    code, _, err = await _cli(storage_url, "revoke", key[:12])
+    assert code == 1 and "no active key" in err
+    code, _, err = await _cli(storage_url, "create")
+    assert code == 2 and "--name" in err
