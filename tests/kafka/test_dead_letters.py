@@ -7,6 +7,7 @@ import asyncio
 import pytest
 from aiokafka import AIOKafkaProducer
 
+from monitor import health
 from monitor.config import Config
 from monitor.daemon import MonitorDaemon
 from monitor.ticks import make_tick
@@ -85,6 +86,8 @@ async def test_malformed_records_are_dead_lettered_and_good_ones_processed(broke
         assert daemon.stats.ticks == n_good  # every good record around them was processed
         ok, detail = await daemon.check()
         assert ok, detail
+        _, report = await health.run_checks()  # what /readyz shows
+        assert report["monitor"]["ok"], report
     finally:
         await producer.stop()
         stop.set()
