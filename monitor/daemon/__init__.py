@@ -11,7 +11,8 @@ One idea per module:
 - ``publisher``: sends records and waits until the broker acknowledged them;
 - ``retry``: backoff for broker operations, bounded only by a shutdown's grace period;
 - ``deadletter``: the small, self-describing record a bad tick becomes;
-- ``clock``: the wall-clock timer that keeps quiet tokens refreshed in event time;
+- ``clock``: extrapolated event time for tokens whose ticks stopped;
+- ``sweep``: the periodic live-clock refresh of quiet tokens, token gauges, stale logs;
 - ``service``: the ``depeg-monitor monitor`` command and the ``run`` service.
 """
 

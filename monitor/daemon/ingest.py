@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections import Counter
 from collections.abc import Awaitable, Callable
 from functools import partial
 from typing import Any, TypeVar
@@ -40,6 +39,7 @@ from .readiness import Readiness
 from .rebalance import Listener, start_offset
 from .retry import Aborted, Backoff, retry
 from .state import STATE_VERSION, StateRecord, encode_state, read_states
+from .sweep import Sweeper
 
 log = get_logger(__name__)
 
@@ -58,6 +58,7 @@ class MonitorDaemon:
         self._parts: dict[int, PartitionState] = {}
         self._lock = asyncio.Lock()
         self._clock = LiveClock(config.model.stale_after_seconds)
+        self._sweeper = Sweeper(self._clock)
         self._consumer: AIOKafkaConsumer | None = None
         self._out: OutputWriter | None = None
         self._stop = asyncio.Event()
@@ -66,8 +67,6 @@ class MonitorDaemon:
                                    lambda: self._stop.is_set(), self._describe)
         #: Set once this instance joined its group and restored its partitions' state.
         self.joined = self.readiness.joined
-        #: (stale token count, monotonic time) of the last stale-tokens log line.
-        self._stale_logged: tuple[int, float] = (0, 0.0)
         #: Set by a rebalance callback that could not restore state; the loop raises it.
         self._fatal: BaseException | None = None
 
@@ -159,7 +158,8 @@ class MonitorDaemon:
                         await self._process(batch)
                     if now >= next_sweep:
                         next_sweep = now + k.live_clock_interval_seconds
-                        await self._sweep()
+                        assert self._out is not None
+                        await self._sweeper.sweep(self._parts, self._out)
                     if now - last_checkpoint >= k.checkpoint_interval_seconds:
                         last_checkpoint = now
                         await self._checkpoint(list(self._parts))
@@ -215,41 +215,6 @@ class MonitorDaemon:
         metrics.LAST_TICK_TIME.set(time.time())
         out.log_dead_letters()
         metrics.BATCH_SECONDS.labels("monitor").observe(time.monotonic() - started)
-
-    async def _sweep(self) -> None:
-        """Live clock: refresh tokens whose ticks stopped, in extrapolated event time."""
-        assert self._out is not None
-        started = time.monotonic()
-        due = self._clock.due()
-        for key, partition, until in due:
-            part = self._parts.get(partition)
-            if part is None:
-                continue
-            outputs = part.engine.advance(key, until)
-            if outputs:
-                part.dirty.add(key)
-                await self._out.emit(outputs)
-        tiers: Counter[str] = Counter()
-        tracked = 0
-        for part in self._parts.values():
-            for key in part.engine.keys():
-                tracked += 1
-                tier = part.engine.tier_of(key)
-                if tier is not None:
-                    tiers[tier.value] += 1
-        metrics.set_tier_counts(dict(tiers))
-        metrics.TOKENS_TRACKED.set(tracked)
-        metrics.TOKENS_STALE.set(len(due))
-        # Logged when the count changes, else once a minute: a dead feed is news once.
-        if due and (len(due) != self._stale_logged[0] or started - self._stale_logged[1] > 60):
-            self._stale_logged = (len(due), started)
-            log.warning("monitor.stale_tokens", count=len(due),
-                        stale_after_seconds=self._clock.stale_after,
-                        sample=sorted(key for key, _, _ in due)[:10])
-        elif not due and self._stale_logged[0]:
-            self._stale_logged = (0, started)
-            log.info("monitor.stale_tokens_cleared")
-        metrics.REFRESH_SECONDS.observe(time.monotonic() - started)
 
     # -- checkpoints --------------------------------------------------------------------
     async def _checkpoint(self, partitions: list[int]) -> None:
