@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from importlib.metadata import entry_points
+from typing import Any
 
 from . import __version__
 from .commands import Command
@@ -28,6 +30,21 @@ def discover() -> dict[str, Command]:
     return dict(sorted(found.items()))
 
 
+_URL_PASSWORD = re.compile(r"(://[^:/@]+:)[^@]+@")
+
+
+def _redacted(tree: Any) -> Any:
+    """The config with secrets masked: it gets pasted into tickets and chat."""
+    if isinstance(tree, dict):
+        return {
+            k: "[redacted]" if v and any(w in k for w in ("secret", "password")) else _redacted(v)
+            for k, v in tree.items()
+        }
+    if isinstance(tree, str):
+        return _URL_PASSWORD.sub(r"\1[redacted]@", tree)
+    return tree
+
+
 def _config_command() -> Command:
     def add(parser: argparse.ArgumentParser) -> None:
         parser.add_argument("--defaults", action="store_true",
@@ -39,7 +56,8 @@ def _config_command() -> Command:
         if args.defaults:
             print(to_toml_comments())
         else:
-            print(msgspec.json.format(msgspec.json.encode(config)).decode())
+            shown = _redacted(msgspec.to_builtins(config))
+            print(msgspec.json.format(msgspec.json.encode(shown)).decode())
         return 0
 
     return Command("config", "print the effective configuration (file + environment)", add, run)

@@ -29,3 +29,20 @@ class Service:
 def discover_services() -> list[Service]:
     found = [ep.load() for ep in entry_points(group=GROUP)]
     return sorted((s for s in found if isinstance(s, Service)), key=lambda s: (s.order, s.name))
+
+
+def run_until_signalled(run: Callable[[Config, asyncio.Event], Awaitable[None]],
+                        config: Config) -> int:
+    """Run one service as a process: SIGTERM or Ctrl-C sets its stop event, and the
+    process exits once the service has finished its in-flight work."""
+    import signal
+
+    async def main() -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, stop.set)
+        await run(config, stop)
+
+    asyncio.run(main())
+    return 0

@@ -35,3 +35,13 @@ def test_cli_help_lists_commands_and_config_prints_defaults() -> None:
     out = subprocess.run([sys.executable, "-m", "monitor", "config", "--defaults"],
                          capture_output=True, text=True, check=True).stdout
     assert "[model]" in out and "deescalate_dwell_seconds = 14400" in out
+
+
+def test_config_command_masks_secrets() -> None:
+    env = {**__import__("os").environ,
+           "DEPEG_DELIVERY__SECRET_ENCRYPTION_KEY": "s3cr3t-value",
+           "DEPEG_STORAGE__URL": "postgresql://app:hunter2@db:5432/depeg"}
+    out = subprocess.run([sys.executable, "-m", "monitor", "config"], capture_output=True,
+                         text=True, check=True, env=env).stdout
+    assert "s3cr3t-value" not in out and "hunter2" not in out
+    assert "postgresql://app:[redacted]@db:5432/depeg" in out

@@ -153,6 +153,10 @@ class DeliveryQuery:
     page_size: int
 
 
+#: The last page anyone can ask for: page * pageSize must fit SQLite's 64-bit integers.
+PAGE_MAX = 1_000_000
+
+
 def _positive_int(text: str, field: str, maximum: int | None = None) -> int:
     try:
         value = int(text)
@@ -174,7 +178,8 @@ def delivery_query(query: Any) -> DeliveryQuery:
     event_type = query.get("eventType")
     if event_type is not None and event_type not in EVENT_TYPES:
         raise invalid("eventType", f"must be one of {', '.join(EVENT_TYPES)}")
-    page = _positive_int(query.get("page", "1"), "page")
+    # Bounded so the offset always fits a 64-bit integer in both databases.
+    page = _positive_int(query.get("page", "1"), "page", PAGE_MAX)
     size = _positive_int(query.get("pageSize", str(PAGE_SIZE_DEFAULT)), "pageSize",
                          PAGE_SIZE_MAX)
     return DeliveryQuery(status, event_type, query.get("subscriptionId"), page, size)

@@ -189,7 +189,7 @@ OPENAPI_PATHS: dict[str, Any] = {
                 {"name": "eventType", "in": "query", "schema": {"enum": ["DEPEG_TIER_CHANGE"]}},
                 {"name": "subscriptionId", "in": "query", "schema": {"type": "string"}},
                 {"name": "page", "in": "query",
-                 "schema": {"type": "integer", "minimum": 1, "default": 1}},
+                 "schema": {"type": "integer", "minimum": 1, "maximum": 1_000_000, "default": 1}},
                 {"name": "pageSize", "in": "query",
                  "schema": {"type": "integer", "minimum": 1, "maximum": 500, "default": 50}},
             ],

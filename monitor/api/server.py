@@ -1,0 +1,67 @@
+"""``depeg-monitor api``: the HTTP API as a process (and as a service of ``run``)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+
+import msgspec
+from aiohttp import web
+
+from ..commands import Command
+from ..config import Config
+from ..logs import get_logger
+from ..services import Service, run_until_signalled
+from ..storage import connect
+from .app import create_app
+
+log = get_logger(__name__)
+
+
+async def serve_api(config: Config, stop: asyncio.Event) -> None:
+    """Serve until ``stop`` is set; in-flight requests get a grace period to finish."""
+    db = await connect(config.storage.url)
+    try:
+        app = create_app(config, db)
+        runner = web.AppRunner(app, access_log=None, shutdown_timeout=10.0)
+        await runner.setup()
+        site = web.TCPSite(runner, config.api.host, config.api.port)
+        await site.start()
+        port = runner.addresses[0][1] if runner.addresses else config.api.port
+        log.info("api_listening", url=f"http://{config.api.host}:{port}")
+        try:
+            await stop.wait()
+        finally:
+            await runner.cleanup()
+            log.info("api_stopped")
+    finally:
+        await db.close()
+
+
+def _add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--host", help="listen address (api.host)")
+    p.add_argument("--port", type=int, help="listen port (api.port)")
+
+
+def _run(args: argparse.Namespace, config: Config) -> int:
+    api = msgspec.structs.replace(
+        config.api,
+        host=args.host or config.api.host,
+        port=args.port if args.port is not None else config.api.port,
+    )
+    return run_until_signalled(serve_api, msgspec.structs.replace(config, api=api))
+
+
+command = Command(
+    name="api",
+    help="serve the HTTP API: /rwa, /webhooks/*, /openapi.json, /metrics, /healthz, /readyz",
+    add_arguments=_add_arguments,
+    run=_run,
+    description=(
+        "Serves the pegged-token read API and webhook management from storage.url on "
+        "api.host:api.port. Every route but health, metrics and /openapi.json needs an "
+        "x-api-key (create one with `depeg-monitor keys create`). Stops cleanly on SIGTERM."
+    ),
+)
+
+service = Service(name="api", run=serve_api, order=80)

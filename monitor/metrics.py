@@ -1,0 +1,312 @@
+"""Every Prometheus metric of depeg-monitor, declared once, here.
+
+Other modules import these objects and update them; nothing else declares a metric. Names
+follow the Prometheus conventions: a ``depeg_`` namespace, base units (seconds, ratios),
+``_total`` on counters, ``_seconds`` on duration histograms. Every label has a bounded value
+set, listed beside the metric. No label carries a URL, an API key, a subscription id or a
+token address -- except the per-token gauges (``depeg_token_*``), which exist so a dashboard
+can plot any tracked token and are capped (:data:`TOKEN_SERIES_CAP`, config
+``metrics.token_series_cap``): beyond the cap new tokens get no per-token series and
+``depeg_token_series_dropped_total`` counts them (the aggregate metrics still include them).
+
+Labelled series whose label values are known up front (tiers, tier pairs, delivery statuses,
+attempt outcomes, dead-letter reasons, ...) are created at import with value 0, so a panel or
+an alert that selects them sees a series from the first scrape instead of "no data".
+See docs/metrics.md for the table, and the dashboards in grafana/ for how they are read.
+"""
+
+from __future__ import annotations
+
+import platform
+from importlib.metadata import PackageNotFoundError, version
+from typing import Final
+
+from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, Histogram
+
+from .records import RatingSnapshot, Tier
+
+NS: Final = "depeg"
+
+# ---- bounded label values -------------------------------------------------------------
+TIERS: Final = tuple(t.value for t in Tier)
+#: Components that consume a topic (label ``consumer``).
+CONSUMERS: Final = ("monitor", "deliver", "store")
+#: Kafka clients (label ``client``).
+CLIENTS: Final = ("monitor", "deliver", "store", "producer")
+#: What the monitor publishes (label ``kind``).
+PUBLISH_KINDS: Final = ("tier_change", "rating", "dead_letter", "state")
+#: BadTick reason codes (monitor/ticks.py) plus ``other`` for anything new.
+DEAD_LETTER_REASONS: Final = (
+    "empty", "too_large", "bad_json", "bad_schema", "bad_ts", "unknown_chain", "bad_address",
+    "no_observation", "bad_price_usd", "bad_peg_usd", "bad_slippage_bps",
+    "bad_oracle_price_usd", "other",
+)
+#: Delivery statuses of the spec (label ``status``).
+DELIVERY_STATUSES: Final = ("pending", "success", "failed", "max_retries_exceeded")
+#: Outcome of one HTTP delivery attempt (label ``outcome``); all but ``success`` are
+#: endpoint failures.
+ATTEMPT_OUTCOMES: Final = (
+    "success", "http_4xx", "http_5xx", "timeout", "connection_error", "blocked",
+)
+#: What the store writer writes (label ``kind``).
+STORE_KINDS: Final = ("rating", "tier_change")
+#: What costs compute units (label ``kind``).
+CU_KINDS: Final = ("delivery", "management", "query")
+#: Rating signals (label ``signal``), the field names of ``ModelConfig.weights``.
+SIGNALS: Final = (
+    "price_deviation", "slippage", "persistence_50bp", "persistence_100bp",
+    "volatility_burst", "headroom",
+)
+#: Numeric tier level for ``depeg_token_tier_level`` (premium below ok: above peg).
+TIER_LEVEL: Final = {"premium": -1, "ok": 0, "watch": 1, "warning": 2, "critical": 3}
+#: Default cap on tokens with per-token series (about 11 series each).
+TOKEN_SERIES_CAP: Final = 500
+
+_LATENCY_BUCKETS: Final = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
+_API_BUCKETS: Final = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5)
+_DELIVERY_BUCKETS: Final = (0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 900, 3600)
+
+registry: CollectorRegistry = REGISTRY
+
+# ---- ingest (monitor) -------------------------------------------------------------------
+#: Records read from the ticks topic, before decoding. Monitor, per record.
+TICKS_CONSUMED = Counter(f"{NS}_ticks_consumed_total", "Records read from the ticks topic.")
+#: Records decoded into a valid Tick and handed to the engine. Monitor.
+TICKS_DECODED = Counter(f"{NS}_ticks_decoded_total", "Ticks decoded and given to the engine.")
+#: Records sent to the dead-letter topic, by BadTick reason. Monitor, via dead_lettered().
+TICKS_DEAD_LETTERED = Counter(
+    f"{NS}_ticks_dead_lettered_total",
+    "Tick records sent to the dead-letter topic, by reason.", ["reason"])
+#: Ticks dropped because they arrived later than model.lateness_seconds. Monitor/engine stats.
+TICKS_LATE = Counter(f"{NS}_ticks_late_total", "Ticks dropped for arriving too late.")
+#: Wall-clock time of the last consumed tick record; "no ticks" alert. Monitor.
+LAST_TICK_TIME = Gauge(
+    f"{NS}_last_tick_timestamp_seconds", "Unix time (wall clock) the last tick was consumed.")
+#: Records between the committed position and the end of each assigned partition.
+CONSUMER_LAG = Gauge(
+    f"{NS}_consumer_lag_records",
+    "Records not yet consumed per assigned partition (high watermark - position).",
+    ["consumer", "partition"])
+#: Partitions assigned to this process's consumer; readiness and scaling. Each consumer.
+ASSIGNED_PARTITIONS = Gauge(
+    f"{NS}_consumer_assigned_partitions", "Partitions currently assigned.", ["consumer"])
+#: Wall time to process one fetched batch, end to end (decode, engine, publish, commit).
+BATCH_SECONDS = Histogram(
+    f"{NS}_batch_processing_seconds", "Time to process one consumed batch.", ["consumer"],
+    buckets=_LATENCY_BUCKETS)
+#: Wall time of one wall-clock refresh sweep over quiet tokens. Monitor.
+REFRESH_SECONDS = Histogram(
+    f"{NS}_refresh_duration_seconds", "Time of one rating refresh sweep.",
+    buckets=_LATENCY_BUCKETS)
+
+# ---- ratings and tiers (monitor) --------------------------------------------------------
+#: Tokens with state in this process's engine. Monitor.
+TOKENS_TRACKED = Gauge(f"{NS}_tokens_tracked", "Tokens with rating state in this process.")
+#: Tokens whose last tick is older than model.stale_after_seconds. Monitor.
+TOKENS_STALE = Gauge(f"{NS}_tokens_stale", "Tracked tokens with no recent tick.")
+#: Current tier distribution (all tokens, not capped). Monitor.
+TOKENS_BY_TIER = Gauge(f"{NS}_tokens_by_tier", "Tracked tokens per current tier.", ["tier"])
+#: Tier changes emitted, by old and new tier. Monitor, via tier_changed().
+TIER_CHANGES = Counter(
+    f"{NS}_tier_changes_total", "Tier changes emitted, by old and new tier.",
+    ["old_tier", "new_tier"])
+#: Records published by the monitor, by kind. Monitor, after the producer acknowledged.
+EVENTS_PUBLISHED = Counter(
+    f"{NS}_events_published_total", "Records published to Kafka, by kind.", ["kind"])
+#: Publish failures (after the client's own retries), by kind. Monitor.
+PUBLISH_ERRORS = Counter(
+    f"{NS}_publish_errors_total", "Records that could not be published, by kind.", ["kind"])
+
+# ---- per-token series (capped) ----------------------------------------------------------
+_TOKEN = ["chain", "symbol", "token"]
+TOKEN_RATING = Gauge(f"{NS}_token_rating", "Latest 0-100 rating of a tracked token.", _TOKEN)
+TOKEN_TIER_LEVEL = Gauge(
+    f"{NS}_token_tier_level",
+    "Current tier of a token: -1 premium, 0 ok, 1 watch, 2 warning, 3 critical.", _TOKEN)
+TOKEN_SIGNAL = Gauge(
+    f"{NS}_token_signal_score", "0-1 score of one rating signal of a token.",
+    [*_TOKEN, "signal"])
+TOKEN_DEVIATION = Gauge(
+    f"{NS}_token_deviation_ratio", "5-minute deviation of price from peg (0.01 = 1 %).", _TOKEN)
+TOKEN_PRICE = Gauge(f"{NS}_token_price_usd", "Latest price of a token in USD.", _TOKEN)
+TOKEN_STALENESS = Gauge(
+    f"{NS}_token_staleness_seconds", "Seconds since the token's last tick.", _TOKEN)
+TOKEN_SERIES_DROPPED = Counter(
+    f"{NS}_token_series_dropped_total",
+    "Snapshots not exported per token because the per-token series cap was reached.")
+
+# ---- delivery (consumers/delivery) ------------------------------------------------------
+#: Delivery records reaching a status (pending when created, then one final status).
+DELIVERIES = Counter(
+    f"{NS}_deliveries_total", "Deliveries reaching a status.", ["status"])
+#: HTTP delivery attempts by outcome; everything but success is an endpoint failure.
+DELIVERY_ATTEMPTS = Counter(
+    f"{NS}_delivery_attempts_total", "Webhook POST attempts, by outcome.", ["outcome"])
+#: Retries put on the schedule after a failed attempt.
+RETRIES_SCHEDULED = Counter(
+    f"{NS}_delivery_retries_scheduled_total", "Delivery retries scheduled after a failure.")
+#: Deliveries waiting for their next attempt (retry backlog).
+RETRY_BACKLOG = Gauge(
+    f"{NS}_delivery_retry_backlog", "Deliveries waiting for a scheduled retry.")
+#: Duration of one HTTP attempt (request sent to response or failure).
+ATTEMPT_SECONDS = Histogram(
+    f"{NS}_delivery_attempt_duration_seconds", "Duration of one webhook POST attempt.",
+    buckets=_LATENCY_BUCKETS)
+#: From the event being consumed to its successful delivery (includes retries).
+DELIVERY_LATENCY = Histogram(
+    f"{NS}_delivery_latency_seconds", "Time from event consumed to successful delivery.",
+    buckets=_DELIVERY_BUCKETS)
+#: Distinct endpoints (subscriptions) whose latest attempt failed. No URL label, by design.
+FAILING_ENDPOINTS = Gauge(
+    f"{NS}_delivery_failing_endpoints", "Subscriptions whose latest delivery attempt failed.")
+
+# ---- store writer (consumers/store_writer) ----------------------------------------------
+STORE_WRITES = Counter(f"{NS}_store_writes_total", "Rows written to the store.", ["kind"])
+STORE_WRITE_SECONDS = Histogram(
+    f"{NS}_store_write_duration_seconds", "Time of one store write (one batch).", ["kind"],
+    buckets=_LATENCY_BUCKETS)
+STORE_WRITE_ERRORS = Counter(
+    f"{NS}_store_write_errors_total", "Store writes that failed.", ["kind"])
+
+# ---- HTTP API ---------------------------------------------------------------------------
+#: route = the matched route template (``/rwa/{address}``) or ``unmatched``; bounded.
+API_REQUESTS = Counter(
+    f"{NS}_api_requests_total", "HTTP API requests, by route template, method and status.",
+    ["route", "method", "status"])
+API_SECONDS = Histogram(
+    f"{NS}_api_request_duration_seconds", "HTTP API request duration.", ["route", "method"],
+    buckets=_API_BUCKETS)
+#: Compute units charged to API keys (1 per delivery and per management call).
+CU_CONSUMED = Counter(f"{NS}_cu_consumed_total", "Compute units charged, by kind.", ["kind"])
+
+# ---- producers, broker, build -----------------------------------------------------------
+#: Ticks a producer sent, by source (simulate, file, or a feed name: bounded by the code).
+PRODUCER_TICKS = Counter(
+    f"{NS}_producer_ticks_sent_total", "Ticks sent by a producer, by source.", ["source"])
+PRODUCER_ERRORS = Counter(
+    f"{NS}_producer_errors_total", "Producer fetch or send failures, by source.", ["source"])
+#: 1 while the client's last broker call succeeded, 0 after a failure. Each Kafka client.
+BROKER_CONNECTED = Gauge(
+    f"{NS}_broker_connected", "1 if the Kafka client reaches the broker, else 0.", ["client"])
+BUILD_INFO = Gauge(
+    f"{NS}_build_info", "Always 1; labels carry the version.", ["version", "python"])
+
+
+# ---- helpers: the few updates that need a rule ------------------------------------------
+def dead_lettered(reason: str) -> None:
+    """Count a dead-lettered record; an unknown reason code becomes ``other`` (bounded)."""
+    TICKS_DEAD_LETTERED.labels(reason if reason in DEAD_LETTER_REASONS else "other").inc()
+
+
+def tier_changed(old_tier: str, new_tier: str) -> None:
+    """Count one emitted tier change."""
+    if old_tier in TIERS and new_tier in TIERS:
+        TIER_CHANGES.labels(old_tier, new_tier).inc()
+
+
+def set_tier_counts(counts: dict[str, int]) -> None:
+    """Set the whole tier distribution at once (tiers missing from ``counts`` become 0)."""
+    for tier in TIERS:
+        TOKENS_BY_TIER.labels(tier).set(counts.get(tier, 0))
+
+
+def api_request(route: str, method: str, status: int, seconds: float) -> None:
+    API_REQUESTS.labels(route, method, str(status)).inc()
+    API_SECONDS.labels(route, method).observe(seconds)
+
+
+class TokenSeries:
+    """Per-token gauges for at most ``cap`` distinct tokens (first come, first kept).
+
+    The cap bounds the series count (about 11 per token) whatever the registry holds; the
+    token registry bounds it further in production. A dropped token still counts in every
+    aggregate metric; ``forget`` frees its slot when a token leaves the registry.
+    """
+
+    def __init__(self, cap: int = TOKEN_SERIES_CAP) -> None:
+        self.cap = cap
+        self._labels: dict[tuple[str, str], tuple[str, str, str]] = {}
+
+    def observe(self, snap: RatingSnapshot) -> bool:
+        """Export one snapshot; False when the token is over the cap."""
+        key = (snap.chain, snap.token_address)
+        labels = self._labels.get(key)
+        if labels is None:
+            if len(self._labels) >= self.cap:
+                TOKEN_SERIES_DROPPED.inc()
+                return False
+            labels = self._labels[key] = (snap.chain, snap.symbol, snap.token_address)
+        TOKEN_RATING.labels(*labels).set(snap.rating)
+        TOKEN_TIER_LEVEL.labels(*labels).set(TIER_LEVEL.get(snap.tier, 0))
+        TOKEN_STALENESS.labels(*labels).set(snap.staleness_seconds)
+        if snap.deviation_pct is not None:
+            TOKEN_DEVIATION.labels(*labels).set(snap.deviation_pct / 100.0)
+        if snap.price_usd is not None:
+            try:
+                TOKEN_PRICE.labels(*labels).set(float(snap.price_usd))
+            except ValueError:
+                pass
+        for signal in snap.signals:
+            if signal.name in SIGNALS:
+                TOKEN_SIGNAL.labels(*labels, signal.name).set(signal.score)
+        return True
+
+    def forget(self, chain: str, token: str) -> None:
+        labels = self._labels.pop((chain, token), None)
+        if labels is None:
+            return
+        for gauge in (TOKEN_RATING, TOKEN_TIER_LEVEL, TOKEN_STALENESS, TOKEN_DEVIATION,
+                      TOKEN_PRICE):
+            try:
+                gauge.remove(*labels)
+            except KeyError:
+                pass
+        for name in SIGNALS:
+            try:
+                TOKEN_SIGNAL.remove(*labels, name)
+            except KeyError:
+                pass
+
+
+#: The process-wide per-token exporter; the monitor calls ``token_series.observe(snapshot)``
+#: for every RatingSnapshot it publishes. ``set_token_cap`` applies ``metrics.token_series_cap``.
+token_series = TokenSeries()
+
+
+def set_token_cap(cap: int) -> None:
+    token_series.cap = cap
+
+
+def _package_version() -> str:
+    try:
+        return version("depeg-monitor")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def _init() -> None:
+    """Create every labelled series with known label values at 0 (see module docstring)."""
+    BUILD_INFO.labels(_package_version(), platform.python_version()).set(1)
+    for reason in DEAD_LETTER_REASONS:
+        TICKS_DEAD_LETTERED.labels(reason)
+    set_tier_counts({})
+    for old in TIERS:
+        for new in TIERS:
+            if old != new:
+                TIER_CHANGES.labels(old, new)
+    for kind in PUBLISH_KINDS:
+        EVENTS_PUBLISHED.labels(kind)
+        PUBLISH_ERRORS.labels(kind)
+    for status in DELIVERY_STATUSES:
+        DELIVERIES.labels(status)
+    for outcome in ATTEMPT_OUTCOMES:
+        DELIVERY_ATTEMPTS.labels(outcome)
+    for kind in STORE_KINDS:
+        STORE_WRITES.labels(kind)
+        STORE_WRITE_ERRORS.labels(kind)
+        STORE_WRITE_SECONDS.labels(kind)
+    for kind in CU_KINDS:
+        CU_CONSUMED.labels(kind)
+
+
+_init()
