@@ -38,6 +38,6 @@ command = Command(
     description=(
         "Producers feed kafka.ticks_topic (default depeg.ticks) with the tick JSON the monitor "
         "reads, keyed chain:token. They need a running broker (--bootstrap-servers or "
-        "DEPEG_KAFKA__BOOTSTRAP_SERVERS) and create the topic with kafka.partitions if missing."
+        "DEPEG_KAFKA__BOOTSTRAP_SERVERS) and create missing topics with kafka.partitions."
     ),
 )

@@ -1,4 +1,4 @@
-"""Publishing ticks to Kafka: topic creation and a batching sender.
+"""Publishing ticks to Kafka: a batching sender on the shared client factory.
 
 The sender does not wait for each record: ``send`` only enqueues (aiokafka batches per
 partition), delivery results are collected in the background and checked in bulk, and
@@ -12,18 +12,12 @@ import asyncio
 from collections import deque
 from types import TracebackType
 
-from aiokafka import AIOKafkaProducer  # type: ignore[import-untyped, unused-ignore]
-from aiokafka.admin import AIOKafkaAdminClient, NewTopic  # type: ignore[import-untyped, unused-ignore]
-from aiokafka.errors import KafkaError  # type: ignore[import-untyped, unused-ignore]
-
 from monitor.config import KafkaConfig
+from monitor.kafka.topics import KafkaError, TopicError, ensure_topics, make_producer
 from monitor.logs import get_logger
 from monitor.ticks import Tick, encode_tick
 
 log = get_logger(__name__)
-
-#: Kafka's "topic already exists" error code (CreateTopics).
-TOPIC_ALREADY_EXISTS = 36
 
 
 class ProduceError(RuntimeError):
@@ -44,61 +38,23 @@ def bootstrap_from(cli_value: str | None, kafka: KafkaConfig) -> str:
     return servers
 
 
-async def ensure_topic(
-    bootstrap_servers: str, topic: str, partitions: int, replication_factor: int
-) -> bool:
-    """Create ``topic`` unless it exists; True when this call created it.
-
-    Brokers that auto-create topics would make a one-partition topic on first produce,
-    which would silently cap the monitor's parallelism, so the topic is made up front
-    with the configured partition count.
-    """
-    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap_servers)
-    await admin.start()
-    try:
-        if topic in await admin.list_topics():
-            return False
-        response = await admin.create_topics(
-            [NewTopic(topic, num_partitions=partitions, replication_factor=replication_factor)]
-        )
-        for _name, code, *rest in response.topic_errors:
-            if code not in (0, TOPIC_ALREADY_EXISTS):
-                raise ProduceError(f"cannot create topic {topic}: error {code} {rest}")
-        created = all(code == 0 for _n, code, *_ in response.topic_errors)
-        if created:
-            log.info("topic_created", topic=topic, partitions=partitions,
-                     replication_factor=replication_factor)
-        return created
-    finally:
-        await admin.close()
-
-
 class TickSender:
     """An aiokafka producer that publishes ticks without awaiting each delivery."""
 
     def __init__(
-        self,
-        bootstrap_servers: str,
-        topic: str,
-        *,
-        acks: str = "all",
-        max_pending: int = 20_000,
-        linger_ms: int = 5,
+        self, bootstrap_servers: str, kafka: KafkaConfig, *, max_pending: int = 20_000
     ) -> None:
-        self.topic = topic
+        self.topic = kafka.ticks_topic
         self.sent = 0
         self.failed = 0
         self._max_pending = max_pending
         self._pending: deque[asyncio.Future[object]] = deque()
         self._first_error: BaseException | None = None
-        self._producer = AIOKafkaProducer(
-            bootstrap_servers=bootstrap_servers,
-            acks=acks if acks == "all" else int(acks),
-            linger_ms=linger_ms,
-            max_batch_size=256 * 1024,
-            # The embedded broker refuses idempotent producers (DESIGN.md).
-            enable_idempotence=False,
-        )
+        # Plain producer from the shared factory (acks from config, no idempotence: the
+        # embedded broker refuses it); bigger batches than the default 16 KB for replay.
+        self._producer = make_producer(kafka, bootstrap_servers,
+                                       client_id=f"{kafka.client_id}-producer",
+                                       max_batch_size=256 * 1024)
 
     async def start(self) -> None:
         await self._producer.start()
@@ -148,12 +104,17 @@ class TickSender:
 
 
 async def open_sender(bootstrap_servers: str, kafka: KafkaConfig) -> TickSender:
-    """Make sure the ticks topic exists, then start a sender on it."""
+    """Make sure the topics exist, then start a sender on the ticks topic.
+
+    Topics are created up front with ``kafka.partitions``: a broker that auto-creates on
+    first produce would make a one-partition topic and cap the monitor's parallelism.
+    """
     try:
-        await ensure_topic(bootstrap_servers, kafka.ticks_topic, kafka.partitions,
-                           kafka.replication_factor)
-        sender = TickSender(bootstrap_servers, kafka.ticks_topic, acks=kafka.acks)
+        await ensure_topics(kafka, bootstrap_servers)
+        sender = TickSender(bootstrap_servers, kafka)
         await sender.start()
     except KafkaError as exc:
         raise ProduceError(f"cannot reach Kafka at {bootstrap_servers}: {exc}") from exc
+    except TopicError as exc:
+        raise ProduceError(str(exc)) from exc
     return sender

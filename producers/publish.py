@@ -93,7 +93,7 @@ async def publish_rows(
 def add_kafka_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--bootstrap-servers", metavar="HOST:PORT[,...]",
                         help="Kafka brokers (default: kafka.bootstrap_servers / "
-                             "DEPEG_KAFKA__BOOTSTRAP_SERVERS); the ticks topic is "
-                             "kafka.ticks_topic and is created with kafka.partitions if missing")
+                             "DEPEG_KAFKA__BOOTSTRAP_SERVERS); publishes to kafka.ticks_topic; "
+                             "missing topics are created with kafka.partitions")
 
 

@@ -241,3 +241,26 @@ def _refs(node: Any) -> Iterator[str]:
     elif isinstance(node, list):
         for item in node:
             yield from _refs(item)
+
+
+def test_dead_letters_carry_the_documented_headers():
+    from monitor.daemon.deadletter import dead_letter
+
+    doc = yaml.safe_load(ASYNCAPI.read_text())
+    message = doc["components"]["messages"]["DeadLetter"]
+    headers_schema = jsonschema.Draft7Validator(message["headers"])
+    key_schema = jsonschema.Draft7Validator(message["bindings"]["kafka"]["key"])
+    huge = b"\xff" * (10 * 1024 * 1024)
+    for raw in (huge, b'{"ts": "x"}', None):
+        try:
+            decode_tick(raw)
+        except BadTick as exc:
+            letter = dead_letter(reason=exc.reason, detail=exc.detail, topic="depeg.ticks",
+                                 partition=3, offset=42, key=b"k" * 1000, value=raw,
+                                 prefix_bytes=1024)
+        headers = {name: value.decode() for name, value in letter.headers}
+        errors = [e.message for e in headers_schema.iter_errors(headers)]
+        assert not errors, errors
+        assert letter.key is not None and key_schema.is_valid(letter.key.decode())
+        assert len(letter.value) <= 1024
+    assert headers_schema.is_valid({}) is False  # the reason is required
