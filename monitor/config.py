@@ -91,18 +91,47 @@ class KafkaConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     ratings_topic: str = "depeg.ratings"
     tier_changes_topic: str = "depeg.tier-changes"
     dlq_topic: str = "depeg.ticks.dlq"
+    #: Compacted: the latest engine state of each token, keyed ``chain:token``, written to
+    #: the same partition number as the token's ticks (so it needs >= ``partitions``).
     state_topic: str = "depeg.monitor-state"
+    #: Partitions of every topic the monitor creates; the unit of scale-out.
     partitions: int = 8
     replication_factor: int = 1
+    #: Create missing topics at start (idempotent). Off when topics are managed elsewhere.
+    create_topics: bool = True
+    client_id: str = "depeg-monitor"
     monitor_group: str = "depeg-monitor"
     delivery_group: str = "depeg-delivery"
     store_group: str = "depeg-store"
+    #: One batch = at most this many tick records, or what arrived within the timeout.
     batch_max_records: int = 2000
     batch_timeout_ms: int = 200
+    #: Producer acknowledgements: "all" (default), "1" or "0". Never idempotent: the
+    #: embedded broker refuses InitProducerId.
     acks: str = "all"
+    linger_ms: int = 5
+    request_timeout_ms: int = 30000
+    session_timeout_ms: int = 10000
+    heartbeat_interval_ms: int = 3000
+    max_poll_interval_ms: int = 300000
     #: Exactly-once transactions: real Kafka only (the embedded broker refuses them).
     transactional: bool = False
     embedded_port: int = 0
+    #: A dead-lettered record keeps at most this many bytes of the original value.
+    dlq_value_prefix_bytes: int = 1024
+    #: Broker failures are retried forever with exponential backoff between these bounds.
+    retry_backoff_seconds: float = 0.5
+    retry_backoff_max_seconds: float = 10.0
+    #: The monitor reports not ready when a batch has been stuck this long.
+    ready_stall_seconds: float = 15.0
+    #: Token states are written to the state topic, and offsets committed after them, at
+    #: most this often (wall clock); also on partition revocation and shutdown. Outputs are
+    #: published every batch regardless; a crash re-produces at most this much.
+    checkpoint_interval_seconds: float = 5.0
+    #: How often (wall clock) quiet tokens are checked for a live-clock refresh.
+    live_clock_interval_seconds: float = 10.0
+    #: On SIGTERM, give an in-flight batch this long to publish and commit.
+    shutdown_grace_seconds: float = 30.0
 
 
 class StorageConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):

@@ -1,0 +1,22 @@
+"""The monitor daemon: ticks from Kafka through the engine, outputs back to Kafka.
+
+One idea per module:
+
+- ``ingest``: the consume -> engine -> publish -> checkpoint -> commit loop;
+- ``outputs``: tier changes, rating snapshots and dead letters onto their topics, counted;
+- ``partitions``: what one assigned partition holds (its engine, position, restore marks);
+- ``rebalance``: the assignment listener and where a partition resumes;
+- ``readiness``: what ``/readyz`` says about the monitor;
+- ``state``: the per-token snapshots on the compacted state topic, and reading them back;
+- ``publisher``: sends records and waits until the broker acknowledged them;
+- ``retry``: backoff for broker operations, bounded only by a shutdown's grace period;
+- ``deadletter``: the small, self-describing record a bad tick becomes;
+- ``clock``: extrapolated event time for tokens whose ticks stopped;
+- ``sweep``: the periodic live-clock refresh of quiet tokens, token gauges, stale logs;
+- ``service``: the ``depeg-monitor monitor`` command and the ``run`` service.
+"""
+
+from .ingest import MonitorDaemon
+from .outputs import DaemonStats
+
+__all__ = ["DaemonStats", "MonitorDaemon"]

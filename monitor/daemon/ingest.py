@@ -1,0 +1,357 @@
+"""The monitor daemon: consume ticks, run the engine, publish, checkpoint, commit.
+
+Per batch (``getmany``), under one lock that the rebalance callbacks also take:
+
+1. decode every record; a bad one becomes a dead letter (never stops the loop);
+2. feed the partition's engine; its outputs (tier changes, rating snapshots) and the dead
+   letters go to the producer at once (not awaited per batch);
+3. at most every ``checkpoint_interval_seconds`` (and on revoke and shutdown): wait until
+   the broker acknowledged every record sent so far, write the state of every token changed
+   since the last checkpoint to the state topic, wait for those too, and only then commit
+   the partitions' offsets.
+
+So offsets never run ahead of acknowledged outputs (at-least-once) nor of the state that
+covers them (exact recovery, see ``state.py``); a crash re-produces at most one checkpoint
+interval of outputs, byte for byte, with the same event ids.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from functools import partial
+from typing import Any, TypeVar
+
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+from aiokafka.errors import CommitFailedError, IllegalStateError, KafkaError
+
+from .. import health, metrics
+from ..config import Config
+from ..kafka.topics import ensure_topics, make_consumer, make_producer
+from ..logs import get_logger
+from ..ticks import BadTick, decode_tick
+from .clock import LiveClock
+from .outputs import DaemonStats, OutputWriter
+from .partitions import PartitionState
+from .publisher import Publisher
+from .readiness import Readiness
+from .rebalance import Listener, start_offset
+from .retry import Aborted, Backoff, retry
+from .state import STATE_VERSION, StateRecord, encode_state, read_states
+from .sweep import Sweeper
+
+log = get_logger(__name__)
+
+RETRIABLE = (KafkaError, OSError)
+T = TypeVar("T")
+#: aiokafka ships no type hints; a fetched record (``aiokafka.structs.ConsumerRecord``).
+Record = Any
+
+
+class MonitorDaemon:
+    def __init__(self, config: Config, check_name: str = "monitor") -> None:
+        self.config = config
+        self.kafka = config.kafka
+        self.check_name = check_name
+        self.stats = DaemonStats()
+        self._parts: dict[int, PartitionState] = {}
+        self._lock = asyncio.Lock()
+        self._clock = LiveClock(config.model.stale_after_seconds)
+        self._sweeper = Sweeper(self._clock)
+        self._consumer: AIOKafkaConsumer | None = None
+        self._out: OutputWriter | None = None
+        self._stop = asyncio.Event()
+        self._grace_until: float | None = None
+        self.readiness = Readiness(self.kafka.ready_stall_seconds,
+                                   lambda: self._stop.is_set(), self._describe)
+        #: Set once this instance joined its group and restored its partitions' state.
+        self.joined = self.readiness.joined
+        #: Set by a rebalance callback that could not restore state; the loop raises it.
+        self._fatal: BaseException | None = None
+
+    # -- lifecycle --------------------------------------------------------------------
+    async def run(self, stop: asyncio.Event | None = None) -> None:
+        """Run until ``stop`` is set, then finish the batch, checkpoint and leave."""
+        if stop is not None:
+            self._stop = stop
+        k = self.kafka
+        health.register_check(self.check_name, self.check)
+        producer: AIOKafkaProducer | None = None
+        consumer: AIOKafkaConsumer | None = None
+        probe: asyncio.Task[None] | None = None
+        try:
+            if k.create_topics:
+                await self._retry(lambda: ensure_topics(k), "ensure_topics")
+            producer = await self._retry(self._start_producer, "producer_start")
+            publisher = Publisher(producer, self._backoff(), self._abort,
+                                  self.readiness.failure, self.readiness.recovery)
+            self._out = OutputWriter(k, publisher, self.stats)
+            consumer = await self._retry(self._start_consumer, "consumer_start")
+            self._consumer = consumer
+            probe = asyncio.create_task(self.readiness.probe(consumer))
+            log.info("monitor.started", bootstrap_servers=k.bootstrap_servers,
+                     topic=k.ticks_topic, group=k.monitor_group)
+            await self._loop(consumer)
+            self._abort()  # starts the grace period if it has not started yet
+            async with self._lock:
+                await self._checkpoint(list(self._parts))
+            log.info("monitor.stopped", **self._summary())
+        except Aborted as exc:
+            log.error("monitor.shutdown_incomplete", error=str(exc),
+                      note="offsets not committed; the next start re-processes from the "
+                           "last commit (same event ids)")
+        finally:
+            if probe:
+                probe.cancel()
+            health.unregister_check(self.check_name)
+            metrics.ASSIGNED_PARTITIONS.labels("monitor").set(0)
+            if consumer:
+                await consumer.stop()
+            if producer:
+                await producer.stop()
+
+    async def check(self) -> tuple[bool, str]:
+        """Readiness for ``/readyz`` (see ``readiness.py``)."""
+        return await self.readiness.check()
+
+    async def _start_producer(self) -> AIOKafkaProducer:
+        producer = make_producer(self.kafka)
+        try:
+            await producer.start()
+        except BaseException:
+            await producer.stop()
+            raise
+        return producer
+
+    async def _start_consumer(self) -> AIOKafkaConsumer:
+        k = self.kafka
+        consumer = make_consumer(k, group_id=k.monitor_group)
+        try:
+            await consumer.start()
+            consumer.subscribe([k.ticks_topic],
+                               listener=Listener(self.on_revoked, self.on_assigned))
+        except BaseException:
+            await consumer.stop()
+            raise
+        return consumer
+
+    # -- the loop ---------------------------------------------------------------------
+    async def _loop(self, consumer: AIOKafkaConsumer) -> None:
+        k = self.kafka
+        next_sweep = time.monotonic() + k.live_clock_interval_seconds
+        last_checkpoint = time.monotonic()
+        while not self._stop.is_set():
+            if self._fatal is not None:
+                raise RuntimeError("partition state could not be restored") from self._fatal
+            try:
+                batch = await consumer.getmany(timeout_ms=k.batch_timeout_ms,
+                                               max_records=k.batch_max_records)
+            except KafkaError as exc:
+                self.readiness.failure("fetch", exc)
+                await asyncio.sleep(self._backoff().next_delay())
+                continue
+            now = self.readiness.busy_since = time.monotonic()  # the stall watchdog
+            try:
+                async with self._lock:
+                    if batch:
+                        await self._process(batch)
+                    if now >= next_sweep:
+                        next_sweep = now + k.live_clock_interval_seconds
+                        assert self._out is not None
+                        await self._sweeper.sweep(self._parts, self._out)
+                    if now - last_checkpoint >= k.checkpoint_interval_seconds:
+                        last_checkpoint = now
+                        await self._checkpoint(list(self._parts))
+            finally:
+                self.readiness.busy_since = None
+
+    async def _process(self, batch: dict[TopicPartition, list[Record]]) -> None:
+        out = self._out
+        assert out is not None
+        started = time.monotonic()
+        records = ticks = late = 0
+        for tp, recs in batch.items():
+            part = self._parts.get(tp.partition)
+            if part is None:  # revoked while this batch was in flight: not ours any more
+                continue
+            engine = part.engine
+            late_before = engine.stats.late
+            for rec in recs:
+                offset: int = rec.offset
+                if offset < part.next_offset:
+                    continue  # handed out again around a rebalance; already processed
+                part.next_offset = offset + 1
+                records += 1
+                try:
+                    tick = decode_tick(rec.value)
+                    key = tick.key
+                    if rec.key != key.encode():
+                        raise BadTick("bad_key", f"record key {rec.key!r:.80} is not "
+                                      f"{key!r}: a token's ticks must share one partition")
+                except BadTick as exc:
+                    await out.dead_letter(rec, exc)
+                    continue
+                if part.should_skip(key, offset):
+                    self.stats.skipped_restored += 1
+                    continue
+                ticks += 1
+                outputs = engine.process(tick)
+                self._clock.tick(key, tick.ts, tp.partition)
+                part.dirty.add(key)
+                if outputs:
+                    await out.emit(outputs)
+            late += engine.stats.late - late_before
+            highwater = self._consumer.highwater(tp) if self._consumer else None
+            if highwater is not None:
+                metrics.CONSUMER_LAG.labels("monitor", str(tp.partition)).set(
+                    max(highwater - part.next_offset, 0))
+        self.stats.records += records
+        self.stats.ticks += ticks
+        self.stats.batches += 1
+        metrics.TICKS_CONSUMED.inc(records)
+        metrics.TICKS_DECODED.inc(ticks)
+        metrics.TICKS_LATE.inc(late)
+        metrics.LAST_TICK_TIME.set(time.time())
+        out.log_dead_letters()
+        metrics.BATCH_SECONDS.labels("monitor").observe(time.monotonic() - started)
+
+    # -- checkpoints --------------------------------------------------------------------
+    async def _checkpoint(self, partitions: list[int]) -> None:
+        """States of changed tokens -> state topic (acknowledged), then commit offsets."""
+        assert self._out is not None
+        publisher = self._out.publisher
+        k = self.kafka
+        parts = [self._parts[p] for p in partitions if p in self._parts]
+        await publisher.flush()  # every output so far is acknowledged before the states
+        now = time.time()
+        written = 0
+        for part in parts:
+            for key in part.dirty:
+                record = StateRecord(
+                    version=STATE_VERSION, key=key, partition=part.partition,
+                    offset=part.next_offset, last_event_ts=self._clock.last_event_ts(key),
+                    written_at=now, stale=self._clock.is_stale(key),
+                    engine_state=part.engine.export_state(key),
+                )
+                await publisher.send(k.state_topic, encode_state(record), key=key.encode(),
+                                     partition=part.partition, kind="state")
+                written += 1
+        await publisher.flush()
+        for part in parts:
+            part.dirty.clear()
+        offsets = {TopicPartition(k.ticks_topic, part.partition): part.next_offset
+                   for part in parts if part.next_offset != part.committed}
+        if offsets:
+            await self._commit(offsets)
+            for part in parts:
+                part.committed = part.next_offset
+        if written or offsets:
+            self.stats.checkpoints += 1
+
+    async def _commit(self, offsets: dict[TopicPartition, int]) -> None:
+        consumer = self._consumer
+        assert consumer is not None
+
+        async def op() -> None:
+            try:
+                await consumer.commit(offsets)
+            except (CommitFailedError, IllegalStateError) as exc:
+                # The group moved on without us: the new owner resumes from the states
+                # just written (they are exact at their offsets), so nothing is lost.
+                log.warning("monitor.commit_fenced", error=str(exc)[:200],
+                            partitions=sorted(tp.partition for tp in offsets))
+
+        await self._retry(op, "commit")
+
+    # -- rebalancing ------------------------------------------------------------------
+    async def on_revoked(self, revoked: list[TopicPartition]) -> None:
+        ours = [tp.partition for tp in revoked if tp.topic == self.kafka.ticks_topic]
+        async with self._lock:  # waits for the batch in flight
+            try:
+                await self._checkpoint(ours)  # the next owner starts exactly here
+            except Exception as exc:
+                # Safe: the next owner resumes from older states and the committed
+                # offset, re-producing the same outputs.
+                log.error("monitor.revoke_checkpoint_failed",
+                          error=f"{type(exc).__name__}: {exc}"[:300])
+            finally:
+                for p in ours:
+                    part = self._parts.pop(p, None)
+                    if part is not None:
+                        self._clock.forget(list(part.engine.keys()))
+                    metrics.CONSUMER_LAG.labels("monitor", str(p)).set(0)
+                metrics.ASSIGNED_PARTITIONS.labels("monitor").set(len(self._parts))
+        if ours:
+            log.info("monitor.partitions_revoked", partitions=sorted(ours))
+
+    async def on_assigned(self, assigned: list[TopicPartition]) -> None:
+        try:
+            await self._restore(assigned)
+        except Aborted:
+            pass  # shutting down anyway
+        except Exception as exc:
+            # aiokafka would log and carry on, fetching partitions we hold no engine for;
+            # stop the daemon instead (the loop re-raises this) so a restart retries.
+            log.exception("monitor.restore_failed")
+            self._fatal = exc
+
+    async def _restore(self, assigned: list[TopicPartition]) -> None:
+        k = self.kafka
+        consumer = self._consumer
+        assert consumer is not None
+        async with self._lock:
+            new = sorted(tp.partition for tp in assigned
+                         if tp.topic == k.ticks_topic and tp.partition not in self._parts)
+            states = await self._retry(
+                lambda: read_states(self._state_reader, k.state_topic, new), "restore_state")
+            restored = 0
+            for p in new:
+                tp = TopicPartition(k.ticks_topic, p)
+                position = await self._retry(partial(start_offset, consumer, tp),
+                                             "start_offset")
+                part = PartitionState.restore(p, self.config.model, position, states[p])
+                part.committed = position
+                for key, state in states[p].items():
+                    self._clock.restored(key, state.last_event_ts, p)
+                restored += len(states[p])
+                self._parts[p] = part
+            self.stats.restored_tokens += restored
+            self.joined.set()
+            metrics.ASSIGNED_PARTITIONS.labels("monitor").set(len(self._parts))
+        log.info("monitor.partitions_assigned", partitions=new, restored_tokens=restored,
+                 positions={p: self._parts[p].next_offset for p in new})
+
+    def _state_reader(self) -> AIOKafkaConsumer:
+        k = self.kafka
+        return make_consumer(k, group_id=None, client_id=f"{k.client_id}-state-reader")
+
+    # -- helpers ------------------------------------------------------------------------
+    def _backoff(self) -> Backoff:
+        return Backoff(self.kafka.retry_backoff_seconds, self.kafka.retry_backoff_max_seconds)
+
+    def _abort(self) -> bool:
+        """Give up retrying? Never while running; at once if stopped before the loop
+        started; otherwise once ``shutdown_grace_seconds`` have passed since the stop."""
+        if not self._stop.is_set():
+            return False
+        if self._consumer is None:
+            return True
+        if self._grace_until is None:
+            self._grace_until = time.monotonic() + self.kafka.shutdown_grace_seconds
+        return time.monotonic() > self._grace_until
+
+    async def _retry(self, op: Callable[[], Awaitable[T]], what: str) -> T:
+        return await retry(op, what=what, backoff=self._backoff(), abort=self._abort,
+                           retry_on=RETRIABLE, on_failure=self.readiness.failure,
+                           on_recovery=self.readiness.recovery)
+
+    def _describe(self) -> str:
+        tokens = sum(len(list(part.engine.keys())) for part in self._parts.values())
+        return f"{len(self._parts)} partitions, {tokens} tokens"
+
+    def _summary(self) -> dict[str, int]:
+        s = self.stats
+        return {"records": s.records, "ticks": s.ticks, "dead_letters": s.dead_letters,
+                "tier_changes": s.tier_changes, "ratings": s.ratings,
+                "checkpoints": s.checkpoints, "restored_tokens": s.restored_tokens}

@@ -1,0 +1,83 @@
+"""What the daemon writes for each engine output and each bad record.
+
+Tier changes go to the tier-changes topic and rating snapshots to the ratings topic, both
+keyed ``chain:token`` (one token's records stay in one partition, in order), as the exact
+bytes of ``records.encode``; bad tick records become dead letters. Counting happens here,
+once, for stats, metrics and the per-batch dead-letter log line.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+from .. import metrics
+from ..config import KafkaConfig
+from ..engine import Output
+from ..logs import get_logger
+from ..records import TierChangeEvent, encode
+from ..ticks import BadTick
+from .deadletter import dead_letter
+from .publisher import Publisher
+
+log = get_logger(__name__)
+
+
+@dataclass(slots=True)
+class DaemonStats:
+    records: int = 0
+    ticks: int = 0
+    dead_letters: int = 0
+    tier_changes: int = 0
+    ratings: int = 0
+    batches: int = 0
+    checkpoints: int = 0
+    restored_tokens: int = 0
+    skipped_restored: int = 0
+
+
+class OutputWriter:
+    def __init__(self, kafka: KafkaConfig, publisher: Publisher, stats: DaemonStats) -> None:
+        self.kafka = kafka
+        self.publisher = publisher
+        self.stats = stats
+        self._dlq_reasons: Counter[str] = Counter()
+
+    async def emit(self, outputs: list[Output]) -> None:
+        k = self.kafka
+        for out in outputs:
+            if isinstance(out, TierChangeEvent):
+                d = out.data
+                await self.publisher.send(k.tier_changes_topic, encode(out),
+                                          key=f"{d.chain}:{d.token_address}".encode(),
+                                          kind="tier_change")
+                self.stats.tier_changes += 1
+                metrics.tier_changed(d.old_tier, d.new_tier)
+                log.info("monitor.tier_change", event_id=out.event_id, at=out.timestamp,
+                         chain=d.chain, token=d.token_address, symbol=d.symbol,
+                         old_tier=d.old_tier, new_tier=d.new_tier, rating=d.risk_score)
+            else:
+                await self.publisher.send(k.ratings_topic, encode(out),
+                                          key=f"{out.chain}:{out.token_address}".encode(),
+                                          kind="rating")
+                self.stats.ratings += 1
+                metrics.token_series.observe(out)
+
+    async def dead_letter(self, rec: Any, exc: BadTick) -> None:
+        """``rec`` is the aiokafka ConsumerRecord that could not be used."""
+        dl = dead_letter(reason=exc.reason, detail=exc.detail, topic=rec.topic,
+                         partition=rec.partition, offset=rec.offset, key=rec.key,
+                         value=rec.value, prefix_bytes=self.kafka.dlq_value_prefix_bytes)
+        await self.publisher.send(self.kafka.dlq_topic, dl.value, key=dl.key,
+                                  headers=dl.headers, kind="dead_letter")
+        self.stats.dead_letters += 1
+        self._dlq_reasons[exc.reason] += 1
+        metrics.dead_lettered(exc.reason)
+
+    def log_dead_letters(self) -> None:
+        """One warning per batch with the count per reason (not one line per record)."""
+        if self._dlq_reasons:
+            log.warning("monitor.dead_letters", topic=self.kafka.dlq_topic,
+                        **self._dlq_reasons)
+            self._dlq_reasons.clear()

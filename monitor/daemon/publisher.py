@@ -1,0 +1,137 @@
+"""Publishing with acknowledgement: send at once, confirm in bulk before a checkpoint.
+
+``send`` hands a record to the producer immediately (low latency for tier changes) and
+keeps its delivery future; ``flush`` returns only when every record sent so far was
+acknowledged (``acks`` from config). The ingest loop flushes before it writes token states
+and commits offsets, so offsets never run ahead of acknowledged outputs (at-least-once),
+while the loop itself never waits for a broker round trip per batch.
+
+A record that failed is sent again after backoff, together with the others that failed, in
+their original order: the records are byte-identical and tier changes carry deterministic
+event ids, so a duplicate is harmless and a loss is not. (A retried record can land after
+later records of the same key; consumers order tier changes by ``timestamp``.)
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from aiokafka import AIOKafkaProducer
+from aiokafka.errors import KafkaError
+
+from .. import metrics
+from .retry import Backoff, retry
+
+Headers = list[tuple[str, bytes]]
+
+
+@dataclass(slots=True)
+class Outgoing:
+    topic: str
+    value: bytes
+    key: bytes | None
+    partition: int | None
+    headers: Headers | None
+    #: metrics label: tier_change, rating, dead_letter or state.
+    kind: str
+
+
+class PartialFailure(Exception):
+    """Some records were not acknowledged; they are retried."""
+
+
+class Publisher:
+    def __init__(
+        self,
+        producer: AIOKafkaProducer,
+        backoff: Backoff,
+        abort: Callable[[], bool],
+        on_failure: Callable[[str, BaseException], None],
+        on_recovery: Callable[[str], None],
+    ) -> None:
+        self._producer = producer
+        self._backoff = backoff
+        self._abort = abort
+        self._on_failure = on_failure
+        self._on_recovery = on_recovery
+        self._inflight: list[tuple[Outgoing, asyncio.Future[object]]] = []
+        self._unsent: list[Outgoing] = []
+
+    def __len__(self) -> int:
+        return len(self._inflight) + len(self._unsent)
+
+    async def send(self, topic: str, value: bytes, *, key: bytes | None = None,
+                   partition: int | None = None, headers: Headers | None = None,
+                   kind: str) -> None:
+        """Hand one record to the producer now; its acknowledgement is checked by flush."""
+        rec = Outgoing(topic, value, key, partition, headers, kind)
+        if self._unsent:  # the broker is already known to be away: keep the order
+            self._unsent.append(rec)
+            return
+        try:
+            future = await self._producer.send(topic, value, key=key, partition=partition,
+                                               headers=headers)
+        except KafkaError:
+            self._unsent.append(rec)
+            return
+        self._inflight.append((rec, future))
+
+    async def flush(self) -> None:
+        """Return once the broker acknowledged every record sent so far."""
+        if not self._inflight and not self._unsent:
+            return
+        remaining = await self._collect()
+
+        async def attempt() -> None:
+            nonlocal remaining
+            if remaining:
+                remaining = await self._send_all(remaining)
+            if remaining:
+                raise PartialFailure(f"{len(remaining)} records not acknowledged")
+
+        await retry(attempt, what="publish", backoff=self._backoff, abort=self._abort,
+                    retry_on=(KafkaError, OSError, PartialFailure),
+                    on_failure=self._on_failure, on_recovery=self._on_recovery)
+
+    async def _collect(self) -> list[Outgoing]:
+        """Wait for the records in flight; return those that failed plus the unsent."""
+        inflight, self._inflight = self._inflight, []
+        unsent, self._unsent = self._unsent, []
+        return await self._settle(inflight) + unsent
+
+    async def _send_all(self, records: list[Outgoing]) -> list[Outgoing]:
+        """One retry pass; returns the records that were not acknowledged, in order."""
+        sent: list[tuple[Outgoing, asyncio.Future[object]]] = []
+        unsent: list[Outgoing] = []
+        for i, rec in enumerate(records):
+            try:
+                future = await self._producer.send(
+                    rec.topic, rec.value, key=rec.key, partition=rec.partition,
+                    headers=rec.headers,
+                )
+            except KafkaError:
+                unsent = records[i:]  # the client cannot even queue: the broker is away
+                break
+            sent.append((rec, future))
+        return await self._settle(sent) + unsent
+
+    async def _settle(self, sent: list[tuple[Outgoing, asyncio.Future[object]]]
+                      ) -> list[Outgoing]:
+        results = await asyncio.gather(*(f for _, f in sent), return_exceptions=True)
+        failed: list[Outgoing] = []
+        done: Counter[str] = Counter()
+        for (rec, _), result in zip(sent, results, strict=True):
+            if isinstance(result, BaseException):
+                if not isinstance(result, KafkaError | OSError):
+                    raise result
+                failed.append(rec)
+            else:
+                done[rec.kind] += 1
+        for kind, n in done.items():
+            metrics.EVENTS_PUBLISHED.labels(kind).inc(n)
+        for kind, n in Counter(r.kind for r in failed).items():
+            metrics.PUBLISH_ERRORS.labels(kind).inc(n)
+        return failed

@@ -1,0 +1,42 @@
+"""Partition assignment: the listener aiokafka calls, and where a partition resumes.
+
+aiokafka uses the eager protocol: on every rebalance all partitions are revoked (the
+daemon checkpoints and drops them) and the new set assigned (the daemon restores them from
+the state topic). Both callbacks take the daemon's batch lock, so a revocation waits for
+the batch in flight to be published, checkpointed and committed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Any
+
+from aiokafka import ConsumerRebalanceListener, TopicPartition
+
+PartitionsCallback = Callable[[list[TopicPartition]], Awaitable[None]]
+
+
+class Listener(ConsumerRebalanceListener):  # type: ignore[misc]
+    def __init__(self, on_revoked: PartitionsCallback, on_assigned: PartitionsCallback) -> None:
+        self._on_revoked = on_revoked
+        self._on_assigned = on_assigned
+
+    async def on_partitions_revoked(self, revoked: Iterable[TopicPartition]) -> None:
+        await self._on_revoked(list(revoked))
+
+    async def on_partitions_assigned(self, assigned: Iterable[TopicPartition]) -> None:
+        await self._on_assigned(list(assigned))
+
+
+async def start_offset(consumer: Any, tp: TopicPartition) -> int:
+    """Where the group resumes ``tp``: its committed offset, else the beginning.
+
+    Not ``consumer.position()``: the fetcher starts as soon as the partition is assigned,
+    so by the time the assignment callback runs ``getmany`` may already have handed out
+    (and moved the position past) records this instance has not processed yet.
+    """
+    committed = await consumer.committed(tp)
+    beginning = (await consumer.beginning_offsets([tp]))[tp]
+    if committed is None or committed < beginning:  # auto_offset_reset="earliest"
+        return int(beginning)
+    return int(committed)

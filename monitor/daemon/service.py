@@ -1,0 +1,109 @@
+"""``depeg-monitor monitor`` (the daemon alone) and its :class:`Service` for ``run``."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import signal
+
+import msgspec
+
+from ..commands import Command
+from ..config import Config
+from ..logs import get_logger
+from ..services import Service
+from .ingest import MonitorDaemon
+
+log = get_logger(__name__)
+
+DESCRIPTION = """\
+Consume ticks from the ticks topic, rate every token, publish rating snapshots and tier
+changes, and keep each token's state on a compacted state topic so a restart or a
+rebalance continues exactly where it stopped. Run several with the same group to split the
+partitions. SIGTERM/Ctrl-C: the batch in flight finishes, states are written, offsets
+committed.
+
+Settings ([kafka] section of the config file, or DEPEG_KAFKA__<FIELD> variables):
+  bootstrap_servers            broker list (required here; `run` can start its own)
+  ticks_topic, ratings_topic, tier_changes_topic, dlq_topic, state_topic
+  partitions, replication_factor, create_topics   topics created at start if missing
+  monitor_group                consumer group; instances in one group split partitions
+  batch_max_records, batch_timeout_ms             one getmany batch
+  checkpoint_interval_seconds  state writes + offset commits at most this often
+  acks, linger_ms, request_timeout_ms, session_timeout_ms, heartbeat_interval_ms
+  retry_backoff_seconds, retry_backoff_max_seconds   broker retries (forever)
+  ready_stall_seconds          /readyz fails when a batch is stuck this long
+  live_clock_interval_seconds  how often quiet tokens are refreshed (wall clock)
+  dlq_value_prefix_bytes       bytes of a bad record kept in its dead letter
+  shutdown_grace_seconds       how long a stop waits for an unreachable broker
+The rating model is [model] (model.stale_after_seconds: a token without ticks for that
+long of wall time is stale and refreshed by the live clock). /metrics, /healthz and
+/readyz listen on [metrics] host:port (port 0: any free port, logged).
+`depeg-monitor config --defaults` prints every setting.
+"""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.add_argument("--bootstrap-servers", metavar="HOST:PORT[,...]",
+                        help="Kafka brokers (overrides kafka.bootstrap_servers)")
+    parser.add_argument("--group", metavar="NAME",
+                        help="consumer group (overrides kafka.monitor_group)")
+
+
+def apply_overrides(config: Config, args: argparse.Namespace) -> Config:
+    kafka = config.kafka
+    if getattr(args, "bootstrap_servers", None):
+        kafka = msgspec.structs.replace(kafka, bootstrap_servers=args.bootstrap_servers)
+    if getattr(args, "group", None):
+        kafka = msgspec.structs.replace(kafka, monitor_group=args.group)
+    return msgspec.structs.replace(config, kafka=kafka)
+
+
+async def serve_until_signalled(config: Config) -> int:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    from ..ops_server import OpsServer
+
+    ops = OpsServer(config.metrics.host, config.metrics.port)
+    try:
+        await ops.start()
+    except OSError as exc:
+        log.error("monitor.ops_listen_failed", host=config.metrics.host,
+                  port=config.metrics.port, error=str(exc),
+                  hint="set metrics.port (DEPEG_METRICS__PORT; 0 = any free port)")
+        return 2
+    log.info("monitor.ops_listening", url=f"http://{ops.host}:{ops.port}",
+             paths=["/metrics", "/healthz", "/readyz"])
+    try:
+        await MonitorDaemon(config).run(stop)
+    finally:
+        await ops.stop()
+    return 0
+
+
+def run_command(args: argparse.Namespace, config: Config) -> int:
+    config = apply_overrides(config, args)
+    if not config.kafka.bootstrap_servers:
+        log.error("monitor.no_broker",
+                  hint="set kafka.bootstrap_servers / --bootstrap-servers, or use "
+                       "`depeg-monitor run` to start an embedded broker")
+        return 2
+    return asyncio.run(serve_until_signalled(config))
+
+
+async def run_service(config: Config, stop: asyncio.Event) -> None:
+    await MonitorDaemon(config).run(stop)
+
+
+command = Command(
+    name="monitor",
+    help="run the monitor daemon: ticks in, ratings and tier changes out (Kafka)",
+    add_arguments=add_arguments,
+    run=run_command,
+    description=DESCRIPTION,
+)
+
+service = Service(name="monitor", run=run_service, order=10)

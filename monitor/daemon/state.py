@@ -1,0 +1,109 @@
+"""Token state on the compacted state topic: what a restarted or rebalanced instance resumes.
+
+One record per token per checkpoint, keyed ``chain:token`` and written to the *same
+partition number* as the token's ticks, so an instance that is assigned tick partition
+``p`` reads exactly state partition ``p``. A record says: "this engine state contains every
+tick of this token at offsets below ``offset`` of tick partition ``partition``, and none at
+or above it". That sentence is what makes recovery exact:
+
+- the consumer resumes each partition at its committed offset ``C``; a checkpoint writes
+  the states (and waits for the broker) *before* it commits, so every tick below ``C`` is
+  inside some state record;
+- a state record may be newer than ``C`` (a crash between writing states and committing):
+  the ingest loop then skips that token's ticks below the record's ``offset``, because the
+  state already holds them, and processes the rest; outputs between ``C`` and the crash are
+  re-produced byte for byte with the same event ids.
+
+Never ``offsets_for_times``: it is wrong on the embedded broker (DESIGN.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import msgspec
+from aiokafka import AIOKafkaConsumer, TopicPartition
+
+from ..logs import get_logger
+
+log = get_logger(__name__)
+
+STATE_VERSION = 1
+
+
+class StateRecord(msgspec.Struct, array_like=True, frozen=True):
+    version: int
+    key: str
+    #: The tick partition this state belongs to, and the first tick offset NOT inside it.
+    partition: int
+    offset: int
+    #: Event time of the token's newest tick, for the live clock after a restore.
+    last_event_ts: float | None
+    #: Wall-clock time of the checkpoint (unix seconds); for operators.
+    written_at: float
+    #: Whether the token had no tick for ``model.stale_after_seconds`` of wall time.
+    stale: bool
+    #: ``Engine.export_state(key)``.
+    engine_state: bytes
+
+
+_encoder = msgspec.msgpack.Encoder()
+_decoder = msgspec.msgpack.Decoder(StateRecord)
+
+
+def encode_state(record: StateRecord) -> bytes:
+    return _encoder.encode(record)
+
+
+def decode_state(raw: bytes) -> StateRecord:
+    return _decoder.decode(raw)
+
+
+async def read_states(
+    make_reader: Callable[[], AIOKafkaConsumer], topic: str, partitions: list[int],
+    fetch_max_records: int = 5000,
+) -> dict[int, dict[str, StateRecord]]:
+    """The newest state record per token in each of ``partitions`` of the state topic.
+
+    Reads each partition from its beginning to the end offset seen at the start (real
+    Kafka has compacted most of it; the embedded broker does not compact, so this grows
+    with the number of checkpoints there). Undecodable records are logged and skipped:
+    the token then starts from its ticks, which is better than not starting at all.
+    """
+    found: dict[int, dict[str, StateRecord]] = {p: {} for p in partitions}
+    if not partitions:
+        return found
+    reader = make_reader()
+    await reader.start()
+    try:
+        tps = [TopicPartition(topic, p) for p in partitions]
+        reader.assign(tps)
+        await reader.seek_to_beginning(*tps)
+        ends = await reader.end_offsets(tps)
+        todo = {tp for tp in tps if ends[tp] > 0}
+        while todo:
+            batch = await reader.getmany(*todo, timeout_ms=1000, max_records=fetch_max_records)
+            for tp, records in batch.items():
+                for rec in records:
+                    if rec.offset >= ends[tp] or rec.value is None:
+                        continue
+                    try:
+                        state = decode_state(rec.value)
+                    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+                        log.error("state.undecodable", partition=tp.partition,
+                                  offset=rec.offset, error=str(exc)[:200])
+                        continue
+                    if state.partition != tp.partition:
+                        continue
+                    # Every record is exact at its own offset, so the furthest one wins
+                    # (not merely the last written: a fenced-off instance may still
+                    # finish writing older states after the new owner wrote newer ones).
+                    known = found[tp.partition].get(state.key)
+                    if known is None or state.offset >= known.offset:
+                        found[tp.partition][state.key] = state
+            for tp in list(todo):
+                if await reader.position(tp) >= ends[tp]:
+                    todo.discard(tp)
+    finally:
+        await reader.stop()
+    return found

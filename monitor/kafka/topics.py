@@ -1,0 +1,139 @@
+"""The monitor's topics and the one way to build Kafka clients from ``KafkaConfig``.
+
+``ensure_topics`` is idempotent: it creates what is missing and checks that what exists
+can work (the state topic must have at least as many partitions as the ticks topic,
+because a token's state is written to the partition number its ticks come from).
+Producers are plain (``acks`` from config, no idempotence, no transactions): the embedded
+Tansu broker refuses ``InitProducerId``. Delivery guarantees come from deterministic
+event ids, not from the producer.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+from aiokafka.errors import KafkaError
+
+from ..config import KafkaConfig
+from ..logs import get_logger
+
+log = get_logger(__name__)
+
+#: Kafka's error code for "topic already exists".
+TOPIC_ALREADY_EXISTS = 36
+
+#: Ratings and tier changes are history downstream; a week by default (real Kafka).
+RETENTION_MS = str(7 * 24 * 3600 * 1000)
+
+
+class TopicError(RuntimeError):
+    """A topic exists in a shape the monitor cannot use."""
+
+
+def topic_specs(config: KafkaConfig) -> list[NewTopic]:
+    """Every topic the monitor reads or writes, with its settings."""
+    n, rf = config.partitions, config.replication_factor
+    plain = {"retention.ms": RETENTION_MS}
+    return [
+        NewTopic(config.ticks_topic, n, rf, topic_configs=plain),
+        NewTopic(config.ratings_topic, n, rf, topic_configs=plain),
+        NewTopic(config.tier_changes_topic, n, rf, topic_configs=plain),
+        NewTopic(config.dlq_topic, n, rf, topic_configs=plain),
+        # Only the newest state per token matters; compaction keeps the topic bounded.
+        NewTopic(config.state_topic, n, rf, topic_configs={"cleanup.policy": "compact"}),
+    ]
+
+
+def admin_client(config: KafkaConfig, bootstrap_servers: str | None = None) -> AIOKafkaAdminClient:
+    return AIOKafkaAdminClient(
+        bootstrap_servers=bootstrap_servers or config.bootstrap_servers,
+        client_id=f"{config.client_id}-admin",
+        request_timeout_ms=config.request_timeout_ms,
+    )
+
+
+async def ensure_topics(config: KafkaConfig, bootstrap_servers: str | None = None) -> list[str]:
+    """Create missing topics; return the names created. Safe to call from every process."""
+    admin = admin_client(config, bootstrap_servers)
+    await admin.start()
+    try:
+        specs = topic_specs(config)
+        existing = set(await admin.list_topics())
+        missing = [t for t in specs if t.name not in existing]
+        created: list[str] = []
+        if missing:
+            response = await admin.create_topics(missing)
+            for name, code, message in response.topic_errors:
+                if code == 0:
+                    created.append(name)
+                elif code != TOPIC_ALREADY_EXISTS:  # a concurrent creator won the race
+                    raise TopicError(f"cannot create topic {name}: error {code} {message}")
+        counts = await partition_counts(admin, [config.ticks_topic, config.state_topic])
+        if counts[config.state_topic] < counts[config.ticks_topic]:
+            raise TopicError(
+                f"{config.state_topic} has {counts[config.state_topic]} partitions, fewer than "
+                f"{config.ticks_topic} ({counts[config.ticks_topic]}); state is written to "
+                "the partition number of the ticks, so it needs at least as many"
+            )
+        if created:
+            log.info("kafka.topics_created", topics=created, partitions=config.partitions)
+        return created
+    finally:
+        await admin.close()
+
+
+async def partition_counts(admin: AIOKafkaAdminClient, topics: list[str]) -> dict[str, int]:
+    described = await admin.describe_topics(topics)
+    counts: dict[str, int] = {}
+    for entry in described:
+        if entry["error_code"]:
+            raise TopicError(f"cannot describe topic {entry['topic']}: error {entry['error_code']}")
+        counts[entry["topic"]] = len(entry["partitions"])
+    return counts
+
+
+def _acks(config: KafkaConfig) -> int | str:
+    return "all" if config.acks in ("all", "-1") else int(config.acks)
+
+
+def make_producer(config: KafkaConfig, bootstrap_servers: str | None = None,
+                  **overrides: Any) -> AIOKafkaProducer:
+    """A plain producer: acks from config, no idempotence (see module docstring)."""
+    options: dict[str, Any] = {
+        "bootstrap_servers": bootstrap_servers or config.bootstrap_servers,
+        "client_id": config.client_id,
+        "acks": _acks(config),
+        "enable_idempotence": False,
+        "linger_ms": config.linger_ms,
+        "request_timeout_ms": config.request_timeout_ms,
+        "retry_backoff_ms": int(config.retry_backoff_seconds * 1000),
+    }
+    options.update(overrides)
+    return AIOKafkaProducer(**options)
+
+
+def make_consumer(config: KafkaConfig, *topics: str, group_id: str | None,
+                  bootstrap_servers: str | None = None, **overrides: Any) -> AIOKafkaConsumer:
+    """A consumer with manual commits (outputs first, then offsets: at-least-once)."""
+    options: dict[str, Any] = {
+        "bootstrap_servers": bootstrap_servers or config.bootstrap_servers,
+        "client_id": config.client_id,
+        "group_id": group_id,
+        "enable_auto_commit": False,
+        "auto_offset_reset": "earliest",
+        "request_timeout_ms": config.request_timeout_ms,
+        "session_timeout_ms": config.session_timeout_ms,
+        "heartbeat_interval_ms": config.heartbeat_interval_ms,
+        "max_poll_interval_ms": config.max_poll_interval_ms,
+        "retry_backoff_ms": int(config.retry_backoff_seconds * 1000),
+    }
+    options.update(overrides)
+    return AIOKafkaConsumer(*topics, **options)
+
+
+__all__ = [
+    "KafkaError", "TopicError", "admin_client", "ensure_topics", "make_consumer",
+    "make_producer", "partition_counts", "topic_specs",
+]

@@ -1,0 +1,160 @@
+"""``depeg-monitor run``: everything in one process, for a single machine.
+
+With no ``kafka.bootstrap_servers`` it starts the embedded Tansu broker on loopback
+(memory-only: its data is gone when it stops), creates the topics, then starts every
+service registered in the ``depeg_monitor.services`` entry-point group (the monitor first,
+then the consumers of its topics and the HTTP API) and logs where each listens. Ctrl-C or
+SIGTERM sets one stop event: every service finishes its in-flight work (the monitor its
+batch, state write and offset commit), then the broker child process is stopped and reaped.
+A second Ctrl-C cancels what is still running.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import signal
+from typing import Any
+
+import msgspec
+from aiokafka.errors import KafkaError
+
+from .commands import Command
+from .config import Config
+from .daemon.retry import Aborted, Backoff, retry
+from .kafka.embedded import EmbeddedBroker
+from .kafka.topics import ensure_topics
+from .logs import get_logger
+from .services import Service, discover_services
+
+log = get_logger(__name__)
+
+DESCRIPTION = """\
+Run the whole system in one process. Without a broker configured (kafka.bootstrap_servers
+or --bootstrap-servers) an embedded Tansu broker is started on 127.0.0.1 (port
+kafka.embedded_port, 0 = any free port); it keeps data in memory only, so it is for one
+machine, demos and tests. Topics are created if missing ([kafka] partitions,
+replication_factor and topic names). Then every registered service starts: the monitor,
+and as installed the delivery worker, the store writer ([storage] url) and the HTTP API
+([api] host/port). `depeg-monitor config --defaults` lists every setting; each can also be
+set as DEPEG_<SECTION>__<FIELD>.
+"""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.add_argument("--bootstrap-servers", metavar="HOST:PORT[,...]",
+                        help="use this Kafka cluster instead of the embedded broker")
+    parser.add_argument("--only", metavar="NAME[,NAME]",
+                        help="run only these services (default: all registered)")
+
+
+async def run_all(config: Config, only: set[str] | None = None,
+                  stop: asyncio.Event | None = None) -> int:
+    """Start the broker (if needed), ensure topics, run services until ``stop``."""
+    stop = stop or asyncio.Event()
+    broker: EmbeddedBroker | None = None
+    if not config.kafka.bootstrap_servers:
+        broker = EmbeddedBroker(port=config.kafka.embedded_port)
+        await broker.astart()
+        log.info("run.embedded_broker", bootstrap_servers=broker.bootstrap_servers,
+                 note="memory-only Tansu broker; data does not survive its stop")
+        config = msgspec.structs.replace(config, kafka=msgspec.structs.replace(
+            config.kafka, bootstrap_servers=broker.bootstrap_servers))
+    try:
+        if not await _ensure_topics(config, stop):
+            return 0  # stopped before the broker ever answered
+        services = [s for s in discover_services() if only is None or s.name in only]
+        if not services:
+            log.error("run.no_services", only=sorted(only or []))
+            return 2
+        return await _supervise(config, services, stop)
+    finally:
+        if broker is not None:
+            await broker.astop()
+            log.info("run.embedded_broker_stopped")
+
+
+async def _ensure_topics(config: Config, stop: asyncio.Event) -> bool:
+    """Create the topics, retrying with backoff while the broker is unreachable."""
+    k = config.kafka
+    backoff = Backoff(k.retry_backoff_seconds, k.retry_backoff_max_seconds)
+    try:
+        await retry(lambda: ensure_topics(k), what="ensure_topics", backoff=backoff,
+                    abort=stop.is_set, retry_on=(KafkaError, OSError))
+    except Aborted:
+        return False
+    return True
+
+
+async def _supervise(config: Config, services: list[Service], stop: asyncio.Event) -> int:
+    async def run_one(service: Service) -> None:
+        await service.run(config, stop)
+
+    tasks: dict[asyncio.Task[Any], Service] = {}
+    for service in services:  # in order: the monitor before the consumers of its topics
+        tasks[asyncio.create_task(run_one(service), name=service.name)] = service
+        log.info("run.service_started", service=service.name)
+    stopper: asyncio.Task[Any] = asyncio.create_task(stop.wait())
+    failed = False
+    pending = set(tasks)
+    while pending:
+        done, _ = await asyncio.wait(pending | {stopper}, return_when=asyncio.FIRST_COMPLETED)
+        for task in done:
+            if task is stopper:
+                continue
+            pending.discard(task)
+            name = tasks[task].name
+            exc = task.exception() if not task.cancelled() else None
+            if exc is not None:
+                failed = True
+                log.error("run.service_failed", service=name,
+                          error=f"{type(exc).__name__}: {exc}", exc_info=exc)
+            elif not stop.is_set():
+                log.warning("run.service_exited", service=name)
+            else:
+                log.info("run.service_stopped", service=name)
+            if not stop.is_set():
+                stop.set()  # one service down: stop the others cleanly, exit non-zero
+                failed = True
+        if stopper in done and pending:
+            log.info("run.stopping", waiting_for=sorted(tasks[t].name for t in pending))
+            stopper = asyncio.create_task(asyncio.Event().wait())  # wait on services only
+    stopper.cancel()
+    return 1 if failed else 0
+
+
+def run_command(args: argparse.Namespace, config: Config) -> int:
+    if args.bootstrap_servers:
+        config = msgspec.structs.replace(config, kafka=msgspec.structs.replace(
+            config.kafka, bootstrap_servers=args.bootstrap_servers))
+    only = {s.strip() for s in args.only.split(",") if s.strip()} if args.only else None
+
+    async def main() -> int:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        current = asyncio.current_task()
+
+        def on_signal() -> None:
+            if stop.is_set() and current is not None:
+                log.warning("run.forced_stop")
+                current.cancel()  # second Ctrl-C: stop waiting for in-flight work
+            stop.set()
+
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, on_signal)
+        return await run_all(config, only, stop)
+
+    try:
+        return asyncio.run(main())
+    except asyncio.CancelledError:
+        return 130
+
+
+command = Command(
+    name="run",
+    help="run everything in one process (embedded broker unless one is configured)",
+    add_arguments=add_arguments,
+    run=run_command,
+    description=DESCRIPTION,
+)

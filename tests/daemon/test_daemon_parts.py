@@ -1,0 +1,80 @@
+"""The daemon's pure parts: live clock, state records, restore marks, dead letters, backoff."""
+
+from __future__ import annotations
+
+from monitor.config import ModelConfig
+from monitor.daemon.clock import LiveClock
+from monitor.daemon.deadletter import dead_letter
+from monitor.daemon.partitions import PartitionState
+from monitor.daemon.retry import Backoff
+from monitor.daemon.state import STATE_VERSION, StateRecord, decode_state, encode_state
+from monitor.engine import Engine
+from monitor.ticks import make_tick
+
+TOKEN = "0xa0b86991c6218b36c1d19d4a2e9eb0ce3606eb48"
+KEY = f"eth:{TOKEN}"
+
+
+class FakeWall:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_live_clock_extrapolates_event_time_only_for_quiet_tokens() -> None:
+    wall = FakeWall()
+    clock = LiveClock(stale_after=900, now=wall)
+    clock.tick(KEY, 1_678_000_000.0, partition=3)  # a 2023 tick, received now
+    wall.now += 899
+    assert clock.due() == []  # quiet, but not for long enough
+    wall.now += 2
+    assert clock.due() == [(KEY, 3, 1_678_000_000.0 + 901)]
+    assert clock.is_stale(KEY)
+    clock.tick(KEY, 1_677_999_990.0, partition=3)  # a late tick: newest event time kept
+    assert clock.last_event_ts(KEY) == 1_678_000_000.0
+    assert clock.due() == [] and not clock.is_stale(KEY)
+    clock.forget([KEY])
+    assert len(clock) == 0
+
+
+def test_restore_marks_skip_only_ticks_inside_the_state() -> None:
+    engine = Engine(ModelConfig())
+    for i in range(10):
+        engine.process(make_tick(1_678_000_000 + 60 * i, "eth", TOKEN, "USDC", "0.99", "1"))
+    state = StateRecord(version=STATE_VERSION, key=KEY, partition=2, offset=120,
+                        last_event_ts=1_678_000_540.0, written_at=0.0, stale=False,
+                        engine_state=engine.export_state(KEY))
+    assert decode_state(encode_state(state)) == state
+    # Committed offset 100 < the state's 120: this token's ticks 100..119 are in the state.
+    part = PartitionState.restore(2, ModelConfig(), 100, {KEY: state})
+    assert part.next_offset == 100
+    assert part.engine.tier_of(KEY) == engine.tier_of(KEY)
+    assert part.should_skip(KEY, 110)
+    assert not part.should_skip(KEY, 120)
+    assert not part.should_skip(KEY, 115)  # the mark is gone once passed
+    assert not part.should_skip("eth:0x" + "1" * 40, 0)
+    # A state at or below the committed offset needs no mark.
+    assert PartitionState.restore(2, ModelConfig(), 120, {KEY: state}).skip_below == {}
+
+
+def test_dead_letter_keeps_a_bounded_prefix_and_says_why() -> None:
+    value = b"x" * (10 * 1024 * 1024)
+    dl = dead_letter(reason="too_large", detail="record is 10 MB", topic="depeg.ticks",
+                     partition=1, offset=42, key=b"k" * 1000, value=value, prefix_bytes=1024)
+    headers = dict(dl.headers)
+    assert len(dl.value) == 1024 and dl.key is not None and len(dl.key) == 256
+    assert headers["x-dlq-reason"] == b"too_large"
+    assert headers["x-dlq-source-offset"] == b"42"
+    assert headers["x-dlq-original-bytes"] == str(len(value)).encode()
+    assert headers["x-dlq-truncated"] == b"true"
+
+
+def test_backoff_grows_to_its_cap_and_resets() -> None:
+    b = Backoff(0.5, 4.0)
+    delays = [b.next_delay() for _ in range(8)]
+    assert 0.4 <= delays[0] <= 0.6
+    assert all(d <= 4.0 * 1.2 for d in delays) and delays[-1] >= 4.0 * 0.8
+    b.reset()
+    assert b.next_delay() <= 0.6
