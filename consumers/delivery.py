@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import signal
 import time
 from collections.abc import Callable
 
@@ -24,11 +23,12 @@ import msgspec
 from aiokafka import AIOKafkaConsumer
 from aiokafka.errors import KafkaError
 
+from monitor import health
 from monitor.commands import Command
 from monitor.config import Config
 from monitor.logs import get_logger
 from monitor.records import TierChangeEvent, decode_event, encode
-from monitor.services import Service
+from monitor.services import Service, run_until_signalled
 from monitor.storage import Database, connect
 from monitor.storage.deliveries import DeliveryStore, NewEvent
 from monitor.storage.webhooks import Subscription, WebhookStore, migrate_webhooks
@@ -172,9 +172,10 @@ async def run_worker(config: Config, stop: asyncio.Event, clock: Clock = time.ti
             asyncio.create_task(prune_history(store, config, stop, clock)),
             asyncio.create_task(backlog_gauges(store, stop)),
         ]
-        await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
-        stop.set()
-        await asyncio.gather(*tasks)
+        with health.checking("deliver.store", health.store_check(db)):
+            await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
+            stop.set()
+            await asyncio.gather(*tasks)
     finally:
         if consumer is not None:
             with contextlib.suppress(Exception):
@@ -190,15 +191,7 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _run(args: argparse.Namespace, config: Config) -> int:
-    async def main() -> None:
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(sig, stop.set)
-        await run_worker(config, stop)
-
-    asyncio.run(main())
-    return 0
+    return run_until_signalled(run_worker, config)
 
 
 command = Command(

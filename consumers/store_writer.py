@@ -13,7 +13,6 @@ import argparse
 import asyncio
 import contextlib
 import importlib
-import signal
 import sqlite3
 import time
 from collections.abc import Sequence
@@ -25,6 +24,7 @@ import msgspec
 from aiokafka import AIOKafkaConsumer
 from aiokafka.coordinator.assignors.range import RangePartitionAssignor
 
+from monitor import health
 from monitor.chains import is_chain, normalize_address
 from monitor.commands import Command
 from monitor.config import Config
@@ -37,7 +37,7 @@ from monitor.records import (
     decode_snapshot,
     encode,
 )
-from monitor.services import Service
+from monitor.services import Service, run_until_signalled
 from monitor.storage import connect
 from monitor.storage.ratings import RatingsStore
 from monitor.timefmt import parse_ts
@@ -267,7 +267,8 @@ async def run_store_writer(config: Config, stop: asyncio.Event) -> None:
     try:
         store = RatingsStore(db)
         await store.migrate()
-        await StoreWriter(config, store).run(stop)
+        with health.checking("store_writer.store", health.store_check(db)):
+            await StoreWriter(config, store).run(stop)
     finally:
         await db.close()
 
@@ -282,19 +283,11 @@ def _run(args: argparse.Namespace, config: Config) -> int:
         kafka = msgspec.structs.replace(config.kafka, bootstrap_servers=args.bootstrap_servers)
         config = msgspec.structs.replace(config, kafka=kafka)
 
-    async def main() -> None:
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(sig, stop.set)
-        await run_store_writer(config, stop)
-
     try:
-        asyncio.run(main())
+        return run_until_signalled(run_store_writer, config)
     except RuntimeError as exc:
         log.error("store writer failed", error=str(exc))
         return 1
-    return 0
 
 
 command = Command(

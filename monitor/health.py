@@ -16,7 +16,8 @@ Components register what they depend on when they start and unregister when they
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from typing import Any, Protocol
 
 from aiohttp import web
@@ -41,6 +42,16 @@ def register_check(name: str, check: Check) -> None:
 
 def unregister_check(name: str) -> None:
     _checks.pop(name, None)
+
+
+@contextmanager
+def checking(name: str, check: Check) -> Iterator[None]:
+    """Register a check for the lifetime of a block (a service's run)."""
+    register_check(name, check)
+    try:
+        yield
+    finally:
+        unregister_check(name)
 
 
 def registered_checks() -> list[str]:

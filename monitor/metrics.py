@@ -31,6 +31,7 @@ from prometheus_client import (
 )
 
 from .records import RatingSnapshot, Tier
+from .ticks import BAD_TICK_REASONS
 
 NS: Final = "depeg"
 
@@ -43,11 +44,7 @@ CLIENTS: Final = ("monitor", "deliver", "store", "producer")
 #: What the monitor publishes (label ``kind``).
 PUBLISH_KINDS: Final = ("tier_change", "rating", "dead_letter", "state")
 #: BadTick reason codes (monitor/ticks.py) plus ``other`` for anything new.
-DEAD_LETTER_REASONS: Final = (
-    "empty", "too_large", "bad_json", "bad_schema", "bad_ts", "unknown_chain", "bad_address",
-    "no_observation", "bad_price_usd", "bad_peg_usd", "bad_slippage_bps",
-    "bad_oracle_price_usd", "other",
-)
+DEAD_LETTER_REASONS: Final = (*BAD_TICK_REASONS, "other")
 #: Delivery statuses of the spec (label ``status``).
 DELIVERY_STATUSES: Final = ("pending", "success", "failed", "max_retries_exceeded")
 #: Outcome of one HTTP delivery attempt (label ``outcome``); all but ``success`` are

@@ -19,6 +19,7 @@ from typing import Any
 import msgspec
 from aiokafka.errors import KafkaError
 
+from . import health
 from .commands import Command
 from .config import Config
 from .daemon.retry import Aborted, Backoff, retry
@@ -68,7 +69,9 @@ async def run_all(config: Config, only: set[str] | None = None,
         if not services:
             log.error("run.no_services", only=sorted(only or []))
             return 2
-        return await _supervise(config, services, stop)
+        broker_ready = health.broker_check(config.kafka.bootstrap_servers)
+        with health.checking("run.broker", broker_ready):
+            return await _supervise(config, services, stop)
     finally:
         if broker is not None:
             await broker.astop()

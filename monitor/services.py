@@ -32,17 +32,41 @@ def discover_services() -> list[Service]:
 
 
 def run_until_signalled(run: Callable[[Config, asyncio.Event], Awaitable[None]],
-                        config: Config) -> int:
+                        config: Config, *, ops: bool = True) -> int:
     """Run one service as a process: SIGTERM or Ctrl-C sets its stop event, and the
-    process exits once the service has finished its in-flight work."""
+    process exits once the service has finished its in-flight work.
+
+    With ``ops`` the process also serves ``/metrics``, ``/healthz`` and ``/readyz`` on
+    ``metrics.host:metrics.port`` (the HTTP API serves them on its own port instead).
+    """
     import signal
 
-    async def main() -> None:
+    from .logs import get_logger
+    from .ops_server import OpsServer
+
+    log = get_logger(__name__)
+
+    async def main() -> int:
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, stop.set)
-        await run(config, stop)
+        server = OpsServer(config.metrics.host, config.metrics.port) if ops else None
+        if server is not None:
+            try:
+                await server.start()
+            except OSError as exc:
+                log.error("ops_listen_failed", host=config.metrics.host,
+                          port=config.metrics.port, error=str(exc),
+                          hint="set metrics.port (DEPEG_METRICS__PORT; 0 = any free port)")
+                return 2
+            log.info("ops_listening", url=f"http://{server.host}:{server.port}",
+                     paths=["/metrics", "/healthz", "/readyz"])
+        try:
+            await run(config, stop)
+        finally:
+            if server is not None:
+                await server.stop()
+        return 0
 
-    asyncio.run(main())
-    return 0
+    return asyncio.run(main())

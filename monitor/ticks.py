@@ -23,6 +23,14 @@ MAX_TICK_BYTES: Final = 64 * 1024
 CSV_HEADER: Final = ("ts", "chain", "token", "symbol", "price_usd", "peg_usd", "slippage_bps")
 
 
+#: Every reason a tick is refused: the dead-letter header and the metric label.
+BAD_TICK_REASONS: Final = (
+    "empty", "too_large", "bad_json", "bad_schema", "bad_ts", "unknown_chain", "bad_address",
+    "no_observation", "bad_price", "bad_peg", "bad_slippage", "bad_oracle_price",
+    "bad_key",  # a record whose Kafka key is not its own chain:token (monitor daemon)
+)
+
+
 class BadTick(ValueError):
     """A tick that cannot be used; ``reason`` is a short code fit for a metric label."""
 

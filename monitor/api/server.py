@@ -8,6 +8,7 @@ import asyncio
 import msgspec
 from aiohttp import web
 
+from .. import health
 from ..commands import Command
 from ..config import Config
 from ..logs import get_logger
@@ -30,7 +31,8 @@ async def serve_api(config: Config, stop: asyncio.Event) -> None:
         port = runner.addresses[0][1] if runner.addresses else config.api.port
         log.info("api_listening", url=f"http://{config.api.host}:{port}")
         try:
-            await stop.wait()
+            with health.checking("api.store", health.store_check(db)):
+                await stop.wait()
         finally:
             await runner.cleanup()
             log.info("api_stopped")
@@ -49,7 +51,7 @@ def _run(args: argparse.Namespace, config: Config) -> int:
         host=args.host or config.api.host,
         port=args.port if args.port is not None else config.api.port,
     )
-    return run_until_signalled(serve_api, msgspec.structs.replace(config, api=api))
+    return run_until_signalled(serve_api, msgspec.structs.replace(config, api=api), ops=False)
 
 
 command = Command(

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import signal
 
 import msgspec
 
 from ..commands import Command
 from ..config import Config
 from ..logs import get_logger
-from ..services import Service
+from ..services import Service, run_until_signalled
 from .ingest import MonitorDaemon
 
 log = get_logger(__name__)
@@ -60,30 +59,6 @@ def apply_overrides(config: Config, args: argparse.Namespace) -> Config:
     return msgspec.structs.replace(config, kafka=kafka)
 
 
-async def serve_until_signalled(config: Config) -> int:
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
-    from ..ops_server import OpsServer
-
-    ops = OpsServer(config.metrics.host, config.metrics.port)
-    try:
-        await ops.start()
-    except OSError as exc:
-        log.error("monitor.ops_listen_failed", host=config.metrics.host,
-                  port=config.metrics.port, error=str(exc),
-                  hint="set metrics.port (DEPEG_METRICS__PORT; 0 = any free port)")
-        return 2
-    log.info("monitor.ops_listening", url=f"http://{ops.host}:{ops.port}",
-             paths=["/metrics", "/healthz", "/readyz"])
-    try:
-        await MonitorDaemon(config).run(stop)
-    finally:
-        await ops.stop()
-    return 0
-
-
 def run_command(args: argparse.Namespace, config: Config) -> int:
     config = apply_overrides(config, args)
     if not config.kafka.bootstrap_servers:
@@ -91,7 +66,7 @@ def run_command(args: argparse.Namespace, config: Config) -> int:
                   hint="set kafka.bootstrap_servers / --bootstrap-servers, or use "
                        "`depeg-monitor run` to start an embedded broker")
         return 2
-    return asyncio.run(serve_until_signalled(config))
+    return run_until_signalled(run_service, config)
 
 
 async def run_service(config: Config, stop: asyncio.Event) -> None:

@@ -252,6 +252,7 @@ def _worker(env: Env, log_path: Any) -> subprocess.Popen[bytes]:
         "DEPEG_DELIVERY__BACKOFF_MAX_SECONDS": "0.4",
         "DEPEG_DELIVERY__TIMEOUT_SECONDS": "2",
         "DEPEG_DELIVERY__POLL_INTERVAL_SECONDS": "0.05",
+        "DEPEG_METRICS__PORT": "0",  # the ops listener on any free port
     }
     env_vars = {k: v for k, v in os.environ.items() if not k.startswith("DEPEG_")}
     env_vars.update(variables)

@@ -34,7 +34,7 @@ def test_store_command_migrates_and_stops_on_sigterm(broker: EmbeddedBroker,
                                                      tmp_path: Path) -> None:
     db_path = tmp_path / "store.db"
     env = {**os.environ, "DEPEG_KAFKA__BOOTSTRAP_SERVERS": broker.bootstrap_servers,
-           "DEPEG_STORAGE__URL": f"sqlite:///{db_path}"}
+           "DEPEG_STORAGE__URL": f"sqlite:///{db_path}", "DEPEG_METRICS__PORT": "0"}
     proc = subprocess.Popen([sys.executable, "-c", SCRIPT], env=env, stderr=subprocess.PIPE,
                             text=True)
     try:
