@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import importlib
 import sqlite3
 import time
 from collections.abc import Sequence
@@ -23,12 +22,14 @@ import asyncpg
 import msgspec
 from aiokafka import AIOKafkaConsumer
 from aiokafka.coordinator.assignors.range import RangePartitionAssignor
+from aiokafka.errors import KafkaError
 
-from monitor import health
+from monitor import health, metrics
 from monitor.chains import is_chain, normalize_address
 from monitor.commands import Command
 from monitor.config import Config
 from monitor.logs import get_logger
+from monitor.metrics import STORE_WRITE_ERRORS, STORE_WRITE_SECONDS, STORE_WRITES
 from monitor.records import (
     RatingSnapshot,
     Tier,
@@ -44,27 +45,6 @@ from monitor.timefmt import parse_ts
 
 log = get_logger(__name__)
 
-
-class _NoMetric:
-    """Stands in until ``monitor.metrics`` (which declares every metric) is merged."""
-
-    def labels(self, *_values: str) -> _NoMetric:
-        return self
-
-    def inc(self, _amount: float = 1) -> None:
-        return None
-
-    def observe(self, _value: float) -> None:
-        return None
-
-
-try:  # kinds: "rating", "tier_change" (monitor.metrics.STORE_KINDS)
-    _metrics = importlib.import_module("monitor.metrics")
-    STORE_WRITES: Any = _metrics.STORE_WRITES
-    STORE_WRITE_ERRORS: Any = _metrics.STORE_WRITE_ERRORS
-    STORE_WRITE_SECONDS: Any = _metrics.STORE_WRITE_SECONDS
-except (ImportError, AttributeError):
-    STORE_WRITES = STORE_WRITE_ERRORS = STORE_WRITE_SECONDS = _NoMetric()
 
 #: Retention runs this often (wall clock) while the writer is up.
 RETENTION_INTERVAL_SECONDS = 3600.0
@@ -160,6 +140,7 @@ class StoreWriter:
                     events.append(parse_event(rec.value or b""))
             except BadRecord as exc:
                 self.stats.undecodable += 1
+                metrics.RECORDS_UNDECODABLE.labels("store").inc()
                 STORE_WRITE_ERRORS.labels(
                     "rating" if rec.topic == k.ratings_topic else "tier_change").inc()
                 log.warning("undecodable record skipped", topic=rec.topic,
@@ -239,10 +220,20 @@ class StoreWriter:
         try:
             while not stop.is_set():
                 await self._maybe_retention()
-                batch = await consumer.getmany(timeout_ms=k.batch_timeout_ms,
-                                               max_records=k.batch_max_records)
+                try:
+                    batch = await consumer.getmany(timeout_ms=k.batch_timeout_ms,
+                                                   max_records=k.batch_max_records)
+                except KafkaError as exc:
+                    metrics.consumer_progress("store", len(consumer.assignment()), {}, None,
+                                              False)
+                    log.error("store writer fetch failed; retrying", error=str(exc)[:300])
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(stop.wait(), 1.0)
+                    continue
                 records = [r for part in batch.values() for r in part]
                 if not records:
+                    metrics.consumer_progress("store", len(consumer.assignment()), {}, None,
+                                              True)
                     continue
                 snaps, events = self.split(records)
                 started = time.perf_counter()
@@ -251,6 +242,13 @@ class StoreWriter:
                 STORE_WRITE_SECONDS.labels("rating" if snaps else "tier_change").observe(
                     time.perf_counter() - started)
                 await consumer.commit()
+                lag: dict[int, int] = {}
+                for tp, part in batch.items():
+                    if part:  # both topics share partition numbers: the lag adds up
+                        behind = max(0, (consumer.highwater(tp) or 0) - (part[-1].offset + 1))
+                        lag[tp.partition] = lag.get(tp.partition, 0) + behind
+                metrics.consumer_progress("store", len(consumer.assignment()), lag,
+                                          time.perf_counter() - started, True)
                 STORE_WRITES.labels("rating").inc(len(snaps))
                 STORE_WRITES.labels("tier_change").inc(len(events))
                 self.stats.snapshots += len(snaps)

@@ -212,6 +212,18 @@ def dead_lettered(reason: str) -> None:
     TICKS_DEAD_LETTERED.labels(reason if reason in DEAD_LETTER_REASONS else "other").inc()
 
 
+def consumer_progress(consumer: str, assigned: int, lag: dict[int, int],
+                      batch_seconds: float | None, connected: bool) -> None:
+    """One consumer group member after a fetch: partitions held, records behind per
+    partition (summed over its topics), batch time and whether the broker answered."""
+    ASSIGNED_PARTITIONS.labels(consumer).set(assigned)
+    for partition, records in lag.items():
+        CONSUMER_LAG.labels(consumer, str(partition)).set(records)
+    if batch_seconds is not None:
+        BATCH_SECONDS.labels(consumer).observe(batch_seconds)
+    BROKER_CONNECTED.labels(consumer).set(1 if connected else 0)
+
+
 def tier_changed(old_tier: str, new_tier: str) -> None:
     """Count one emitted tier change."""
     if old_tier in TIERS and new_tier in TIERS:
