@@ -24,7 +24,7 @@ from aiokafka import AIOKafkaConsumer
 from aiokafka.errors import KafkaError
 
 from monitor import health
-from monitor.commands import Command
+from monitor.commands import Command, add_bootstrap_servers, with_bootstrap_servers
 from monitor.config import Config
 from monitor.logs import get_logger
 from monitor.records import TierChangeEvent, decode_event, encode
@@ -187,11 +187,11 @@ async def run_worker(config: Config, stop: asyncio.Event, clock: Clock = time.ti
 
 
 def _add_arguments(parser: argparse.ArgumentParser) -> None:
-    return None
+    add_bootstrap_servers(parser)
 
 
 def _run(args: argparse.Namespace, config: Config) -> int:
-    return run_until_signalled(run_worker, config)
+    return run_until_signalled(run_worker, with_bootstrap_servers(config, args.bootstrap_servers))
 
 
 command = Command(

@@ -26,7 +26,7 @@ from aiokafka.errors import KafkaError
 
 from monitor import health, metrics
 from monitor.chains import is_chain, normalize_address
-from monitor.commands import Command
+from monitor.commands import Command, add_bootstrap_servers, with_bootstrap_servers
 from monitor.config import Config
 from monitor.logs import get_logger
 from monitor.metrics import STORE_WRITE_ERRORS, STORE_WRITE_SECONDS, STORE_WRITES
@@ -272,15 +272,11 @@ async def run_store_writer(config: Config, stop: asyncio.Event) -> None:
 
 
 def _add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--bootstrap-servers", metavar="HOST:PORT",
-                        help="Kafka bootstrap servers (default: kafka.bootstrap_servers)")
+    add_bootstrap_servers(parser)
 
 
 def _run(args: argparse.Namespace, config: Config) -> int:
-    if args.bootstrap_servers:
-        kafka = msgspec.structs.replace(config.kafka, bootstrap_servers=args.bootstrap_servers)
-        config = msgspec.structs.replace(config, kafka=kafka)
-
+    config = with_bootstrap_servers(config, args.bootstrap_servers)
     try:
         return run_until_signalled(run_store_writer, config)
     except RuntimeError as exc:

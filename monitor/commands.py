@@ -11,6 +11,8 @@ import argparse
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import msgspec
+
 from .config import Config
 
 
@@ -23,3 +25,17 @@ class Command:
     #: Runs it; returns the process exit code.
     run: Callable[[argparse.Namespace, Config], int]
     description: str = ""
+
+
+def add_bootstrap_servers(parser: argparse.ArgumentParser,
+                          help: str = "Kafka brokers (overrides kafka.bootstrap_servers)") -> None:
+    """The ``--bootstrap-servers`` option every Kafka-facing command shares."""
+    parser.add_argument("--bootstrap-servers", metavar="HOST:PORT[,...]", help=help)
+
+
+def with_bootstrap_servers(config: Config, servers: str | None) -> Config:
+    """``config`` with ``kafka.bootstrap_servers`` replaced when ``servers`` is given."""
+    if not servers:
+        return config
+    kafka = msgspec.structs.replace(config.kafka, bootstrap_servers=servers)
+    return msgspec.structs.replace(config, kafka=kafka)

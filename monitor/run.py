@@ -20,7 +20,7 @@ import msgspec
 from aiokafka.errors import KafkaError
 
 from . import health
-from .commands import Command
+from .commands import Command, add_bootstrap_servers, with_bootstrap_servers
 from .config import Config
 from .daemon.retry import Aborted, Backoff, retry
 from .kafka.embedded import EmbeddedBroker
@@ -44,8 +44,7 @@ set as DEPEG_<SECTION>__<FIELD>.
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
-    parser.add_argument("--bootstrap-servers", metavar="HOST:PORT[,...]",
-                        help="use this Kafka cluster instead of the embedded broker")
+    add_bootstrap_servers(parser, "use this Kafka cluster instead of the embedded broker")
     parser.add_argument("--only", metavar="NAME[,NAME]",
                         help="run only these services (default: all registered)")
 
@@ -128,9 +127,7 @@ async def _supervise(config: Config, services: list[Service], stop: asyncio.Even
 
 
 def run_command(args: argparse.Namespace, config: Config) -> int:
-    if args.bootstrap_servers:
-        config = msgspec.structs.replace(config, kafka=msgspec.structs.replace(
-            config.kafka, bootstrap_servers=args.bootstrap_servers))
+    config = with_bootstrap_servers(config, args.bootstrap_servers)
     only = {s.strip() for s in args.only.split(",") if s.strip()} if args.only else None
 
     async def main() -> int:

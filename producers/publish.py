@@ -9,6 +9,7 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from monitor.commands import add_bootstrap_servers
 from monitor.progress import Progress
 from monitor.tickfiles import BadRow, Row
 from monitor.timefmt import format_ts
@@ -91,9 +92,9 @@ async def publish_rows(
 
 
 def add_kafka_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--bootstrap-servers", metavar="HOST:PORT[,...]",
-                        help="Kafka brokers (default: kafka.bootstrap_servers / "
-                             "DEPEG_KAFKA__BOOTSTRAP_SERVERS); publishes to kafka.ticks_topic; "
-                             "missing topics are created with kafka.partitions")
+    add_bootstrap_servers(parser, "Kafka brokers (default: kafka.bootstrap_servers / "
+                                  "DEPEG_KAFKA__BOOTSTRAP_SERVERS); publishes to "
+                                  "kafka.ticks_topic; missing topics are created with "
+                                  "kafka.partitions")
 
 

@@ -7,7 +7,7 @@ import asyncio
 
 import msgspec
 
-from ..commands import Command
+from ..commands import Command, add_bootstrap_servers, with_bootstrap_servers
 from ..config import Config
 from ..logs import get_logger
 from ..services import Service, run_until_signalled
@@ -44,16 +44,14 @@ long of wall time is stale and refreshed by the live clock). /metrics, /healthz 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
-    parser.add_argument("--bootstrap-servers", metavar="HOST:PORT[,...]",
-                        help="Kafka brokers (overrides kafka.bootstrap_servers)")
+    add_bootstrap_servers(parser)
     parser.add_argument("--group", metavar="NAME",
                         help="consumer group (overrides kafka.monitor_group)")
 
 
 def apply_overrides(config: Config, args: argparse.Namespace) -> Config:
+    config = with_bootstrap_servers(config, getattr(args, "bootstrap_servers", None))
     kafka = config.kafka
-    if getattr(args, "bootstrap_servers", None):
-        kafka = msgspec.structs.replace(kafka, bootstrap_servers=args.bootstrap_servers)
     if getattr(args, "group", None):
         kafka = msgspec.structs.replace(kafka, monitor_group=args.group)
     return msgspec.structs.replace(config, kafka=kafka)
