@@ -143,7 +143,7 @@ class StoreWriter:
                 metrics.RECORDS_UNDECODABLE.labels("store").inc()
                 STORE_WRITE_ERRORS.labels(
                     "rating" if rec.topic == k.ratings_topic else "tier_change").inc()
-                log.warning("undecodable record skipped", topic=rec.topic,
+                log.warning("store_writer.undecodable_record_skipped", topic=rec.topic,
                             partition=rec.partition, offset=rec.offset, reason=str(exc)[:300],
                             value_prefix=(rec.value or b"")[:120].decode("utf-8", "replace"))
         return snaps, events
@@ -164,7 +164,7 @@ class StoreWriter:
                 self.stats.undecodable += 1
                 STORE_WRITE_ERRORS.labels("rating" if one_snap else "tier_change").inc()
                 record = one_snap[0] if one_snap else one_event[0]
-                log.error("record refused by the database; skipped", error=str(exc)[:300],
+                log.error("store_writer.record_refused_by_database", error=str(exc)[:300],
                           record=encode(record)[:200].decode("utf-8", "replace"))
 
     async def _write(self, snaps: list[RatingSnapshot], events: list[TierChangeEvent],
@@ -182,7 +182,7 @@ class StoreWriter:
                 return True
             except Exception as exc:  # database down or failing: keep offsets, retry
                 STORE_WRITE_ERRORS.labels("rating" if snaps else "tier_change").inc()
-                log.error("batch write failed; retrying", error=str(exc)[:300],
+                log.error("store_writer.batch_write_failed", error=str(exc)[:300],
                           retry_in_seconds=delay)
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), delay)
@@ -197,10 +197,10 @@ class StoreWriter:
         self._next_retention = now + RETENTION_INTERVAL_SECONDS
         try:
             deleted = await self.store.apply_retention(self.config.storage.retention_days)
-            log.info("retention applied", rows_deleted=deleted,
+            log.info("store_writer.retention_applied", rows_deleted=deleted,
                      retention_days=self.config.storage.retention_days)
         except Exception as exc:
-            log.error("retention failed", error=str(exc)[:300])
+            log.error("store_writer.retention_failed", error=str(exc)[:300])
 
     async def run(self, stop: asyncio.Event) -> None:
         k = self.config.kafka
@@ -215,7 +215,7 @@ class StoreWriter:
             group_id=self.group_id, enable_auto_commit=False, auto_offset_reset="earliest",
             partition_assignment_strategy=(RangePartitionAssignor,))
         await consumer.start()
-        log.info("store writer started", group=self.group_id,
+        log.info("store_writer.started", group=self.group_id,
                  topics=[k.ratings_topic, k.tier_changes_topic])
         try:
             while not stop.is_set():
@@ -226,7 +226,7 @@ class StoreWriter:
                 except KafkaError as exc:
                     metrics.consumer_progress("store", len(consumer.assignment()), {}, None,
                                               False)
-                    log.error("store writer fetch failed; retrying", error=str(exc)[:300])
+                    log.error("store_writer.fetch_failed", error=str(exc)[:300])
                     with contextlib.suppress(TimeoutError):
                         await asyncio.wait_for(stop.wait(), 1.0)
                     continue
@@ -256,7 +256,7 @@ class StoreWriter:
                 self.stats.batches += 1
         finally:
             await consumer.stop()
-            log.info("store writer stopped", records=self.stats.records,
+            log.info("store_writer.stopped", records=self.stats.records,
                      undecodable=self.stats.undecodable)
 
 
@@ -280,7 +280,7 @@ def _run(args: argparse.Namespace, config: Config) -> int:
     try:
         return run_until_signalled(run_store_writer, config)
     except RuntimeError as exc:
-        log.error("store writer failed", error=str(exc))
+        log.error("store_writer.failed", error=str(exc))
         return 1
 
 

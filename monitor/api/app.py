@@ -36,7 +36,7 @@ async def errors_middleware(request: web.Request, handler: Handler) -> web.Strea
         raise
     except Exception:
         # Logged with the traceback here; the client gets the error shape, no internals.
-        log.exception("unhandled error", method=request.method, path=request.path)
+        log.exception("api.unhandled_error", method=request.method, path=request.path)
         return error_response(500, "internal server error")
 
 

@@ -43,12 +43,12 @@ def test_store_command_migrates_and_stops_on_sigterm(broker: EmbeddedBroker,
         assert proc.stderr is not None
         while time.monotonic() < deadline and not started:
             line = proc.stderr.readline()
-            started = "store writer started" in line
+            started = "store_writer.started" in line
         assert started
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(20) == 0
         rest = proc.stderr.read()
-        assert "store writer stopped" in rest
+        assert "store_writer.stopped" in rest
     finally:
         if proc.poll() is None:
             proc.kill()
