@@ -29,16 +29,13 @@ import asyncpg
 from monitor.chains import CHAINS
 from monitor.kafka.embedded import free_port
 from monitor.records import (
-    EVENT_TYPE,
     RatingSnapshot,
-    SignalValue,
-    TierChangeData,
     TierChangeEvent,
-    event_id,
 )
 from monitor.storage import connect
 from monitor.storage.ratings import RatingsStore
-from monitor.timefmt import format_ts
+from monitor.storage.webhooks import WebhookStore, migrate_webhooks
+from monitor.testing import rating_snapshot, tier_change
 
 STEP = 300.0
 END = 1_700_000_100.0 - (1_700_000_100.0 % STEP)
@@ -50,25 +47,15 @@ def address(i: int) -> str:
 
 def _snap(chain: str, token: str, ts: float, rating: float, price: float,
           full: bool) -> RatingSnapshot:
-    tier = ("critical" if rating >= 80 else "warning" if rating >= 60
-            else "watch" if rating >= 40 else "ok")
-    dev = (price - 1.0) * 100
-    signals = [SignalValue(n, dev, rating / 100, 1 / 6, rating / 6, True)
-               for n in ("price_deviation", "slippage", "persistence_50bp",
-                         "persistence_100bp", "volatility_burst", "headroom")] if full else []
-    metrics: dict[str, float | None] = {f"metric_{k}": float(k) for k in range(30)} if full else {}
-    return RatingSnapshot(chain, token, "SYM", format_ts(ts), rating, tier, tier,
-                          f"{price:.6f}", "1.000000", dev, 0.0, signals, metrics)
+    return rating_snapshot(chain, token, ts, rating, price=price, symbol="SYM", detail=full)
 
 
 def _event(chain: str, token: str, ts: float, old: str, new: str) -> TierChangeEvent:
-    stamp = format_ts(ts)
-    return TierChangeEvent(EVENT_TYPE, event_id(chain, token, stamp, old, new), stamp,
-                           TierChangeData(token, chain, "SYM", old, new, 85.0, -8.0,
-                                          "0.920000", "1.000000"))
+    return tier_change(chain, token, ts, old, new, rating=85.0, price=0.92, symbol="SYM")
 
 
-async def seed(url: str, tokens: int, days: int, registry: Path) -> float:
+async def seed(url: str, tokens: int, days: int, registry: Path) -> tuple[float, str]:
+    """Fill the store; returns the time it took and an API key for the requests."""
     rnd = random.Random(1)
     points = int(days * 86400 / STEP)
     db = await connect(url)
@@ -99,8 +86,12 @@ async def seed(url: str, tokens: int, days: int, registry: Path) -> float:
                          f"market_cap_usd = {rnd.uniform(1e5, 1e10):.2f}\n")
         await store.write_batch(snaps, events)
     registry.write_text("\n".join(lines))  # noqa: ASYNC240 - once, before serving
+    took = time.perf_counter() - started
+    await migrate_webhooks(db)  # the API key table
+    key = "dpm_" + uuid.uuid4().hex
+    await WebhookStore(db).create_api_key("bench", key, time.time())
     await db.close()
-    return time.perf_counter() - started
+    return took, key
 
 
 def _serve(url: str, registry: str, port: int) -> None:
@@ -120,8 +111,8 @@ def _serve(url: str, registry: str, port: int) -> None:
     asyncio.run(main())
 
 
-async def hammer(base: str, paths: list[str], seconds: float, concurrency: int
-                 ) -> tuple[float, float, float, int]:
+async def hammer(base: str, paths: list[str], seconds: float, concurrency: int,
+                 key: str) -> tuple[float, float, float, int]:
     latencies: list[float] = []
     errors = 0
     deadline = time.perf_counter() + seconds
@@ -139,7 +130,8 @@ async def hammer(base: str, paths: list[str], seconds: float, concurrency: int
                     errors += 1
             latencies.append(time.perf_counter() - t)
 
-    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=concurrency)) as s:
+    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=concurrency),
+                                     headers={"x-api-key": key}) as s:
         start = time.perf_counter()
         await asyncio.gather(*(client(n, s) for n in range(concurrency)))
         elapsed = time.perf_counter() - start
@@ -164,7 +156,7 @@ async def wait_up(base: str) -> None:
 
 async def run_one(kind: str, url: str, args: argparse.Namespace, tmp: Path) -> None:
     registry = tmp / f"tokens-{kind}.toml"
-    took = await seed(url, args.tokens, args.days, registry)
+    took, key = await seed(url, args.tokens, args.days, registry)
     points = int(args.days * 86400 / STEP)
     print(f"[{kind}] seeded {args.tokens} tokens x {points} points "
           f"({args.tokens * points:,} rows) in {took:.1f}s", flush=True)
@@ -190,7 +182,8 @@ async def run_one(kind: str, url: str, args: argparse.Namespace, tmp: Path) -> N
                 for i in rnd.sample(range(args.tokens), 50)],
         }
         for name, paths in cases.items():
-            rps, median, p99, errors = await hammer(base, paths, args.seconds, args.concurrency)
+            rps, median, p99, errors = await hammer(base, paths, args.seconds, args.concurrency,
+                                                     key)
             print(f"[{kind}] {name:<48} {rps:8.1f} req/s  median {median * 1000:7.1f} ms"
                   f"  p99 {p99 * 1000:7.1f} ms  non-200 {errors}", flush=True)
     finally:

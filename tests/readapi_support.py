@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import importlib
 import random
 import secrets
 import time
@@ -17,38 +16,23 @@ from aiohttp import web
 from monitor.chains import CHAINS
 from monitor.kafka.embedded import free_port
 from monitor.records import (
-    EVENT_TYPE,
     RatingSnapshot,
-    SignalValue,
-    TierChangeData,
     TierChangeEvent,
-    event_id,
 )
-from monitor.timefmt import format_ts
+from monitor.storage.webhooks import WebhookStore
+from monitor.testing import rating_snapshot, tier_change
 
-SIGNALS = ("price_deviation", "slippage", "persistence_50bp", "persistence_100bp",
-           "volatility_burst", "headroom")
 T0 = 1_678_500_000.0  # 2023-03-11T02:00:00Z, during the USDC depeg
 
 
 def snapshot(chain: str, token: str, ts: float, rating: float, tier: str,
              price: float = 1.0, peg: float = 1.0, symbol: str = "TKN") -> RatingSnapshot:
-    dev = (price - peg) / peg * 100.0
-    signals = [SignalValue(n, dev if n == "price_deviation" else None,
-                           min(1.0, rating / 100.0), 1 / 6, rating / 6, n == "price_deviation")
-               for n in SIGNALS]
-    metrics: dict[str, float | None] = {f"m{i}": float(i) for i in range(30)}
-    metrics["price_twap_5m"] = price
-    return RatingSnapshot(chain, token, symbol, format_ts(ts), rating, tier, tier,
-                          f"{price:.6f}", f"{peg:.6f}", dev, 0.0, signals, metrics)
+    return rating_snapshot(chain, token, ts, rating, tier, price=price, peg=peg, symbol=symbol)
 
 
 def change(chain: str, token: str, ts: float, old: str, new: str, rating: float = 50.0,
            price: float = 1.0, symbol: str = "TKN") -> TierChangeEvent:
-    stamp = format_ts(ts)
-    data = TierChangeData(token, chain, symbol, old, new, rating, (price - 1.0) * 100.0,
-                          f"{price:.6f}", "1.000000")
-    return TierChangeEvent(EVENT_TYPE, event_id(chain, token, stamp, old, new), stamp, data)
+    return tier_change(chain, token, ts, old, new, rating=rating, price=price, symbol=symbol)
 
 
 def story(chain: str, token: str, tiers: Iterable[tuple[str, float, float]], start: float = T0,
@@ -131,16 +115,8 @@ async def wait_for(condition: Callable[[], Awaitable[bool]] | Callable[[], bool]
 
 
 async def api_headers(db: Any) -> dict[str, str]:
-    """``x-api-key`` with a real key made through the webhook storage once that storage
-    exists (call after the app started: its startup migrates the key table); until then
-    the auth middleware is a placeholder and no header is needed."""
-    try:
-        module = importlib.import_module("monitor.storage.webhooks")
-    except ImportError:
-        return {}
-    store_cls = getattr(module, "WebhookStore", None)
-    if store_cls is None:
-        return {}
-    key = "dm_" + secrets.token_urlsafe(24)
-    await store_cls(db).create_api_key("tests", key, time.time())
+    """``x-api-key`` with a real key made through the webhook storage (call after the app
+    started: its startup migrates the key table)."""
+    key = "dpm_" + secrets.token_urlsafe(24)
+    await WebhookStore(db).create_api_key("tests", key, time.time())
     return {"x-api-key": key}

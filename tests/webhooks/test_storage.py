@@ -108,7 +108,8 @@ async def test_replayed_event_creates_no_second_delivery(db: Database) -> None:
     assert len(due) == 1 and due[0].payload == encode(event)
 
 
-async def test_claims_are_exclusive_and_success_is_recorded_once(db: Database) -> None:
+async def _one_pending_delivery(db: Database) -> tuple[str, DeliveryStore]:
+    """A key with one subscription and one event recorded for it: one pending delivery."""
     _, key_id = await new_key(db)
     await _subscription(db, key_id)
     subs = await WebhookStore(db).active_subscriptions()
@@ -116,6 +117,11 @@ async def test_claims_are_exclusive_and_success_is_recorded_once(db: Database) -
     store = DeliveryStore(db)
     await store.record_events([NewEvent(event.event_id, event.event_type, encode(event), subs)],
                               time.time())
+    return key_id, store
+
+
+async def test_claims_are_exclusive_and_success_is_recorded_once(db: Database) -> None:
+    key_id, store = await _one_pending_delivery(db)
     now = time.time() + 1
     (due,) = await store.due(now, 10)
     assert await store.claim(due.id, "t1", now, now + 60)
@@ -173,13 +179,7 @@ async def test_prune_deletes_only_old_finished_history(db: Database) -> None:
 
 
 async def test_manual_retry_slot_once_per_interval(db: Database) -> None:
-    _, key_id = await new_key(db)
-    await _subscription(db, key_id)
-    subs = await WebhookStore(db).active_subscriptions()
-    event = tier_change()
-    store = DeliveryStore(db)
-    await store.record_events([NewEvent(event.event_id, event.event_type, encode(event), subs)],
-                              time.time())
+    key_id, store = await _one_pending_delivery(db)
     (due,) = await store.due(time.time() + 1, 10)
     now = time.time()
     assert await store.mark_manual_retry(key_id, due.id, now, 300)
