@@ -62,6 +62,10 @@ class ModelConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     #: Headroom: oracle divergence |price - oracle| / peg that gives the full signal.
     oracle_divergence_full: float = 0.02
     oracle_max_age_seconds: int = 3600
+    #: Headroom: cross-chain spread (max - min of price/peg over the asset's chains) that
+    #: gives the full signal, and how long a spread observation counts (docs/cross-chain-spread.md).
+    cross_chain_spread_full: float = 0.02
+    cross_chain_spread_max_age_seconds: int = 900
     #: Tier bands on the 0-100 rating (spec: critical >= 80, warning 60-79, watch 40-59).
     watch_at: float = 40.0
     warning_at: float = 60.0
@@ -218,6 +222,20 @@ class RegistryConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     path: str = ""
 
 
+class SpreadConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """The cross-chain spread stage (docs/cross-chain-spread.md)."""
+
+    #: Off: no spread observations, and no token waits for them.
+    enabled: bool = True
+    #: A chain's price older than this at a boundary is not part of that boundary's spread.
+    price_max_age_seconds: int = 900
+    #: A chain whose ticks stopped is left out of a boundary once the asset's other chains
+    #: are this far past it (event time), so one quiet chain does not hold the others.
+    quiet_after_seconds: int = 900
+    #: Compacted topic of the stage's own state (offsets + per-asset state; internal).
+    state_topic: str = "depeg.spread-state"
+
+
 class Config(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     model: ModelConfig = ModelConfig()
     kafka: KafkaConfig = KafkaConfig()
@@ -227,6 +245,7 @@ class Config(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     logging: LoggingConfig = LoggingConfig()
     metrics: MetricsConfig = MetricsConfig()
     registry: RegistryConfig = RegistryConfig()
+    spread: SpreadConfig = SpreadConfig()
 
 
 class ConfigError(ValueError):

@@ -17,9 +17,10 @@ from typing import TextIO
 
 from .commands import Command
 from .config import Config, ModelConfig
-from .engine import Engine, Output
+from .engine import Output
 from .progress import Progress
 from .records import RatingSnapshot, TierChangeEvent, encode
+from .spread.feed import SpreadFeed
 from .tickfiles import BadRow, Row, merge_by_time, read_file
 from .timefmt import parse_ts
 
@@ -38,6 +39,8 @@ class ReplaySummary:
     no_peg: int = 0
     snapshots: int = 0
     transitions: Counter[str] = field(default_factory=Counter)
+    spread_observations: int = 0
+    spread_input_dropped: int = 0
 
     def render(self) -> str:
         lines = [
@@ -56,6 +59,9 @@ class ReplaySummary:
             f"transitions: {sum(self.transitions.values())}",
         ]
         lines += [f"  {key}: {n}" for key, n in sorted(self.transitions.items())]
+        if self.spread_observations or self.spread_input_dropped:
+            lines.append(f"cross-chain spread observations: {self.spread_observations} "
+                         f"(recomputed; {self.spread_input_dropped} in the input ignored)")
         return "\n".join(lines)
 
 
@@ -68,13 +74,15 @@ def _sort_key(item: tuple[int, Output]) -> tuple[float, str, int]:
 
 def run_replay(rows: Iterable[Row], model: ModelConfig,
                summary: ReplaySummary | None = None, *,
-               snapshots: bool = True) -> tuple[list[TierChangeEvent],
-                                                              list[RatingSnapshot],
-                                                              ReplaySummary]:
+               snapshots: bool = True, config: Config | None = None,
+               ) -> tuple[list[TierChangeEvent], list[RatingSnapshot], ReplaySummary]:
     """Replay rows through a fresh engine; outputs in event-time order (then key, then
-    the order the engine made them)."""
+    the order the engine made them). With ``config``, its registry's multi-chain assets
+    also go through the cross-chain spread stage, exactly as the daemon's do."""
     summary = summary or ReplaySummary()
-    engine = Engine(model, snapshots=snapshots)
+    feed = SpreadFeed(config if config is not None else Config(model=model),
+                      snapshots=snapshots)
+    engine = feed.engine
     produced: list[tuple[int, Output]] = []
     seq = 0
     for row in rows:
@@ -85,10 +93,10 @@ def run_replay(rows: Iterable[Row], model: ModelConfig,
                 summary.bad_examples.append(row)
             continue
         summary.ticks += 1
-        for out in engine.process(row):
+        for out in feed.process(row):
             seq += 1
             produced.append((seq, out))
-    for out in engine.flush():
+    for out in feed.flush():
         seq += 1
         produced.append((seq, out))
     produced.sort(key=_sort_key)
@@ -99,6 +107,9 @@ def run_replay(rows: Iterable[Row], model: ModelConfig,
     summary.duplicates = engine.stats.duplicates
     summary.no_peg = engine.stats.no_peg
     summary.snapshots = len(ratings)
+    if feed.stage is not None:
+        summary.spread_observations = feed.stage.stats.published
+        summary.spread_input_dropped = feed.input_spread_dropped
     for e in events:
         summary.transitions[f"{e.data.chain}:{e.data.token_address} ({e.data.symbol})"] += 1
     return events, ratings, summary
@@ -132,6 +143,10 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
                    help="write DEPEG_TIER_CHANGE event objects here, one per line")
     p.add_argument("--ratings", type=Path,
                    help="also write every rating snapshot here, one per line")
+    p.add_argument("--report", type=Path, metavar="FILE.html|FILE.md",
+                   help="also write a model report: per token, price, rating and tier over "
+                        "time with the transitions marked (HTML with embedded plots, or "
+                        "Markdown with PNG plots beside it); needs the `report` extra")
 
 
 def _run(args: argparse.Namespace, config: Config) -> int:
@@ -141,11 +156,17 @@ def _run(args: argparse.Namespace, config: Config) -> int:
         return 2
     rows = merge_by_time(read_file(p) for p in args.files)
     rows = _with_progress(args.files, rows, sys.stderr)
-    events, snapshots, summary = run_replay(rows, config.model,
-                                            snapshots=args.ratings is not None)
+    events, snapshots, summary = run_replay(
+        rows, config.model, snapshots=args.ratings is not None or args.report is not None,
+        config=config)
     write_jsonl(args.out, events)
     if args.ratings:
         write_jsonl(args.ratings, snapshots)
+    if args.report:
+        from .report import write_report  # matplotlib: loaded only when asked for
+
+        write_report(args.report, snapshots, events)
+        print(f"report: {args.report}", file=sys.stderr)
     print(summary.render(), file=sys.stderr)
     return 0
 
@@ -157,7 +178,9 @@ command = Command(
         "Reads canonical CSV or JSON-lines tick files (tokens may be mixed), runs the same "
         "engine as the daemon in event time, and writes one DEPEG_TIER_CHANGE event object "
         "per line to --out in event-time order. The output is byte-identical on every run. "
-        "Model settings come from the [model] section of --config."
+        "Model settings come from the [model] section of --config; tokens that share an "
+        "asset id in the registry also get cross-chain spread observations, computed as "
+        "the spread stage computes them (docs/cross-chain-spread.md)."
     ),
     add_arguments=_add_arguments,
     run=_run,

@@ -197,7 +197,8 @@ class MonitorDaemon:
                     continue
                 ticks += 1
                 outputs = engine.process(tick)
-                self._clock.tick(key, tick.ts, tp.partition)
+                if tick.cross_chain_chains is None:  # spread observations are not liveness
+                    self._clock.tick(key, tick.ts, tp.partition)
                 part.dirty.add(key)
                 if outputs:
                     await out.emit(outputs)
