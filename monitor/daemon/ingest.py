@@ -30,6 +30,7 @@ from .. import health, metrics
 from ..config import Config
 from ..kafka.topics import ensure_topics, make_consumer, make_producer
 from ..logs import get_logger
+from ..spread.feed import gated_keys
 from ..ticks import BadTick, decode_tick
 from .clock import LiveClock
 from .outputs import DaemonStats, OutputWriter
@@ -56,6 +57,8 @@ class MonitorDaemon:
         self.check_name = check_name
         self.stats = DaemonStats()
         self._parts: dict[int, PartitionState] = {}
+        #: Tokens whose ratings wait for the spread stage (docs/cross-chain-spread.md).
+        self._spread_gated = gated_keys(config)
         self._lock = asyncio.Lock()
         self._clock = LiveClock(config.model.stale_after_seconds)
         self._sweeper = Sweeper(self._clock)
@@ -311,7 +314,8 @@ class MonitorDaemon:
                 tp = TopicPartition(k.ticks_topic, p)
                 position = await self._retry(partial(start_offset, consumer, tp),
                                              "start_offset")
-                part = PartitionState.restore(p, self.config.model, position, states[p])
+                part = PartitionState.restore(p, self.config.model, position, states[p],
+                                              self._spread_gated)
                 part.committed = position
                 for key, state in states[p].items():
                     self._clock.restored(key, state.last_event_ts, p)

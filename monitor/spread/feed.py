@@ -23,6 +23,14 @@ def assets_for(config: Config) -> AssetMap:
     return asset_map(load_registry(config.registry.path))
 
 
+def gated_keys(config: Config, assets: AssetMap | None = None) -> frozenset[str]:
+    """The token keys whose ratings wait for spread observations (the engine's gate): the
+    same rule for the daemon's engines and the replay's."""
+    if config.model.refresh_seconds <= 0:
+        return frozenset()
+    return (assets_for(config) if assets is None else assets).keys
+
+
 def make_stage(config: Config, assets: AssetMap) -> SpreadStage:
     s = config.spread
     return SpreadStage(assets, every=config.model.refresh_seconds,
@@ -39,9 +47,8 @@ class SpreadFeed:
     def __init__(self, config: Config, *, snapshots: bool = True,
                  assets: AssetMap | None = None) -> None:
         assets = assets_for(config) if assets is None else assets
-        self.stage = make_stage(config, assets) if assets and \
-            config.model.refresh_seconds > 0 else None
-        gated = assets.keys if self.stage is not None else frozenset()
+        gated = gated_keys(config, assets)
+        self.stage = make_stage(config, assets) if gated else None
         self.engine = Engine(config.model, snapshots=snapshots, spread_gated=gated)
         self.input_spread_dropped = 0
 
