@@ -154,6 +154,14 @@ def _run(args: argparse.Namespace, config: Config) -> int:
     if missing:
         print(f"replay: no such file: {', '.join(missing)}", file=sys.stderr)
         return 2
+    if args.report:
+        from .report import ReportError, check_report_path  # no matplotlib import yet
+
+        try:
+            check_report_path(args.report)
+        except ReportError as exc:
+            print(f"replay: {exc}", file=sys.stderr)
+            return 2
     rows = merge_by_time(read_file(p) for p in args.files)
     rows = _with_progress(args.files, rows, sys.stderr)
     events, snapshots, summary = run_replay(
@@ -165,7 +173,7 @@ def _run(args: argparse.Namespace, config: Config) -> int:
     if args.report:
         from .report import write_report  # matplotlib: loaded only when asked for
 
-        write_report(args.report, snapshots, events)
+        write_report(args.report, snapshots, events, config.model)
         print(f"report: {args.report}", file=sys.stderr)
     print(summary.render(), file=sys.stderr)
     return 0
