@@ -129,9 +129,10 @@ def _figure(t: TokenSeries, model: ModelConfig) -> Figure:
                            va="center", color=colour, fontweight="bold",
                            bbox={"boxstyle": "round,pad=0.15", "fc": "white", "ec": colour,
                                  "lw": 0.8})
-    locator = AutoDateLocator()
+    locator = AutoDateLocator()  # type: ignore[no-untyped-call]  # untyped in matplotlib
     rating_ax.xaxis.set_major_locator(locator)
-    rating_ax.xaxis.set_major_formatter(ConciseDateFormatter(locator))
+    rating_ax.xaxis.set_major_formatter(
+        ConciseDateFormatter(locator))  # type: ignore[no-untyped-call]
     rating_ax.set_xlabel("event time (UTC)")
     return fig
 

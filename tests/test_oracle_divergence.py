@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import bisect
 import csv
+import itertools
 from pathlib import Path
 
 import pytest
@@ -97,7 +98,7 @@ def test_the_simulated_depeg_oracle_lags_and_calm_oracles_follow():
         answers = [t for t in series if t.oracle_price is not None]
         assert answers, scenario
         # A round at least every heartbeat (after the first answer).
-        gaps = [b.ts - a.ts for a, b in zip(answers, answers[1:], strict=False)]
+        gaps = [b.ts - a.ts for a, b in itertools.pairwise(answers)]
         assert max(gaps) <= HEARTBEAT_SECONDS + 60, scenario
     depeg = by_symbol["depeg"]
     worst = max(abs(t.price - t.oracle_price) / t.peg for t in _with_answer(depeg))

@@ -77,8 +77,8 @@ def test_markdown_report_writes_pngs_beside_it(tmp_path):
     text = report.read_text()
     (key, ids), = transitions(out).items()
     assert re.findall(r"^## USDC `([^`]+)`$", text, re.M) == [key]
-    assert re.findall(r"^\| \d+ \| [^|]+ \| [^|]+ \| [^|]+ \| [^|]+ \| [^|]+ \| ([0-9a-f-]{36}) \|$",
-                      text, re.M) == ids
+    row = r"^\| \d+ (?:\| [^|]+ ){5}\| ([0-9a-f-]{36}) \|$"
+    assert re.findall(row, text, re.M) == ids
     (image,) = re.findall(r"!\[[^\]]*\]\(([^)]+\.png)\)", text)
     assert (report.parent / image).read_bytes().startswith(PNG)
 

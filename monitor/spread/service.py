@@ -131,7 +131,7 @@ class SpreadDaemon:
                 self._failure("fetch", exc)
                 await asyncio.sleep(self._backoff().next_delay())
                 continue
-            for tp, records in batch.items():
+            for _tp, records in batch.items():
                 for rec in records:
                     await self._one(rec, publisher)
             if time.monotonic() - last_checkpoint >= k.checkpoint_interval_seconds:
