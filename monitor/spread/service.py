@@ -27,7 +27,7 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.admin import NewTopic
 from aiokafka.errors import KafkaError
 
-from .. import health
+from .. import health, metrics
 from ..commands import Command, add_bootstrap_servers, with_bootstrap_servers
 from ..config import Config
 from ..daemon.publisher import Publisher
@@ -68,6 +68,7 @@ class SpreadDaemon:
         self.ready = asyncio.Event()
         self.published = 0
         self.skipped = 0
+        self._counted = (0, 0)  # stage stats already exported (boundaries, late)
 
     async def run(self, stop: asyncio.Event | None = None) -> None:
         if stop is not None:
@@ -131,9 +132,14 @@ class SpreadDaemon:
                 self._failure("fetch", exc)
                 await asyncio.sleep(self._backoff().next_delay())
                 continue
-            for _tp, records in batch.items():
+            for tp, records in batch.items():
                 for rec in records:
                     await self._one(rec, publisher)
+                highwater = consumer.highwater(tp)
+                if highwater is not None:
+                    metrics.CONSUMER_LAG.labels("spread", str(tp.partition)).set(
+                        max(highwater - self._positions.get(tp.partition, 0), 0))
+            self._export_metrics()
             if time.monotonic() - last_checkpoint >= k.checkpoint_interval_seconds:
                 last_checkpoint = time.monotonic()
                 await self._checkpoint(publisher)
@@ -155,6 +161,15 @@ class SpreadDaemon:
             await publisher.send(self.kafka.ticks_topic, encode_tick(out),
                                  key=out.key.encode(), kind="spread")
             self.published += 1
+
+    def _export_metrics(self) -> None:
+        assert self.stage is not None
+        stats = self.stage.stats
+        metrics.SPREAD_BOUNDARIES.inc(stats.boundaries - self._counted[0])
+        metrics.SPREAD_LATE.inc(stats.late - self._counted[1])
+        self._counted = (stats.boundaries, stats.late)
+        for asset, seconds in self.stage.waiting().items():
+            metrics.SPREAD_WAITING.labels(asset).set(seconds)
 
     def _caught_up(self) -> bool:
         """Has every partition been read up to what the broker last said it holds?"""

@@ -114,6 +114,15 @@ class SpreadStage:
                 out.extend(self._publish(asset))
         return out
 
+    def waiting(self) -> dict[str, float]:
+        """Per asset: event seconds its newest tick is ahead of its last published boundary
+        (0 before the first boundary)."""
+        out: dict[str, float] = {}
+        for name, asset in self._assets.items():
+            if asset.next_boundary is not None:
+                out[name] = max(0.0, asset.max_ts - (asset.next_boundary - self.every))
+        return out
+
     # -- state (the daemon's checkpoint) -----------------------------------------------
     def export_state(self) -> bytes:
         return msgspec.msgpack.encode(_State(version=1, assets=self._assets))
