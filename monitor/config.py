@@ -241,6 +241,9 @@ class SpreadConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     #: A chain whose ticks stopped is left out of a boundary once the asset's other chains
     #: are this far past it (event time), so one quiet chain does not hold the others.
     quiet_after_seconds: int = 900
+    #: The monitor rates a gated token without waiting for its spread once it has waited
+    #: this long (wall clock) past the normal lag: the stage is down or far behind.
+    gate_timeout_seconds: float = 120.0
     #: Compacted topic of the stage's own state (offsets + per-asset state; internal).
     state_topic: str = "depeg.spread-state"
 

@@ -100,6 +100,10 @@ SPREAD_WAITING = Gauge(
     f"{NS}_spread_waiting_seconds",
     "Event time the newest tick of an asset is ahead of its last published spread boundary; "
     "grows while a chain holds the asset (and its gated tokens' ratings) up.", ["asset"])
+SPREAD_GATES_OPENED = Counter(
+    f"{NS}_spread_gates_opened_total",
+    "Gated tokens the monitor rated without waiting for the spread stage any longer "
+    "(spread.gate_timeout_seconds); nonzero means the stage is down or far behind.")
 CONSUMER_LAG = Gauge(
     f"{NS}_consumer_lag_records",
     "Records not yet consumed per assigned partition (high watermark - position).",

@@ -39,6 +39,7 @@ from .publisher import Publisher
 from .readiness import Readiness
 from .rebalance import Listener, start_offset
 from .retry import Aborted, Backoff, retry
+from .spread_gate import GateWatch
 from .state import STATE_VERSION, StateRecord, encode_state, read_states
 from .sweep import Sweeper
 
@@ -62,6 +63,7 @@ class MonitorDaemon:
         self._lock = asyncio.Lock()
         self._clock = LiveClock(config.model.stale_after_seconds)
         self._sweeper = Sweeper(self._clock)
+        self._gates = GateWatch(config)
         self._consumer: AIOKafkaConsumer | None = None
         self._out: OutputWriter | None = None
         self._stop = asyncio.Event()
@@ -163,6 +165,8 @@ class MonitorDaemon:
                         next_sweep = now + k.live_clock_interval_seconds
                         assert self._out is not None
                         await self._sweeper.sweep(self._parts, self._out)
+                        if self._spread_gated:
+                            await self._gates.check(self._parts, self._out)
                     if now - last_checkpoint >= k.checkpoint_interval_seconds:
                         last_checkpoint = now
                         await self._checkpoint(list(self._parts))

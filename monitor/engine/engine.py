@@ -162,6 +162,24 @@ class Engine:
         self._refresh_until(t, horizon, out, inclusive=True)
         return out
 
+    def spread_lag(self, key: str) -> float:
+        """Event seconds a gated token's newest tick is ahead of its newest spread
+        observation (inf before the first); 0 for a token that is not gated."""
+        t = self._tokens.get(key)
+        if t is None or key not in self.spread_gated or t.max_seen is None:
+            return 0.0
+        return math.inf if t.spread_mark is None else max(0.0, t.max_seen - t.spread_mark)
+
+    def open_gate(self, key: str) -> list[Output]:
+        """Apply a gated token's held ticks as if it were not gated (the spread stage is
+        down or far behind; the daemon decides when, on the wall clock). Spread
+        observations for boundaries already refreshed then arrive late and are dropped."""
+        t = self._tokens.get(key)
+        out: list[Output] = []
+        if t is not None and t.max_seen is not None:
+            self._release(t, t.max_seen - self.config.lateness_seconds, out)
+        return out
+
     def flush(self) -> list[Output]:
         """Apply every tick still held for lateness (end of a replay)."""
         out: list[Output] = []

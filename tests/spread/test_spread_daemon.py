@@ -13,7 +13,7 @@ import asyncio
 
 import pytest
 
-from monitor.config import Config, RegistryConfig
+from monitor.config import Config, RegistryConfig, SpreadConfig
 from monitor.daemon import MonitorDaemon
 from monitor.kafka.topics import ensure_topics
 from monitor.records import RatingSnapshot, TierChangeEvent, encode
@@ -103,3 +103,34 @@ def _expected_spreads(config: Config, ticks: list[Tick]) -> set[tuple]:
     assert stage is not None
     return {(t.ts, t.key, t.cross_chain_spread_bps, t.cross_chain_chains)
             for tick in ticks for t in stage.process(tick)}
+
+
+async def test_without_the_stage_ratings_go_on_after_the_gate_timeout(broker, tmp_path) -> None:
+    """The spread stage is not running: gated tokens wait, then are rated without it (a
+    missed alert costs more than a missing spread)."""
+    registry, files = multichain.build(tmp_path, "2023-03-11T00", "2023-03-11T08")
+    gated = Config(kafka=fast_kafka(broker.bootstrap_servers),
+                   registry=RegistryConfig(path=str(registry)),
+                   spread=SpreadConfig(gate_timeout_seconds=2.0))
+    ticks = [r for r in merge_by_time(read_file(p) for p in files) if isinstance(r, Tick)]
+    # What a monitor without any spread makes: the independent expectation.
+    plain = SpreadFeed(Config(spread=SpreadConfig(enabled=False)))
+    expected = [encode(o) for t in ticks for o in plain.process(t)
+                if isinstance(o, TierChangeEvent)]
+    assert len(expected) >= 3
+    await ensure_topics(gated.kafka)
+    await produce(broker.bootstrap_servers, gated.kafka.ticks_topic, tick_records(ticks))
+    stop = asyncio.Event()
+    monitor = MonitorDaemon(gated)
+    task = asyncio.create_task(monitor.run(stop))
+    try:
+        async with TopicReader(broker.bootstrap_servers,
+                               gated.kafka.tier_changes_topic) as reader:
+            await reader.until(lambda recs: len(recs) >= len(expected), 60,
+                               "tier changes after the gate timeout")
+            await reader.poll(500)
+        assert monitor._gates.opened == 3
+    finally:
+        stop.set()
+        await asyncio.wait_for(task, 30)
+    assert sorted(r.value for r in reader.records) == sorted(expected)
