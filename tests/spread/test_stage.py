@@ -218,3 +218,45 @@ def test_replay_feeds_the_spread_into_headroom_deterministically(tmp_path):
     # Without the registry, no spread: headroom is unobserved (no oracle in these files).
     _, plain, _ = run_replay(merge_by_time(read_file(p) for p in files), config.model)
     assert all(not next(s for s in r.signals if s.name == "headroom").observed for r in plain)
+
+
+@pytest.mark.data
+def test_a_gated_token_state_restores_with_its_spread_mark(tmp_path):
+    """The daemon checkpoints a gated token between its ticks and its spread observations;
+    the restored engine must continue exactly (held ticks, spread mark and all)."""
+    config, files = _config(tmp_path)
+    merged = [r for r in merge_by_time(read_file(p) for p in files) if isinstance(r, Tick)]
+    feed = SpreadFeed(config)
+    assert feed.stage is not None
+    fed: list[Tick] = []
+    for t in merged:
+        fed.append(t)
+        fed.extend(feed.stage.process(t))
+    gated = frozenset(multichain.KEYS)
+    whole = Engine(config.model, spread_gated=gated)
+    expected = [msgspec.json.encode(o) for t in fed for o in whole.process(t)]
+    cut = len(fed) // 2
+    first = Engine(config.model, spread_gated=gated)
+    got = [msgspec.json.encode(o) for t in fed[:cut] for o in first.process(t)]
+    second = Engine(config.model, spread_gated=gated)
+    for key in first.keys():
+        second.restore_state(first.export_state(key))
+    got += [msgspec.json.encode(o) for t in fed[cut:] for o in second.process(t)]
+    assert got == expected
+
+
+def test_an_opened_gate_rates_without_the_spread_and_closes_when_it_catches_up():
+    key = f"eth:{A}"
+    engine = Engine(Config().model, spread_gated=frozenset({key}))
+    out = [o for ts in range(0, 3600, 60)
+           for o in engine.process(make_tick(ts, "eth", A, "USDC", "0.97", "1"))]
+    assert out == [] and engine.spread_lag(key) == float("inf")  # held: no spread yet
+    opened = engine.open_gate(key)
+    assert [o.timestamp for o in opened if isinstance(o, RatingSnapshot)][-1] == \
+        "1970-01-01T00:55:00Z"  # every boundary up to max_seen - lateness
+    # Late spread observations are dropped; a current one closes the gap.
+    assert engine.process(make_tick(300, "eth", A, "USDC", cross_chain_chains=1,
+                                    source="spread")) == []
+    engine.process(make_tick(3540, "eth", A, "USDC", cross_chain_spread_bps=30,
+                             cross_chain_chains=2, source="spread"))
+    assert engine.spread_lag(key) == 0.0
