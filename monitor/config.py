@@ -239,8 +239,10 @@ class SpreadConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     #: A chain's price older than this at a boundary is not part of that boundary's spread.
     price_max_age_seconds: int = 900
     #: A chain whose ticks stopped is left out of a boundary once the asset's other chains
-    #: are this far past it (event time), so one quiet chain does not hold the others.
-    quiet_after_seconds: int = 900
+    #: are this far past it (event time), so one quiet chain does not hold the others. The
+    #: trade-off: a sparse chain delays its asset's boundaries by up to this much; a
+    #: producer publishing more than this late can make the daemon differ from a replay.
+    quiet_after_seconds: int = 300
     #: The monitor rates a gated token without waiting for its spread once it has waited
     #: this long (wall clock) past the normal lag: the stage is down or far behind.
     gate_timeout_seconds: float = 120.0
