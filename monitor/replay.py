@@ -20,6 +20,7 @@ from .config import Config, ModelConfig
 from .engine import Output
 from .progress import Progress
 from .records import RatingSnapshot, TierChangeEvent, encode
+from .registry import RegistryError
 from .spread.feed import SpreadFeed
 from .tickfiles import BadRow, Row, merge_by_time, read_file
 from .timefmt import parse_ts
@@ -164,9 +165,13 @@ def _run(args: argparse.Namespace, config: Config) -> int:
             return 2
     rows = merge_by_time(read_file(p) for p in args.files)
     rows = _with_progress(args.files, rows, sys.stderr)
-    events, snapshots, summary = run_replay(
-        rows, config.model, snapshots=args.ratings is not None or args.report is not None,
-        config=config)
+    try:
+        events, snapshots, summary = run_replay(
+            rows, config.model, snapshots=args.ratings is not None or args.report is not None,
+            config=config)
+    except RegistryError as exc:
+        print(f"replay: {exc}", file=sys.stderr)
+        return 2
     write_jsonl(args.out, events)
     if args.ratings:
         write_jsonl(args.ratings, snapshots)

@@ -30,7 +30,7 @@ from .. import health, metrics
 from ..config import Config
 from ..kafka.topics import ensure_topics, make_consumer, make_producer
 from ..logs import get_logger
-from ..spread.feed import gated_keys
+from ..spread.feed import gated_keys_or_none
 from ..ticks import BadTick, decode_tick
 from .clock import LiveClock
 from .outputs import DaemonStats, OutputWriter
@@ -59,7 +59,7 @@ class MonitorDaemon:
         self.stats = DaemonStats()
         self._parts: dict[int, PartitionState] = {}
         #: Tokens whose ratings wait for the spread stage (docs/cross-chain-spread.md).
-        self._spread_gated = gated_keys(config)
+        self._spread_gated = gated_keys_or_none(config)
         self._lock = asyncio.Lock()
         self._clock = LiveClock(config.model.stale_after_seconds)
         self._sweeper = Sweeper(self._clock)

@@ -10,10 +10,13 @@ from __future__ import annotations
 
 from ..config import Config
 from ..engine import Engine, Output
-from ..registry import load_registry
+from ..logs import get_logger
+from ..registry import RegistryError, load_registry
 from ..ticks import Tick
 from .assets import AssetMap, asset_map
 from .stage import SpreadStage
+
+log = get_logger(__name__)
 
 
 def assets_for(config: Config) -> AssetMap:
@@ -25,10 +28,22 @@ def assets_for(config: Config) -> AssetMap:
 
 def gated_keys(config: Config, assets: AssetMap | None = None) -> frozenset[str]:
     """The token keys whose ratings wait for spread observations (the engine's gate): the
-    same rule for the daemon's engines and the replay's."""
+    same rule for the daemon's engines and the replay's. Raises RegistryError."""
     if config.model.refresh_seconds <= 0:
         return frozenset()
     return (assets_for(config) if assets is None else assets).keys
+
+
+def gated_keys_or_none(config: Config) -> frozenset[str]:
+    """:func:`gated_keys` for the monitor daemon: an unreadable registry is logged and
+    nothing is gated. Ratings without spread beat no ratings (the spread stage, reading
+    the same registry, publishes nothing then either)."""
+    try:
+        return gated_keys(config)
+    except RegistryError as exc:
+        log.error("monitor.registry_unreadable", error=str(exc)[:300],
+                  consequence="no cross-chain spread; ratings go on without it")
+        return frozenset()
 
 
 def make_stage(config: Config, assets: AssetMap) -> SpreadStage:

@@ -34,8 +34,10 @@ from ..daemon.publisher import Publisher
 from ..daemon.retry import Aborted, Backoff, retry
 from ..kafka.topics import admin_client, ensure_topics, make_consumer, make_producer
 from ..logs import get_logger
+from ..registry import RegistryError
 from ..services import Service, run_until_signalled
 from ..ticks import BadTick, decode_tick, encode_tick
+from .assets import AssetMap
 from .feed import assets_for, make_stage
 from .stage import SpreadStage
 
@@ -58,7 +60,11 @@ class SpreadDaemon:
     def __init__(self, config: Config) -> None:
         self.config = config
         self.kafka = config.kafka
-        self.assets = assets_for(config)
+        try:
+            self.assets = assets_for(config)
+            self.registry_error = ""
+        except RegistryError as exc:
+            self.assets, self.registry_error = AssetMap({}), str(exc)[:300]
         self.stage: SpreadStage | None = None
         self._positions: dict[int, int] = {}
         self._consumer: AIOKafkaConsumer | None = None
@@ -73,6 +79,14 @@ class SpreadDaemon:
     async def run(self, stop: asyncio.Event | None = None) -> None:
         if stop is not None:
             self._stop = stop
+        if self.registry_error:
+            log.error("spread.registry_unreadable", error=self.registry_error)
+            health.register_check("spread", self.check)
+            try:
+                await self._stop.wait()
+            finally:
+                health.unregister_check("spread")
+            return
         if not self.assets or self.config.model.refresh_seconds <= 0:
             log.info("spread.idle", reason="no asset is registered on two or more chains"
                      if not self.assets else "model.refresh_seconds is 0")
@@ -116,6 +130,8 @@ class SpreadDaemon:
                 await producer.stop()
 
     async def check(self) -> tuple[bool, str]:
+        if self.registry_error:
+            return False, f"token registry unreadable: {self.registry_error}"
         if not self.ready.is_set():
             return False, "restoring state"
         return True, f"{len(self._positions)} partitions, {self.published} published"
