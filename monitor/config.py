@@ -11,8 +11,9 @@ from __future__ import annotations
 import os
 import tomllib
 from collections.abc import Mapping
+from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import msgspec
 
@@ -218,6 +219,18 @@ class RegistryConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     path: str = ""
 
 
+class V3Config(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """The versioned surface (docs/v3.md). v2 deprecation headers start at ``ga_date``."""
+
+    #: V3 general availability, ISO 8601 with a zone ("2027-01-01T00:00:00Z"). Unset: V3 is
+    #: not GA and v2 responses carry no Deprecation/Sunset/Link headers.
+    ga_date: Annotated[datetime, msgspec.Meta(tz=True)] | None = None
+    #: v2 stops responding this many calendar months after GA (the spec's window: 9).
+    sunset_months: int = 9
+    #: Where the v2 -> v3 migration guide is published (the ``Link rel="deprecation"``).
+    migration_guide_url: str = "docs/migration-v2-to-v3.md"
+
+
 class Config(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     model: ModelConfig = ModelConfig()
     kafka: KafkaConfig = KafkaConfig()
@@ -227,6 +240,7 @@ class Config(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     logging: LoggingConfig = LoggingConfig()
     metrics: MetricsConfig = MetricsConfig()
     registry: RegistryConfig = RegistryConfig()
+    v3: V3Config = V3Config()
 
 
 class ConfigError(ValueError):

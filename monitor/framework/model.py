@@ -74,6 +74,8 @@ class Cap(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
 class Framework(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     version: str
+    #: What the framework grades: ERC-4626 vaults (E8) or pegged tokens (E3).
+    kind: Literal["vault", "rwa"]
     published: str
     description: str
     points: Points
@@ -90,9 +92,11 @@ class Framework(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
 def validate(fw: Framework) -> Framework:
     keys = tuple(c.key for c in fw.categories)
-    if keys != CATEGORY_KEYS:
+    if fw.kind == "vault" and keys != CATEGORY_KEYS:
         raise FrameworkError(f"categories must be {list(CATEGORY_KEYS)} in that order, "
                              f"got {list(keys)}")
+    if len(set(keys)) != len(keys):
+        raise FrameworkError(f"category keys repeat: {list(keys)}")
     for cat in fw.categories:
         if not 0.0 <= cat.weight <= 1.0:
             raise FrameworkError(f"category {cat.key}: weight {cat.weight} outside [0, 1]")
@@ -138,12 +142,13 @@ def parse_framework(text: str) -> Framework:
 
 
 @cache
-def load_framework(version: str = DEFAULT_VERSION) -> Framework:
-    """The packaged framework ``version`` (validated; cached for the process)."""
-    if version not in SUPPORTED_VERSIONS:
-        raise FrameworkError(f"unknown framework version {version!r}")
-    text = resources.files(__package__).joinpath(f"{version}.toml").read_text("utf-8")
-    fw = parse_framework(text)
-    if fw.version != version:
-        raise FrameworkError(f"{version}.toml says version {fw.version!r}")
+def load_framework(version: str = DEFAULT_VERSION, kind: str = "vault") -> Framework:
+    """The packaged framework ``version`` for vaults (``v1.toml``) or pegged tokens
+    (``rwa_v1.toml``), validated; cached for the process."""
+    if version not in SUPPORTED_VERSIONS or kind not in ("vault", "rwa"):
+        raise FrameworkError(f"unknown framework version {version!r} ({kind})")
+    name = f"{version}.toml" if kind == "vault" else f"rwa_{version}.toml"
+    fw = parse_framework(resources.files(__package__).joinpath(name).read_text("utf-8"))
+    if (fw.version, fw.kind) != (version, kind):
+        raise FrameworkError(f"{name} says version {fw.version!r}, kind {fw.kind!r}")
     return fw
