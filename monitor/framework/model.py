@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import tomllib
+from collections.abc import Set
 from functools import cache
 from importlib import resources
 from typing import Literal
@@ -64,12 +65,19 @@ class Points(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
 
 class Cap(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    """A grade ceiling: with any of ``tags_any`` present the grade is never above ``max_grade``."""
+    """A grade ceiling: with any of ``tags_any`` present, or an upstream risk of at least
+    ``upstream_min``, the grade is never above ``max_grade``."""
 
     key: str
     name: str
-    tags_any: list[str]
     max_grade: str
+    tags_any: list[str] = []
+    upstream_min: float | None = None
+
+    def applies(self, tags: Set[str], upstream: float | None) -> bool:
+        return any(t in tags for t in self.tags_any) or (
+            self.upstream_min is not None and upstream is not None
+            and upstream >= self.upstream_min)
 
 
 class Framework(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -122,6 +130,8 @@ def validate(fw: Framework) -> Framework:
                 raise FrameworkError(f"tag {tag} belongs to both {owner[tag]} and {crit.key}")
             owner[tag] = crit.key
     for cap in fw.caps:
+        if not cap.tags_any and cap.upstream_min is None:
+            raise FrameworkError(f"cap {cap.key}: names neither tags_any nor upstream_min")
         unknown = [t for t in cap.tags_any if t not in owner]
         if unknown:
             raise FrameworkError(f"cap {cap.key}: tags {unknown} belong to no criterion")
