@@ -306,6 +306,8 @@ def to_toml_comments() -> str:
             value = getattr(struct, field.name)
             if isinstance(value, msgspec.Struct):
                 nested.append((f"{prefix}.{field.name}", value))
+            elif value is None:  # TOML has no null: an unset optional stays commented out
+                lines.append(f"# {field.name} = (unset)")
             else:
                 lines.append(f"{field.name} = {msgspec.json.encode(value).decode()}")
         lines.append("")
