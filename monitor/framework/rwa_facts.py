@@ -17,8 +17,8 @@ from ..records import RatingSnapshot
 PERSISTENT_MINUTES = 15.0
 #: A signal score (0-1) from which a warn criterion becomes a fail.
 FAIL_SCORE = 0.5
-#: Peg types with a fixed fiat reference; any other (gold, silver, nav, other) is "moving".
-FIXED_PEG_EXCLUDED = frozenset({"gold", "silver", "nav", "other"})
+#: Peg types whose reference moves (a commodity, a NAV, anything not a fixed fiat amount).
+MOVING_PEGS = frozenset({"gold", "silver", "nav", "other"})
 
 
 @dataclass(frozen=True)
@@ -54,7 +54,7 @@ def token_facts(snap: RatingSnapshot, peg_type: str | None, collapsed: bool,
         tags.add("rwa-volatility-burst")
     if peg_type is None:
         tags.add("rwa-unregistered")
-    elif peg_type in FIXED_PEG_EXCLUDED:
+    elif peg_type in MOVING_PEGS:
         tags.add("rwa-moving-peg")
     _, oracle_score, oracle_observed = _signal(snap, "headroom")
     facts["oracle_observed"] = oracle_observed

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .db import Database, Executor
+from .db import Database
 from .webhooks import charge
 
 __all__ = ["UsageStore", "UsageTotals", "charge"]
@@ -39,24 +39,23 @@ class UsageStore:
         return await usage_totals(self.db, api_key_id, start, end, group_by)
 
 
-async def usage_totals(ex: Executor | Database, api_key_id: str, start: float, end: float,
+async def usage_totals(db: Database, api_key_id: str, start: float, end: float,
                        group_by: str | None) -> UsageTotals:
     where = " FROM cu_ledger WHERE api_key_id = $1 AND created_at >= $2 AND created_at < $3"
     args = (api_key_id, float(start), float(end))
-    total = int(await ex.fetchval("SELECT COALESCE(SUM(units), 0)" + where, *args) or 0)
+    total = int(await db.fetchval("SELECT COALESCE(SUM(units), 0)" + where, *args) or 0)
     if group_by is None:
         return UsageTotals(total, [])
     if group_by == "endpoint":
         expr = "kind"
     elif group_by == "day":
-        dialect = getattr(ex, "dialect", "sqlite")
         # Epoch day of the charge (UTC): truncation, which CAST does on SQLite but rounds
         # on PostgreSQL, hence FLOOR there.
-        expr = (f"CAST(FLOOR(created_at / {DAY}) AS BIGINT)" if dialect == "postgresql"
+        expr = (f"CAST(FLOOR(created_at / {DAY}) AS BIGINT)" if db.dialect == "postgresql"
                 else f"CAST(created_at / {DAY} AS INTEGER)")
     else:
         raise ValueError(f"unknown grouping {group_by!r}")
-    rows = await ex.fetch(
+    rows = await db.fetch(
         f"SELECT {expr} AS grp, SUM(units) AS units" + where + f" GROUP BY {expr} ORDER BY 1",
         *args)
     groups: list[tuple[int | str, int]] = [
