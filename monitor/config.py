@@ -80,6 +80,9 @@ class ModelConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     #: Ticks may arrive this late (event time) and still be placed in order; later ones are
     #: dropped and counted.
     lateness_seconds: int = 120
+    #: A tick dated more than this far ahead of the wall clock (and of its token's newest
+    #: tick) is refused as ``future_ts`` (monitor/timesanity.py).
+    future_tolerance_seconds: int = 300
     #: A token with no tick for this long (event time at refresh) is reported stale.
     stale_after_seconds: int = 900
 

@@ -30,7 +30,9 @@ from .. import health, metrics
 from ..config import Config
 from ..kafka.topics import ensure_topics, make_consumer, make_producer
 from ..logs import get_logger
-from ..ticks import BadTick, decode_tick
+from ..ticks import BadTick, Tick, decode_tick
+from ..timefmt import format_ts
+from ..timesanity import check_not_future
 from .clock import LiveClock
 from .outputs import DaemonStats, OutputWriter
 from .partitions import PartitionState
@@ -173,6 +175,7 @@ class MonitorDaemon:
         assert out is not None
         started = time.monotonic()
         records = ticks = late = 0
+        wall = time.time()  # the wall clock bounds how far ahead a tick may be dated
         for tp, recs in batch.items():
             part = self._parts.get(tp.partition)
             if part is None:  # revoked while this batch was in flight: not ours any more
@@ -197,8 +200,18 @@ class MonitorDaemon:
                 if part.should_skip(key, offset):
                     self.stats.skipped_restored += 1
                     continue
+                try:
+                    check_not_future(tick, self._clock.last_event_ts(key), wall,
+                                     self.config.model.future_tolerance_seconds)
+                except BadTick as exc:
+                    await out.dead_letter(rec, exc)
+                    continue
                 ticks += 1
+                late_before_tick = engine.stats.late
                 outputs = engine.process(tick)
+                if engine.stats.late != late_before_tick:
+                    await out.dead_letter(rec, BadTick("late", self._late_detail(key, tick)))
+                    continue
                 self._clock.tick(key, tick.ts, tp.partition)
                 part.dirty.add(key)
                 if outputs:
@@ -217,6 +230,13 @@ class MonitorDaemon:
         metrics.LAST_TICK_TIME.set(time.time())
         out.log_dead_letters()
         metrics.BATCH_SECONDS.labels("monitor").observe(time.monotonic() - started)
+
+    def _late_detail(self, key: str, tick: Tick) -> str:
+        newest = self._clock.last_event_ts(key)
+        return (f"tick dated {format_ts(tick.ts)} is older than the token's reordering window "
+                f"({self.config.model.lateness_seconds}s behind its newest tick "
+                f"{format_ts(newest) if newest is not None else '?'}, or at/before its last "
+                "refresh); replay it from the dead-letter topic if it matters")
 
     # -- checkpoints --------------------------------------------------------------------
     async def _checkpoint(self, partitions: list[int]) -> None:
