@@ -127,6 +127,9 @@ class KafkaConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     retry_backoff_max_seconds: float = 10.0
     #: The monitor reports not ready when a batch has been stuck this long.
     ready_stall_seconds: float = 15.0
+    #: /healthz fails (the process is stuck, not just waiting) when the monitor loop has
+    #: not started an iteration for this long: a hung rebalance, restore or publish.
+    liveness_stall_seconds: float = 300.0
     #: Token states are written to the state topic, and offsets committed after them, at
     #: most this often (wall clock); also on partition revocation and shutdown. Outputs are
     #: published every batch regardless; a crash re-produces at most this much.
