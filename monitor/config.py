@@ -117,8 +117,6 @@ class KafkaConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     session_timeout_ms: int = 10000
     heartbeat_interval_ms: int = 3000
     max_poll_interval_ms: int = 300000
-    #: Exactly-once transactions: real Kafka only (the embedded broker refuses them).
-    transactional: bool = False
     embedded_port: int = 0
     #: A dead-lettered record keeps at most this many bytes of the original value.
     dlq_value_prefix_bytes: int = 1024
