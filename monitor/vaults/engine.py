@@ -33,7 +33,7 @@ from .config import VaultsConfig
 from .depeg_link import DepegChange, DepegTable
 from .envelope import risk_envelope
 from .facts import FactUpdate, VaultFacts, apply_update
-from .rating import rate
+from .rating import rate, scorer_for
 from .records import VaultRating
 from .tags import Context, evaluate_tags, known_rated_facts
 from .verdict import attention_needed, tier_for, verdict_for
@@ -101,6 +101,7 @@ class VaultEngine:
         #: underlying token key -> keys of the vaults holding it.
         self._holders: dict[str, set[str]] = {}
         self._blocking = frozenset(config.blocking_tags)
+        self._scorer = scorer_for(config)
 
     # -- inputs -------------------------------------------------------------------------
     def process(self, update: FactUpdate) -> list[VaultRating]:
@@ -188,13 +189,16 @@ class VaultEngine:
 
     # -- one evaluation ---------------------------------------------------------------
     def _evaluate(self, state: VaultState, now: float) -> list[VaultRating]:
+        """Tags, rating, tier, verdict and attention at ``now``; a record when they changed.
+
+        The explanation, contributions and envelope are built only for a record (most fact
+        updates change nothing a reader sees)."""
         config = self.config
         state.clock = now
         facts = state.facts
         tags = evaluate_tags(facts, Context(config.thresholds, now, state.underlying_tier))
         known = known_rated_facts(facts)
-        result = rate(tags, facts, known, config, state.underlying_tier)
-        rating = result.rating
+        rating = self._scorer.score(tags, facts.underlying_risk, known)
         tier = tier_for(rating)
         verdict = verdict_for(rating, tags, self._blocking)
         for tag in list(state.since):
@@ -210,6 +214,7 @@ class VaultEngine:
             return []
         state.last = emitted
         self.stats.records += 1
+        result = rate(tags, facts, known, config, state.underlying_tier)
         tag_list = list(sorted_tags)
         detected = {tag: format_ts(state.since[tag]) for tag in tag_list}
         return [VaultRating(
