@@ -24,6 +24,7 @@ Each vault's clock never goes back: an evaluation runs at ``max(clock, input ts)
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Iterator
 
 import msgspec
@@ -86,6 +87,9 @@ class VaultEngineStats(msgspec.Struct):
     depeg_duplicates: int = 0
     records: int = 0
 
+
+#: Formatting a time is a strftime call; the same few times recur in every record of a vault.
+_iso = functools.lru_cache(maxsize=65536)(format_ts)
 
 _state_encoder = msgspec.msgpack.Encoder()
 _state_decoder = msgspec.msgpack.Decoder(VaultState)
@@ -216,9 +220,9 @@ class VaultEngine:
         self.stats.records += 1
         result = rate(tags, facts, known, config, state.underlying_tier)
         tag_list = list(sorted_tags)
-        detected = {tag: format_ts(state.since[tag]) for tag in tag_list}
+        detected = {tag: _iso(state.since[tag]) for tag in tag_list}
         return [VaultRating(
-            ts=format_ts(now), chain=state.chain, vault=state.vault, rating=rating, tier=tier,
+            ts=_iso(now), chain=state.chain, vault=state.vault, rating=rating, tier=tier,
             verdict=verdict, tags=tag_list, attention_needed=attention,
             risk=risk_envelope(rating, tag_list, result.tag_points, detected),
             contributions=result.contributions, floor=result.floor,
