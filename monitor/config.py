@@ -17,6 +17,8 @@ from typing import Annotated, Any
 
 import msgspec
 
+from .vaults.config import VaultsConfig
+
 ENV_PREFIX = "DEPEG_"
 CONFIG_ENV = "DEPEG_CONFIG"
 
@@ -254,6 +256,8 @@ class Config(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     metrics: MetricsConfig = MetricsConfig()
     registry: RegistryConfig = RegistryConfig()
     v3: V3Config = V3Config()
+    #: The vault side: tag thresholds, rating, verdict, topics (monitor/vaults/config.py).
+    vaults: VaultsConfig = VaultsConfig()
 
 
 class ConfigError(ValueError):
