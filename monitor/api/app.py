@@ -41,7 +41,7 @@ async def errors_middleware(request: web.Request, handler: Handler) -> web.Strea
 
 
 def create_app(config: Config, db: Database) -> web.Application:
-    from . import auth, health, observe, openapi, rwa, webhooks
+    from . import auth, health, observe, openapi, rwa, vaults, webhooks
 
     app = web.Application(
         middlewares=[observe.metrics_middleware, errors_middleware, auth.auth_middleware],
@@ -49,6 +49,6 @@ def create_app(config: Config, db: Database) -> web.Application:
     )
     app[CONFIG] = config
     app[DB] = db
-    for module in (health, webhooks, rwa, openapi):
+    for module in (health, webhooks, rwa, vaults, openapi):
         module.add_routes(app)
     return app

@@ -60,9 +60,9 @@ OPENAPI_PATHS: dict[str, Any] = {
 
 
 def route_modules() -> list[ModuleType]:
-    from . import health, openapi, rwa, webhooks
+    from . import health, openapi, rwa, vaults, webhooks
 
-    return [health, webhooks, rwa, openapi]
+    return [health, webhooks, rwa, vaults, openapi]
 
 
 def build_document(modules: list[ModuleType] | None = None) -> dict[str, Any]:

@@ -1,0 +1,63 @@
+"""Tables of the "vaults" component (its own migration line in ``schema_migrations``).
+
+One row per vault in ``vaults`` carries both halves the API reads together: the merged
+facts (written from ``vaults.facts``) and the engine's latest rating (from
+``vaults.ratings``). Keeping them in one row lets every E4 filter and sort run on one
+indexed table without a join. The columns the list filters and sorts on are copied out of
+the facts JSON; the JSON itself is kept whole for the detail blocks of E5. A row whose
+rating columns are still NULL has facts but no rating record yet: it is not listed.
+
+``vault_rating_history`` keeps one row per published rating record (``ts`` = the record's
+event time) for the 90-day history of E5.
+"""
+
+from __future__ import annotations
+
+from .db import Migration
+
+COMPONENT = "vaults"
+
+_V1 = """
+CREATE TABLE vaults (
+  chain TEXT NOT NULL,
+  vault TEXT NOT NULL,
+  facts_ts DOUBLE PRECISION,
+  name TEXT,
+  symbol TEXT,
+  protocol TEXT,
+  contract_type TEXT,
+  underlying_symbol TEXT,
+  underlying_address TEXT,
+  underlying_risk TEXT,
+  tvl_usd DOUBLE PRECISION,
+  apy_pct DOUBLE PRECISION,
+  looping_rate DOUBLE PRECISION,
+  facts TEXT,
+  rating_ts DOUBLE PRECISION,
+  rating DOUBLE PRECISION,
+  tier TEXT,
+  verdict TEXT,
+  attention_needed INTEGER,
+  tags TEXT,
+  record TEXT,
+  PRIMARY KEY (chain, vault)
+);
+CREATE INDEX vaults_rating ON vaults (rating);
+CREATE INDEX vaults_tvl ON vaults (tvl_usd);
+CREATE INDEX vaults_tier ON vaults (tier);
+CREATE INDEX vaults_underlying ON vaults (chain, underlying_address);
+CREATE TABLE vault_rating_history (
+  chain TEXT NOT NULL,
+  vault TEXT NOT NULL,
+  ts DOUBLE PRECISION NOT NULL,
+  rating DOUBLE PRECISION,
+  tier TEXT NOT NULL,
+  verdict TEXT NOT NULL,
+  tags TEXT NOT NULL,
+  attention_needed INTEGER NOT NULL,
+  PRIMARY KEY (chain, vault, ts)
+);
+CREATE INDEX vault_rating_history_ts ON vault_rating_history (ts);
+"""
+
+MIGRATIONS = [Migration(1, "vaults (facts + latest rating), rating history", _V1)]
