@@ -16,6 +16,8 @@ from typing import Any
 
 import msgspec
 
+from .vaults.config import VaultsConfig
+
 ENV_PREFIX = "DEPEG_"
 CONFIG_ENV = "DEPEG_CONFIG"
 
@@ -227,6 +229,8 @@ class Config(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     logging: LoggingConfig = LoggingConfig()
     metrics: MetricsConfig = MetricsConfig()
     registry: RegistryConfig = RegistryConfig()
+    #: The vault side: tag thresholds, rating, verdict, topics (monitor/vaults/config.py).
+    vaults: VaultsConfig = VaultsConfig()
 
 
 class ConfigError(ValueError):
