@@ -21,7 +21,11 @@ from monitor.api.vaults.catalogue import (
     VAULT_CHAINS,
 )
 from monitor.storage.vaults import FactsUpdate, RatingRow, VaultStore
-from monitor.timefmt import format_ts
+from monitor.timefmt import format_ts, parse_ts
+from monitor.vaults.config import VaultsConfig
+from monitor.vaults.envelope import risk_envelope
+from monitor.vaults.records import Contribution, VaultRating, encode_rating
+from monitor.vaults.verdict import tier_for, verdict_for
 
 T0 = 1_678_500_000.0
 USDC_ETH = "0xa0b86991c6218b36c1d19d4a2e9eb0ce3606eb48"
@@ -33,66 +37,45 @@ def vault_address(i: int) -> str:
     return f"0x{0xa01 + i:040x}"
 
 
-def tier_of(rating: float | None) -> str:
-    if rating is None:
-        return "unknown"
-    return ("critical" if rating >= 75 else "high" if rating >= 50
-            else "medium" if rating >= 25 else "low")
-
-
-def verdict_of(rating: float | None, tags: set[str]) -> str:
-    blocking = {"vault-redemption-closed", "vault-emergency-shutdown", "vault-dormant",
-                "vault-unverified-contract"}
-    if tags & blocking or (rating is not None and rating >= 75):
-        return "do_not_list"
-    if rating is not None and rating >= 55:
-        return "review_required"
-    if rating is None or rating >= 30:
-        return "caution"
-    return "safe_to_list"
-
-
-def rating_record(chain: str, vault: str, ts: float, rating: float | None,
-                  tags: list[str], attention: bool) -> dict[str, Any]:
+def rating_record(chain: str, vault: str, ts: float, rating: int | None,
+                  tags: list[str], attention: bool) -> VaultRating:
+    """A real ``vaults.ratings`` record built with the engine's tier, verdict and envelope
+    functions (the rating and tags are chosen by the test, not computed from facts)."""
     tags = sorted(tags)
-    return {
-        "ts": format_ts(ts), "chain": chain, "vault": vault, "rating": rating,
-        "tier": tier_of(rating), "verdict": verdict_of(rating, set(tags)), "tags": tags,
-        "risk": {"score": rating if rating is not None else 0, "count": len(tags),
-                 "medium": 0, "high": len(tags), "overallRisk": rating or 0,
-                 "issues": [{"score": rating or 0, "tags": [
-                     {"key": t, "name": t, "type": "vault_risk", "severity": 5,
-                      "description": t} for t in tags], "categories": {}}] if tags else []},
-        "contributions": {"liquidity": rating or 0},
-        "attention_needed": attention,
-    }
+    stamp = format_ts(ts)
+    points = {t: 5.0 for t in tags}
+    return VaultRating(
+        ts=stamp, chain=chain, vault=vault, rating=rating, tier=tier_for(rating),
+        verdict=verdict_for(rating, tags, VaultsConfig().blocking_tags), tags=tags,
+        attention_needed=attention,
+        risk=risk_envelope(rating, tags, points, dict.fromkeys(tags, stamp)),
+        contributions=[Contribution("vault_liquidity_risk", "Liquidity & Withdrawal",
+                                    float(rating or 0), tags, {})],
+        floor=None, explanation=f"{rating} because the test said so", known_facts=10,
+        underlying_depeg_tier=None)
 
 
-def rating_row(record: Mapping[str, Any], ts: float) -> RatingRow:
-    return RatingRow(record["chain"], record["vault"], ts, record["rating"], record["tier"],
-                     record["verdict"], tuple(record["tags"]), record["attention_needed"],
-                     msgspec.json.encode(record))
+def rating_row(record: VaultRating) -> RatingRow:
+    return RatingRow(record.chain, record.vault, parse_ts(record.ts), record.rating,
+                     record.tier, record.verdict, tuple(record.tags), record.attention_needed,
+                     encode_rating(record))
 
 
 @dataclass
 class Population:
     facts: list[dict[str, Any]]
-    records: list[dict[str, Any]]
-    ts: list[float]
+    records: list[VaultRating]
 
     def expected(self) -> list[dict[str, Any]]:
         """One flat row per vault: what the brute-force filters and sorts look at."""
-        out = []
-        for f, r in zip(self.facts, self.records, strict=True):
-            out.append({**f, **r, "address": f["vault"]})
-        return out
+        return [{**f, **msgspec.to_builtins(r), "address": f["vault"]}
+                for f, r in zip(self.facts, self.records, strict=True)]
 
 
 def population(n: int, seed: int = 11) -> Population:
     rnd = random.Random(seed)
     facts: list[dict[str, Any]] = []
-    records: list[dict[str, Any]] = []
-    stamps: list[float] = []
+    records: list[VaultRating] = []
     for i in range(n):
         chain = VAULT_CHAINS[i % len(VAULT_CHAINS)]
         vault = vault_address(i)
@@ -114,13 +97,12 @@ def population(n: int, seed: int = 11) -> Population:
             "code_findings": [{"id": "F-1", "severity": "low"}] if i % 7 == 0 else [],
             "lending_market": {"curator": "c1"} if i % 3 == 0 else None,
         }
-        rating = rnd.choice([None, 50.0, round(rnd.uniform(0, 100), 2)])
+        rating = rnd.choice([None, 50, rnd.randrange(101)])
         tags = rnd.sample(TAG_KEYS, rnd.choice([0, 0, 1, 2, 4]))
         ts = T0 + rnd.randrange(0, 86400, 60)
         facts.append(f)
         records.append(rating_record(chain, vault, ts, rating, tags, rnd.random() < 0.2))
-        stamps.append(ts)
-    return Population(facts, records, stamps)
+    return Population(facts, records)
 
 
 def replace_facts(current: Mapping[str, Any] | None, updates: Sequence[Mapping[str, Any]]
@@ -132,4 +114,4 @@ def replace_facts(current: Mapping[str, Any] | None, updates: Sequence[Mapping[s
 async def load(store: VaultStore, pop: Population) -> None:
     await store.write_batch(
         [FactsUpdate(f["chain"], f["vault"], f["ts"], f) for f in pop.facts], replace_facts,
-        [rating_row(r, ts) for r, ts in zip(pop.records, pop.ts, strict=True)])
+        [rating_row(r) for r in pop.records])

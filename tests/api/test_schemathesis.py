@@ -21,8 +21,6 @@ import schemathesis
 from aiohttp import web
 from hypothesis import HealthCheck, settings
 from readapi_support import api_headers, population, story
-from vaults_support import load as load_vaults
-from vaults_support import population as vault_population
 from schemathesis.checks import (
     content_type_conformance,
     not_a_server_error,
@@ -30,6 +28,8 @@ from schemathesis.checks import (
     response_schema_conformance,
     status_code_conformance,
 )
+from vaults_support import load as load_vaults
+from vaults_support import population as vault_population
 
 from monitor.api.app import create_app
 from monitor.api.openapi import build_document

@@ -234,6 +234,7 @@ async def test_items_carry_the_published_record(api: Api) -> None:
         assert (it["rating"], it["tier"], it["verdict"], it["tags"]) == (
             row["rating"], row["tier"], row["verdict"], row["tags"])
         assert it["risk"] == row["risk"] and it["contributions"] == row["contributions"]
+        assert it["explanation"] == row["explanation"]
         assert it["underlying"]["symbol"] == row["underlying_symbol"]
 
 
@@ -278,12 +279,11 @@ async def test_history_covers_90_days_of_records(storage_url: str) -> None:
                  "composition": [{"symbol": "USDC", "address": USDC_ETH, "share_pct": 60},
                                  {"symbol": "X", "address": vault_address(99), "share_pct": 40}]}
         days = [0, 5, 20, 50, 95, 99, 100]  # the first two fall outside 90 days of day 100
-        records = [rating_record("eth", vault, T0 + d * 86400, float(d), [], False)
-                   for d in days]
+        records = [rating_record("eth", vault, T0 + d * 86400, d, [], False) for d in days]
         # Delivered out of order: the latest row still ends up the newest record.
         order = [6, 0, 3, 1, 5, 2, 4]
         await store.write_batch([FactsUpdate("eth", vault, T0, facts)], replace_facts,
-                                [rating_row(records[i], T0 + days[i] * 86400) for i in order])
+                                [rating_row(records[i]) for i in order])
         app = create_app(Config(), db)
         async with serve(app) as base, aiohttp.ClientSession(
                 headers=await api_headers(db)) as session:

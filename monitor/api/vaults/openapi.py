@@ -60,12 +60,17 @@ OPENAPI_SCHEMAS: dict[str, Any] = {
                    ["tags", "categories"], score=_NUM_OR_NULL,
                    tags={"type": "array", "items": _ref("VaultRiskTag")},
                    categories={"type": "object"})})},
+    "VaultContribution": _obj(
+        ["category", "name", "points", "tags", "facts"], category={"type": "string"},
+        name={"type": "string"}, points={"type": "number"},
+        tags={"type": "array", "items": {"type": "string"}}, facts={"type": "object"}),
     "Vault": {
         "description": "A rated vault: facts it is filtered on, the latest rating record.",
         **_obj(
             ["address", "chain", "name", "symbol", "protocol", "contract_type", "underlying",
              "tvl_usd", "apy_pct", "looping_rate", "rating", "tier", "verdict", "tags",
-             "attention_needed", "updated_at", "facts_updated_at", "risk", "contributions"],
+             "attention_needed", "updated_at", "facts_updated_at", "risk", "contributions",
+             "explanation"],
             address=_ADDRESS, chain={"type": "string", "enum": list(VAULT_CHAINS)},
             name=_STR_OR_NULL, symbol=_STR_OR_NULL, protocol=_STR_OR_NULL,
             contract_type=_STR_OR_NULL,
@@ -80,8 +85,10 @@ OPENAPI_SCHEMAS: dict[str, Any] = {
             attention_needed={"type": "boolean"},
             updated_at=_TIME, facts_updated_at=_TIME_OR_NULL,
             risk=_ref("VaultRiskEnvelope"),
-            contributions={"type": "object",
-                           "description": "Per-category contributions to the rating"})},
+            contributions={"type": "array", "items": _ref("VaultContribution"),
+                           "description": "Per-category contributions to the rating"},
+            explanation={"type": ["string", "null"],
+                         "description": "Why the rating is what it is, in one sentence"})},
     "VaultList": _obj(
         ["items", "pagination", "aggregates", "sort"],
         items={"type": "array", "items": _ref("Vault")},

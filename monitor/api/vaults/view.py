@@ -38,7 +38,8 @@ def item(v: StoredVault) -> dict[str, Any]:
         "updated_at": iso(v.rating_ts),
         "facts_updated_at": iso(v.facts_ts),
         "risk": v.record.get("risk") or dict(_EMPTY_RISK),
-        "contributions": v.record.get("contributions") or {},
+        "contributions": v.record.get("contributions") or [],
+        "explanation": v.record.get("explanation"),
     }
 
 
