@@ -56,6 +56,8 @@ class MonitorDaemon:
         self.check_name = check_name
         self.stats = DaemonStats()
         self._parts: dict[int, PartitionState] = {}
+        #: Revoked partitions, until the next assignment says whether they come back.
+        self._set_aside: dict[int, PartitionState] = {}
         self._lock = asyncio.Lock()
         self._clock = LiveClock(config.model.stale_after_seconds)
         self._sweeper = Sweeper(self._clock)
@@ -266,6 +268,12 @@ class MonitorDaemon:
 
     # -- rebalancing ------------------------------------------------------------------
     async def on_revoked(self, revoked: list[TopicPartition]) -> None:
+        """Checkpoint and set aside every revoked partition.
+
+        aiokafka's eager protocol revokes everything on every rebalance; most partitions
+        come straight back. They are kept aside (not processed: ``_process`` only sees
+        ``_parts``) so ``on_assigned`` can resume them without reading the state topic.
+        """
         ours = [tp.partition for tp in revoked if tp.topic == self.kafka.ticks_topic]
         async with self._lock:  # waits for the batch in flight
             try:
@@ -279,7 +287,7 @@ class MonitorDaemon:
                 for p in ours:
                     part = self._parts.pop(p, None)
                     if part is not None:
-                        self._clock.forget(list(part.engine.keys()))
+                        self._set_aside[p] = part
                     metrics.CONSUMER_LAG.labels("monitor", str(p)).set(0)
                 metrics.ASSIGNED_PARTITIONS.labels("monitor").set(len(self._parts))
         if ours:
@@ -301,15 +309,21 @@ class MonitorDaemon:
         consumer = self._consumer
         assert consumer is not None
         async with self._lock:
-            new = sorted(tp.partition for tp in assigned
-                         if tp.topic == k.ticks_topic and tp.partition not in self._parts)
+            mine = sorted(tp.partition for tp in assigned if tp.topic == k.ticks_topic)
+            positions: dict[int, int] = {}
+            for p in mine:
+                if p in self._parts:
+                    continue
+                tp = TopicPartition(k.ticks_topic, p)
+                positions[p] = await self._retry(partial(start_offset, consumer, tp),
+                                                 "start_offset")
+            kept = self._take_back(positions)
+            new = [p for p in positions if p not in kept]
             states = await self._retry(
                 lambda: read_states(self._state_reader, k.state_topic, new), "restore_state")
             restored = 0
             for p in new:
-                tp = TopicPartition(k.ticks_topic, p)
-                position = await self._retry(partial(start_offset, consumer, tp),
-                                             "start_offset")
+                position = positions[p]
                 part = PartitionState.restore(p, self.config.model, position, states[p])
                 part.committed = position
                 for key, state in states[p].items():
@@ -319,8 +333,25 @@ class MonitorDaemon:
             self.stats.restored_tokens += restored
             self.joined.set()
             metrics.ASSIGNED_PARTITIONS.labels("monitor").set(len(self._parts))
-        log.info("monitor.partitions_assigned", partitions=new, restored_tokens=restored,
-                 positions={p: self._parts[p].next_offset for p in new})
+        log.info("monitor.partitions_assigned", partitions=mine, restored_partitions=new,
+                 kept_partitions=kept, restored_tokens=restored,
+                 positions={p: self._parts[p].next_offset for p in mine if p in self._parts})
+
+    def _take_back(self, positions: dict[int, int]) -> list[int]:
+        """Partitions set aside at revocation that came back untouched: resumed as they
+        are. Untouched means the group's committed offset is exactly where this instance
+        stopped (nobody else committed progress in between, and our final checkpoint
+        succeeded); anything else is restored from the state topic. Partitions set aside
+        and not assigned again are dropped."""
+        kept = []
+        for p, part in self._set_aside.items():
+            if positions.get(p) == part.next_offset == part.committed:
+                self._parts[p] = part
+                kept.append(p)
+            else:
+                self._clock.forget(list(part.engine.keys()))
+        self._set_aside.clear()
+        return sorted(kept)
 
     def _state_reader(self) -> AIOKafkaConsumer:
         k = self.kafka
