@@ -89,26 +89,37 @@ def facts_columns(facts: Mapping[str, Any]) -> tuple[Any, ...]:
 
 _UPSERT_FACTS = """
 INSERT INTO vaults (chain, vault, facts_ts, name, symbol, protocol, contract_type,
-  underlying_symbol, underlying_address, underlying_risk, tvl_usd, apy_pct, looping_rate, facts)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
+  underlying_symbol, underlying_address, underlying_risk, tvl_usd, apy_pct, looping_rate)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
 ON CONFLICT (chain, vault) DO UPDATE SET
   facts_ts = excluded.facts_ts, name = excluded.name, symbol = excluded.symbol,
   protocol = excluded.protocol, contract_type = excluded.contract_type,
   underlying_symbol = excluded.underlying_symbol,
   underlying_address = excluded.underlying_address,
   underlying_risk = excluded.underlying_risk, tvl_usd = excluded.tvl_usd,
-  apy_pct = excluded.apy_pct, looping_rate = excluded.looping_rate, facts = excluded.facts
+  apy_pct = excluded.apy_pct, looping_rate = excluded.looping_rate
+"""
+
+_UPSERT_FACTS_DOC = """
+INSERT INTO vault_documents (chain, vault, facts) VALUES ($1, $2, $3)
+ON CONFLICT (chain, vault) DO UPDATE SET facts = excluded.facts
 """
 
 _UPSERT_RATING = """
-INSERT INTO vaults (chain, vault, rating_ts, rating, tier, verdict, attention_needed, tags,
-  record)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+INSERT INTO vaults (chain, vault, rating_ts, rating, tier, verdict, attention_needed, tags)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
 ON CONFLICT (chain, vault) DO UPDATE SET
   rating_ts = excluded.rating_ts, rating = excluded.rating, tier = excluded.tier,
   verdict = excluded.verdict, attention_needed = excluded.attention_needed,
-  tags = excluded.tags, record = excluded.record
+  tags = excluded.tags
 WHERE vaults.rating_ts IS NULL OR excluded.rating_ts >= vaults.rating_ts
+"""
+
+_UPSERT_RATING_DOC = """
+INSERT INTO vault_documents (chain, vault, rating_ts, record) VALUES ($1, $2, $3, $4)
+ON CONFLICT (chain, vault) DO UPDATE SET
+  rating_ts = excluded.rating_ts, record = excluded.record
+WHERE vault_documents.rating_ts IS NULL OR excluded.rating_ts >= vault_documents.rating_ts
 """
 
 _UPSERT_HISTORY = """
@@ -143,20 +154,23 @@ class VaultStore:
         for f in facts:  # arrival order kept within each vault
             per_vault.setdefault((f.chain, f.vault), []).append(f)
         async with self.db.transaction() as tx:
-            rows = []
+            rows: list[tuple[Any, ...]] = []
+            docs: list[tuple[Any, ...]] = []
             for (chain, vault), updates in per_vault.items():
                 row = await tx.fetchrow(
-                    "SELECT facts_ts, facts FROM vaults WHERE chain = $1 AND vault = $2",
-                    chain, vault)
+                    "SELECT v.facts_ts, d.facts FROM vaults v JOIN vault_documents d"
+                    " ON d.chain = v.chain AND d.vault = v.vault"
+                    " WHERE v.chain = $1 AND v.vault = $2", chain, vault)
                 stored = msgspec.json.decode(row["facts"]) if row and row["facts"] else None
                 ts = max(u.ts for u in updates)
                 if row and row["facts_ts"] is not None:
                     ts = max(ts, float(row["facts_ts"]))
                 state = fold(stored, [u.update for u in updates])
-                rows.append((chain, vault, ts, *facts_columns(state),
-                             msgspec.json.encode(state).decode()))
+                rows.append((chain, vault, ts, *facts_columns(state)))
+                docs.append((chain, vault, msgspec.json.encode(state).decode()))
             if rows:
                 await tx.executemany(_UPSERT_FACTS, rows)
+                await tx.executemany(_UPSERT_FACTS_DOC, docs)
             stats.vaults_touched = len(rows)
             if ratings:
                 ordered = sorted(ratings, key=lambda r: r.ts)  # stable: arrival order on ties
@@ -168,8 +182,9 @@ class VaultStore:
                     latest[(r.chain, r.vault)] = r
                 await tx.executemany(_UPSERT_RATING, [
                     (r.chain, r.vault, r.ts, r.rating, r.tier, r.verdict,
-                     int(r.attention_needed), tags_column(r.tags), r.record.decode())
-                    for r in latest.values()])
+                     int(r.attention_needed), tags_column(r.tags)) for r in latest.values()])
+                await tx.executemany(_UPSERT_RATING_DOC, [
+                    (r.chain, r.vault, r.ts, r.record.decode()) for r in latest.values()])
         return stats
 
     async def apply_retention(self, days: int = HISTORY_DAYS, now: float | None = None) -> int:

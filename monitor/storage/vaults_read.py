@@ -35,8 +35,9 @@ SORTS: dict[str, tuple[str, str, bool]] = {
 _BIG = 1e300
 _COLUMNS = ("v.chain, v.vault, v.facts_ts, v.name, v.symbol, v.protocol, v.contract_type,"
             " v.underlying_symbol, v.underlying_address, v.underlying_risk, v.tvl_usd,"
-            " v.apy_pct, v.looping_rate, v.facts, v.rating_ts, v.rating, v.tier, v.verdict,"
-            " v.attention_needed, v.tags, v.record")
+            " v.apy_pct, v.looping_rate, v.rating_ts, v.rating, v.tier, v.verdict,"
+            " v.attention_needed, v.tags")
+_DOCS = " LEFT JOIN vault_documents d ON d.chain = p.chain AND d.vault = p.vault"
 _RATED = "v.tier IS NOT NULL"
 
 
@@ -197,16 +198,19 @@ async def list_vaults(db: Database, f: VaultFilter, page: VaultPage) -> VaultLis
     key = sort_expression(page.sort, db.dialect)
     direction = SORTS[page.sort][1]
     cmp, order = (">", "ASC") if direction == "asc" else ("<", "DESC")
-    sql = f"SELECT {_COLUMNS}, {key} AS sort_key FROM vaults v{where}"
+    # The page is chosen on the narrow table; only its rows fetch their documents.
+    inner = f"SELECT {_COLUMNS}, {key} AS sort_key FROM vaults v{where}"
     if page.after is not None:
         value, chain, vault = page.after
         v, c, a = p(value), p(chain), p(vault)
-        sql += (f" AND ({key} {cmp} {v} OR ({key} = {v} AND (v.chain {cmp} {c}"
-                f" OR (v.chain = {c} AND v.vault {cmp} {a}))))")
-    sql += f" ORDER BY sort_key {order}, v.chain {order}, v.vault {order}"
-    sql += f" LIMIT {p(page.limit + 1)}"
+        inner += (f" AND ({key} {cmp} {v} OR ({key} = {v} AND (v.chain {cmp} {c}"
+                  f" OR (v.chain = {c} AND v.vault {cmp} {a}))))")
+    inner += f" ORDER BY sort_key {order}, v.chain {order}, v.vault {order}"
+    inner += f" LIMIT {p(page.limit + 1)}"
     if page.offset is not None:
-        sql += f" OFFSET {p(page.offset)}"
+        inner += f" OFFSET {p(page.offset)}"
+    sql = (f"SELECT p.*, d.facts, d.record FROM ({inner}) p{_DOCS}"
+           f" ORDER BY p.sort_key {order}, p.chain {order}, p.vault {order}")
     rows = await db.fetch(sql, *p.values)
     more = len(rows) > page.limit
     rows = rows[:page.limit]
@@ -219,8 +223,9 @@ async def list_vaults(db: Database, f: VaultFilter, page: VaultPage) -> VaultLis
 
 async def get_vault(db: Database, chain: str, vault: str) -> StoredVault | None:
     """The rated vault ``chain``/``vault`` (lowercase address), or None."""
-    row = await db.fetchrow(f"SELECT {_COLUMNS} FROM vaults v WHERE v.chain = $1"
-                            f" AND v.vault = $2 AND {_RATED}", chain, vault)
+    row = await db.fetchrow(
+        f"SELECT p.*, d.facts, d.record FROM (SELECT {_COLUMNS} FROM vaults v"
+        f" WHERE v.chain = $1 AND v.vault = $2 AND {_RATED}) p{_DOCS}", chain, vault)
     return _vault(row) if row else None
 
 

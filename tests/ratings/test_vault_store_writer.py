@@ -88,7 +88,8 @@ async def produce(broker: EmbeddedBroker, config: Config, lines: list[bytes],
 
 
 async def dump(db: Any) -> list[list[dict[str, Any]]]:
-    return [await db.fetch("SELECT * FROM vaults ORDER BY chain, vault"),
+    return [await db.fetch("SELECT v.*, d.facts, d.record FROM vaults v JOIN vault_documents d"
+                           " USING (chain, vault) ORDER BY chain, vault"),
             await db.fetch("SELECT * FROM vault_rating_history ORDER BY chain, vault, ts")]
 
 

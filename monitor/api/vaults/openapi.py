@@ -69,8 +69,7 @@ OPENAPI_SCHEMAS: dict[str, Any] = {
         **_obj(
             ["address", "chain", "name", "symbol", "protocol", "contract_type", "underlying",
              "tvl_usd", "apy_pct", "looping_rate", "rating", "tier", "verdict", "tags",
-             "attention_needed", "updated_at", "facts_updated_at", "risk", "contributions",
-             "explanation"],
+             "attention_needed", "updated_at", "facts_updated_at", "risk", "explanation"],
             address=_ADDRESS, chain={"type": "string", "enum": list(VAULT_CHAINS)},
             name=_STR_OR_NULL, symbol=_STR_OR_NULL, protocol=_STR_OR_NULL,
             contract_type=_STR_OR_NULL,
@@ -85,8 +84,6 @@ OPENAPI_SCHEMAS: dict[str, Any] = {
             attention_needed={"type": "boolean"},
             updated_at=_TIME, facts_updated_at=_TIME_OR_NULL,
             risk=_ref("VaultRiskEnvelope"),
-            contributions={"type": "array", "items": _ref("VaultContribution"),
-                           "description": "Per-category contributions to the rating"},
             explanation={"type": ["string", "null"],
                          "description": "Why the rating is what it is, in one sentence"})},
     "VaultList": _obj(
@@ -112,8 +109,18 @@ OPENAPI_SCHEMAS: dict[str, Any] = {
                                "additionalProperties": {"type": "integer"}})},
         sort={"type": "string", "enum": list(SORTS)}),
     "VaultDetail": {"allOf": [_ref("Vault"), _obj(
-        ["looping_markets", "composition", "lending_market", "code_findings",
-         "lst_collateral_markets", "facts", "history"],
+        ["contributions", "floor", "known_facts", "underlying_depeg_tier", "looping_markets",
+         "composition", "lending_market", "code_findings", "lst_collateral_markets", "facts",
+         "history"],
+        contributions={"type": "array", "items": _ref("VaultContribution"),
+                       "description": "Per-category contributions to the rating"},
+        floor={"type": ["object", "null"], "description": "The hard floor that set the "
+               "rating (tag and minimum), when one did",
+               "properties": {"tag": {"type": "string"}, "rating": {"type": "integer"}}},
+        known_facts={"type": ["integer", "null"]},
+        underlying_depeg_tier={"type": ["string", "null"],
+                               "description": "The underlying's depeg tier as the engine "
+                                              "last saw it on depeg.tier-changes"},
         looping_markets=_OBJECTS, code_findings=_OBJECTS, lst_collateral_markets=_OBJECTS,
         lending_market={"type": ["object", "null"]},
         composition={"type": "array", "items": _obj(

@@ -1,8 +1,10 @@
 """How a stored vault becomes JSON: the list item (E4) and the detail blocks (E5).
 
-Field names are snake_case like the rest of the v2 read API; the ``risk`` envelope and the
-per-category ``contributions`` are the engine's, passed through from the published
-``vaults.ratings`` record so the API can never disagree with the topic.
+Field names are snake_case like the rest of the v2 read API; the ``risk`` envelope, the
+``explanation`` and (E5) the per-category ``contributions`` are the engine's, passed
+through from the published ``vaults.ratings`` record so the API can never disagree with the
+topic. List items leave out the contributions (each carries the facts it was read from, a
+few KB per vault): E5 has them.
 """
 
 from __future__ import annotations
@@ -38,7 +40,6 @@ def item(v: StoredVault) -> dict[str, Any]:
         "updated_at": iso(v.rating_ts),
         "facts_updated_at": iso(v.facts_ts),
         "risk": v.record.get("risk") or dict(_EMPTY_RISK),
-        "contributions": v.record.get("contributions") or [],
         "explanation": v.record.get("explanation"),
     }
 
@@ -79,6 +80,10 @@ def detail(v: StoredVault, depeg: dict[str, Row], history: list[HistoryPoint],
     body = item(v)
     lending = v.facts.get("lending_market")
     body.update({
+        "contributions": v.record.get("contributions") or [],
+        "floor": v.record.get("floor"),
+        "known_facts": v.record.get("known_facts"),
+        "underlying_depeg_tier": v.record.get("underlying_depeg_tier"),
         "looping_markets": _objects(v.facts.get("looping_markets")),
         "composition": composition(v, depeg),
         "lending_market": lending if isinstance(lending, dict) else None,
