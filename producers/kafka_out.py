@@ -13,10 +13,17 @@ from collections import deque
 from types import TracebackType
 
 from monitor.config import Config, KafkaConfig
-from monitor.kafka.topics import KafkaError, TopicError, ensure_topics, make_producer
+from monitor.kafka.topics import (
+    KafkaError,
+    TopicError,
+    ensure_topics,
+    ensure_vault_topics,
+    make_producer,
+)
 from monitor.logs import get_logger
 from monitor.runstate import discover_bootstrap
 from monitor.ticks import Tick, encode_tick
+from monitor.vaults.facts import FactUpdate, encode_update
 
 log = get_logger(__name__)
 
@@ -47,9 +54,11 @@ class TickSender:
     """An aiokafka producer that publishes ticks without awaiting each delivery."""
 
     def __init__(
-        self, bootstrap_servers: str, kafka: KafkaConfig, *, max_pending: int = 20_000
+        self, bootstrap_servers: str, kafka: KafkaConfig, *, max_pending: int = 20_000,
+        topic: str | None = None,
     ) -> None:
-        self.topic = kafka.ticks_topic
+        #: kafka.ticks_topic unless given (FactSender publishes vault facts through it).
+        self.topic = topic or kafka.ticks_topic
         self.sent = 0
         self.failed = 0
         self._max_pending = max_pending
@@ -66,8 +75,12 @@ class TickSender:
 
     async def send(self, tick: Tick) -> None:
         """Hand one tick to the producer; blocks only when its buffer is full."""
+        await self.send_record(tick.key.encode(), encode_tick(tick), tick.ts)
+
+    async def send_record(self, key: bytes, value: bytes, ts: float) -> None:
+        """Hand one encoded record (CreateTime = its event time) to the producer."""
         future = await self._producer.send(
-            self.topic, encode_tick(tick), key=tick.key.encode(), timestamp_ms=int(tick.ts * 1000)
+            self.topic, value, key=key, timestamp_ms=int(ts * 1000)
         )
         self._pending.append(future)
         self.sent += 1
@@ -123,3 +136,30 @@ async def open_sender(bootstrap_servers: str, kafka: KafkaConfig) -> TickSender:
     except TopicError as exc:
         raise ProduceError(str(exc)) from exc
     return sender
+
+
+class FactSender:
+    """Publishes vault fact records (``vaults.facts``, keyed ``chain:vault``) through a
+    :class:`TickSender` on that topic: same batching, same delivery checks."""
+
+    def __init__(self, sender: TickSender) -> None:
+        self.sender = sender
+
+    async def send(self, update: FactUpdate) -> None:
+        await self.sender.send_record(update.key.encode(), encode_update(update), update.ts)
+
+    async def close(self) -> None:
+        await self.sender.close()
+
+
+async def open_fact_sender(bootstrap_servers: str, config: Config) -> FactSender:
+    """Make sure the vault topics exist, then start a sender on ``vaults.facts_topic``."""
+    try:
+        await ensure_vault_topics(config.kafka, config.vaults, bootstrap_servers)
+        sender = TickSender(bootstrap_servers, config.kafka, topic=config.vaults.facts_topic)
+        await sender.start()
+    except KafkaError as exc:
+        raise ProduceError(f"cannot reach Kafka at {bootstrap_servers}: {exc}") from exc
+    except TopicError as exc:
+        raise ProduceError(str(exc)) from exc
+    return FactSender(sender)

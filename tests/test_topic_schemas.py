@@ -15,6 +15,7 @@ import yaml
 from conftest import data_file
 
 from monitor.config import KafkaConfig, ModelConfig
+from monitor.vaults.config import VaultsConfig
 from monitor.records import (
     EVENT_TYPE,
     RatingSnapshot,
@@ -205,8 +206,10 @@ def test_asyncapi_document_names_the_topics_and_the_schemas():
     assert doc["asyncapi"].startswith("3.")
     kafka = KafkaConfig()
     addresses = {c["address"] for c in doc["channels"].values()}
+    vaults = VaultsConfig()
     assert addresses == {kafka.ticks_topic, kafka.ratings_topic, kafka.tier_changes_topic,
-                         kafka.dlq_topic}
+                         kafka.dlq_topic, vaults.facts_topic, vaults.ratings_topic,
+                         vaults.dlq_topic}
     payloads = {}
     for name, message in doc["components"]["messages"].items():
         ref = message["payload"].get("schema", {}).get("$ref")
@@ -216,7 +219,8 @@ def test_asyncapi_document_names_the_topics_and_the_schemas():
             payloads[name] = target.name
         assert message["bindings"]["kafka"]["key"]["type"] == "string"
     assert payloads == {"Tick": "tick.json", "RatingSnapshot": "rating-snapshot.json",
-                        "TierChange": "tier-change.json"}
+                        "TierChange": "tier-change.json", "VaultFacts": "vault-facts.json",
+                        "VaultRating": "vault-rating.json"}
     # Every internal reference resolves.
     for ref in _refs(doc):
         if ref.startswith("#/"):

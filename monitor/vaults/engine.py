@@ -148,6 +148,10 @@ class VaultEngine:
             out += self._apply_depeg(self._vaults[key], until=float("inf"))
         return out
 
+    def holders(self, token_key: str) -> list[str]:
+        """Keys of the vaults whose underlying is ``token_key``."""
+        return sorted(self._holders.get(token_key, ()))
+
     def catch_up(self) -> list[VaultRating]:
         """Apply every tier change no vault has seen (after restoring states)."""
         out: list[VaultRating] = []
