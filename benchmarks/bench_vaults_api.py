@@ -21,7 +21,6 @@ import sys
 import tempfile
 import time
 import uuid
-from pathlib import Path
 
 import asyncpg
 from bench_api import hammer, wait_up
