@@ -235,6 +235,9 @@ class StoreWriter:
         if not self.bootstrap:
             raise RuntimeError("kafka.bootstrap_servers is empty: the store writer needs a "
                                "broker (set DEPEG_KAFKA__BOOTSTRAP_SERVERS)")
+        # The vault tables are this writer's own addition: created here (idempotent), so a
+        # caller that migrated only the ratings store does not stall on a missing table.
+        await self.vaults.store.migrate()
         # Range assignment gives one consumer the same partition numbers of both topics,
         # so a token's snapshots and tier changes (same key, same partition number) are
         # written by one writer when the group is scaled out.

@@ -32,8 +32,6 @@ from prometheus_client import (
 
 from .records import RatingSnapshot, Tier
 from .ticks import BAD_TICK_REASONS
-from .vaults.records import TIERS as VAULT_TIERS
-from .vaults.records import VERDICTS as VAULT_VERDICTS
 
 NS: Final = "depeg"
 
