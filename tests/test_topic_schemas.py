@@ -15,7 +15,6 @@ import yaml
 from conftest import data_file
 
 from monitor.config import KafkaConfig, ModelConfig
-from monitor.vaults.config import VaultsConfig
 from monitor.records import (
     EVENT_TYPE,
     RatingSnapshot,
@@ -27,6 +26,7 @@ from monitor.records import (
 )
 from monitor.tickfiles import read_file
 from monitor.ticks import BadTick, Tick, decode_tick, encode_tick, make_tick
+from monitor.vaults.config import VaultsConfig
 from producers.synthetic import generate, make_tokens
 from producers.uniswap import read_pool_state
 

@@ -12,6 +12,7 @@ critical: gained when USDC goes critical, lost when it leaves critical, both on
 from __future__ import annotations
 
 import asyncio
+from itertools import pairwise
 from pathlib import Path
 
 import aiohttp
@@ -68,7 +69,7 @@ async def test_usdc_vault_follows_the_march_2023_depeg(broker, tmp_path: Path) -
     changes = [(parse_ts(e.timestamp), e.data.new_tier) for e in truth]
     critical = [ts for ts, tier in changes if tier == "critical"]
     assert critical, "the engine must see USDC go critical in March 2023"
-    left = [ts for (ts, tier), (prev_ts, prev) in zip(changes[1:], changes, strict=False)
+    left = [ts for (_, prev), (ts, tier) in pairwise(changes)
             if prev == "critical" and tier != "critical"]
     assert left, "... and leave critical again"
     usdc = usdc_on_eth()
@@ -112,7 +113,7 @@ async def test_usdc_vault_follows_the_march_2023_depeg(broker, tmp_path: Path) -
             assert (CRITICAL in r.tags) == (tier_at(changes, ts) == "critical"), r
         gained = [parse_ts(r.ts) for r in mine if CRITICAL in r.tags]
         assert gained[0] == critical[0]  # re-rated at the depeg's own event time
-        lost = [parse_ts(b.ts) for a, b in zip(mine, mine[1:], strict=False)
+        lost = [parse_ts(b.ts) for a, b in pairwise(mine)
                 if CRITICAL in a.tags and CRITICAL not in b.tags]
         assert lost and lost[0] == left[0]
 
