@@ -38,7 +38,7 @@ _COLUMNS = ("v.chain, v.vault, v.facts_ts, v.name, v.symbol, v.protocol, v.contr
             " v.apy_pct, v.looping_rate, v.rating_ts, v.rating, v.tier, v.verdict,"
             " v.attention_needed, v.tags")
 _DOCS = " LEFT JOIN vault_documents d ON d.chain = p.chain AND d.vault = p.vault"
-_RATED = "v.tier IS NOT NULL"
+_RATED = "v.rating_ts IS NOT NULL"  # rating columns are written together
 
 
 @dataclass(frozen=True)
@@ -122,7 +122,20 @@ def _like(text: str) -> str:
     return f"%{escaped}%"
 
 
-def _where(f: VaultFilter, p: _Params) -> str:
+#: Filters the ``vaults_aggregates`` index does not cover (see :func:`_table`).
+def _uncovered(f: VaultFilter) -> bool:
+    return any(x is not None for x in (f.contract_type, f.underlying, f.underlying_risk,
+                                       f.min_score, f.max_score, f.q)) or bool(f.risk_flags)
+
+
+def _table(f: VaultFilter, dialect: str) -> str:
+    """``vaults v``; on SQLite with a filter the aggregates index does not cover, a table
+    scan is forced: the planner would walk that index for its group order and look up
+    every row in the table (measured: 90 ms instead of 10 ms over 10,000 vaults)."""
+    return "vaults v NOT INDEXED" if dialect == "sqlite" and _uncovered(f) else "vaults v"
+
+
+def _where(f: VaultFilter, p: _Params, dialect: str = "postgresql") -> str:
     clauses = [_RATED]
     for column, value in (("v.chain", f.chain), ("v.tier", f.tier),
                           ("v.protocol", f.protocol), ("v.contract_type", f.contract_type),
@@ -145,8 +158,10 @@ def _where(f: VaultFilter, p: _Params) -> str:
                                        for t in f.risk_flags) + ")")
     if f.q:
         pattern = p(_like(f.q))
-        clauses.append(f"(lower(COALESCE(v.name, '')) LIKE {pattern} ESCAPE '\\'"
-                       f" OR lower(COALESCE(v.symbol, '')) LIKE {pattern} ESCAPE '\\'"
+        # SQLite's LIKE already ignores ASCII case (and its lower() knows only ASCII).
+        low = "{}" if dialect == "sqlite" else "lower({})"
+        clauses.append(f"({low.format('v.name')} LIKE {pattern} ESCAPE '\\'"
+                       f" OR {low.format('v.symbol')} LIKE {pattern} ESCAPE '\\'"
                        f" OR v.vault LIKE {pattern} ESCAPE '\\')")
     return " WHERE " + " AND ".join(clauses)
 
@@ -177,11 +192,12 @@ def _vault(row: Row) -> StoredVault:
 
 async def list_vaults(db: Database, f: VaultFilter, page: VaultPage) -> VaultListResult:
     p = _Params()
-    where = _where(f, p)
+    where = _where(f, p, db.dialect)
     groups = await db.fetch(
         "SELECT v.tier AS tier, v.chain AS chain, v.protocol AS protocol, COUNT(*) AS n,"
         " SUM(v.tvl_usd) AS tvl, SUM(v.attention_needed) AS attention"
-        f" FROM vaults v{where} GROUP BY v.tier, v.chain, v.protocol", *p.values)
+        f" FROM {_table(f, db.dialect)}{where} GROUP BY v.tier, v.chain, v.protocol",
+        *p.values)
     by_tier: dict[str, int] = {}
     by_chain: dict[str, int] = {}
     by_protocol: dict[str, int] = {}
