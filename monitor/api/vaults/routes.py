@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import msgspec
 from aiohttp import web
 
 from ...chains import normalize_address
@@ -17,7 +16,7 @@ from ...storage import vaults_read as reads
 from ...storage.ratings import RatingsStore
 from ...storage.vaults import HISTORY_DAYS, VaultStore
 from .. import params
-from ..app import DB
+from ..context import DB, json_response
 from ..cursor import encode_cursor
 from ..errors import ApiError
 from .catalogue import VAULT_CHAINS, VAULT_TIERS
@@ -26,10 +25,6 @@ from .view import composition_entries, detail, item
 
 #: History points returned at most (a vault re-rated every minute for 90 days fits).
 MAX_HISTORY_POINTS = 200_000
-
-
-def json_response(body: Any) -> web.Response:
-    return web.Response(body=msgspec.json.encode(body), content_type="application/json")
 
 
 async def list_vaults(request: web.Request) -> web.Response:

@@ -13,7 +13,7 @@ from typing import Any
 
 from ...storage.db import Row
 from ...storage.vaults_read import HistoryPoint, StoredVault
-from ..rwa_view import iso
+from ..rwa.view import iso
 
 _EMPTY_RISK: dict[str, Any] = {"score": 0, "count": 0, "medium": 0, "high": 0,
                                "overallRisk": 0, "issues": []}
