@@ -2,8 +2,8 @@
 
 One instance reads every partition of the ticks topic (an asset's chains live in different
 partitions, so the stage cannot be split by partition; it is cheap: a few numbers per
-tick). For each batch: decode each record exactly as the monitor does (a record the
-monitor would dead-letter is skipped here), feed the pure stage, and publish the spread
+tick). For each batch: decode and check each record exactly as the monitor does (a record
+the monitor would dead-letter as malformed, wrongly keyed or future-dated is skipped here), feed the pure stage, and publish the spread
 ticks it makes due into the ticks topic under each token's own key.
 
 Crash and restart (the monitor's semantics): every ``checkpoint_interval_seconds`` the
@@ -37,6 +37,7 @@ from ..logs import get_logger
 from ..registry import RegistryError
 from ..services import Service, run_until_signalled
 from ..ticks import BadTick, decode_tick, encode_tick
+from ..timesanity import check_not_future
 from .assets import AssetMap
 from .feed import assets_for, make_stage
 from .stage import SpreadStage
@@ -75,6 +76,7 @@ class SpreadDaemon:
         self.published = 0
         self.skipped = 0
         self._counted = (0, 0)  # stage stats already exported (boundaries, late)
+        self._newest: dict[str, float] = {}  # newest accepted market tick per token
 
     async def run(self, stop: asyncio.Event | None = None) -> None:
         if stop is not None:
@@ -173,6 +175,14 @@ class SpreadDaemon:
         if rec.key != tick.key.encode():
             self.skipped += 1
             return
+        try:  # the monitor's bound on future-dated ticks (monitor/timesanity.py)
+            check_not_future(tick, self._newest.get(tick.key), time.time(),
+                             self.config.model.future_tolerance_seconds)
+        except BadTick:
+            self.skipped += 1
+            return
+        if tick.cross_chain_chains is None and tick.ts > self._newest.get(tick.key, -1e18):
+            self._newest[tick.key] = tick.ts
         for out in self.stage.process(tick, self._caught_up):
             await publisher.send(self.kafka.ticks_topic, encode_tick(out),
                                  key=out.key.encode(), kind="spread")
