@@ -3,8 +3,9 @@
 One instance reads every partition of the ticks topic (an asset's chains live in different
 partitions, so the stage cannot be split by partition; it is cheap: a few numbers per
 tick). For each batch: decode and check each record exactly as the monitor does (a record
-the monitor would dead-letter as malformed, wrongly keyed or future-dated is skipped here), feed the pure stage, and publish the spread
-ticks it makes due into the ticks topic under each token's own key.
+the monitor would dead-letter as malformed, wrongly keyed or future-dated is skipped
+here), feed the pure stage, and publish the spread ticks it makes due into the ticks topic
+under each token's own key.
 
 Crash and restart (the monitor's semantics): every ``checkpoint_interval_seconds`` the
 stage waits until the broker acknowledged every spread tick sent so far, then writes one
