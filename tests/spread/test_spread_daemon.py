@@ -3,14 +3,16 @@
 USDC on three chains (tests/spread/multichain.py: real eth prices, arb trailing, base
 going quiet) is published to depeg.ticks; the spread daemon and the monitor daemon run
 side by side; every rating snapshot and tier change they publish must equal, byte for
-byte, what the in-process stage + engine make. Midway the spread daemon is killed without
-its final checkpoint and restarted, so it republishes spread ticks the monitor has seen.
+byte, what the in-process stage + engine make. The spread daemon is stopped cleanly after
+the first half, then a second one is killed without a checkpoint and a third restarts from
+the first one's state, republishing spread ticks the monitor has already seen.
 """
 
 from __future__ import annotations
 
 import asyncio
 
+import msgspec
 import pytest
 
 from monitor.config import Config, RegistryConfig, SpreadConfig
@@ -50,13 +52,22 @@ async def test_daemons_publish_exactly_the_replay_order_outputs(broker, tmp_path
     stop = asyncio.Event()
     monitor = MonitorDaemon(config)
     monitor_task = asyncio.create_task(monitor.run(stop))
-    spread = SpreadDaemon(config)
-    spread_task = asyncio.create_task(spread.run(stop))
+    # The stage checkpoints only when told to stop, so what a crash loses is known.
+    rare = msgspec.structs.replace(config, kafka=msgspec.structs.replace(
+        config.kafka, checkpoint_interval_seconds=3600.0))
+    first_stop = asyncio.Event()
+    first = SpreadDaemon(rare)
+    spread_task = asyncio.create_task(first.run(first_stop))
     try:
-        await wait_for(lambda: _published(spread, 40), 60, "first spread observations")
-        spread_task.cancel()  # a crash: no final checkpoint, the restart repeats some
-        await asyncio.gather(spread_task, return_exceptions=True)
+        await wait_for(lambda: _published(first, 40), 60, "first spread observations")
+        first_stop.set()  # clean stop: outputs acknowledged, state written
+        await asyncio.wait_for(spread_task, 30)
         await produce(broker.bootstrap_servers, k.ticks_topic, records[half:])
+        crashing = SpreadDaemon(rare)
+        spread_task = asyncio.create_task(crashing.run(stop))
+        await wait_for(lambda: _published(crashing, 40), 60, "more spread observations")
+        spread_task.cancel()  # a crash: no checkpoint, the restart repeats its outputs
+        await asyncio.gather(spread_task, return_exceptions=True)
         spread = SpreadDaemon(config)
         spread_task = asyncio.create_task(spread.run(stop))
         async with TopicReader(broker.bootstrap_servers, k.ticks_topic) as reader:
@@ -80,6 +91,8 @@ async def test_daemons_publish_exactly_the_replay_order_outputs(broker, tmp_path
     assert len(stage_out) > len({(t.ts, t.key) for t in stage_out})
     assert {(t.ts, t.key, t.cross_chain_spread_bps, t.cross_chain_chains)
             for t in stage_out} == _expected_spreads(config, ticks)
+    # The copies are dropped by the engine, never dead-lettered (they are expected).
+    assert monitor.stats.dead_letters == 0
     by_key = sorted(r.value for r in got_ratings.records)
     assert by_key == sorted(ratings)
     assert sorted(r.value for r in got_events.records) == sorted(events)
