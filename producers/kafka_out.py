@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 from collections import deque
 from types import TracebackType
+from typing import Any
 
 from aiokafka import TopicPartition
 
@@ -68,7 +69,7 @@ class TickSender:
         self.sent = 0
         self.failed = 0
         self._max_pending = max_pending
-        self._pending: deque[asyncio.Future[object]] = deque()
+        self._pending: deque[asyncio.Future[Any]] = deque()
         self._first_error: BaseException | None = None
         #: partition -> the highest offset the broker acknowledged there.
         self._acked: dict[int, int] = {}
