@@ -149,10 +149,34 @@ class StorageConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     retention_days: int = 30
 
 
+class KeyRateLimit(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """One API key's own limits (``[api.key_rate_limits.<key name, id or prefix>]``);
+    an unset field keeps the default."""
+
+    per_second: float | None = None
+    burst: int | None = None
+    max_concurrent_test_sends: int | None = None
+
+
 class ApiConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     host: str = "127.0.0.1"
     port: int = 8080
     max_body_bytes: int = 65536
+    #: Token bucket per API key on every authenticated route (monitor/api/ratelimit.py):
+    #: ``rate_limit_burst`` requests at once, refilled at ``rate_limit_per_second``; over
+    #: it, 429 with Retry-After. 0 per second: no limit.
+    rate_limit_per_second: float = 50.0
+    rate_limit_burst: int = 100
+    #: E12 test sends (each waits for the receiver) in flight at once per API key.
+    max_concurrent_test_sends: int = 2
+    #: Per-key overrides, keyed by the key's name, id or display prefix (dpm_xxxxxxxx).
+    key_rate_limits: dict[str, KeyRateLimit] = msgspec.field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.rate_limit_per_second < 0 or self.rate_limit_burst < 0:
+            raise ValueError("api.rate_limit_per_second and rate_limit_burst must be >= 0")
+        if self.max_concurrent_test_sends < 1:
+            raise ValueError("api.max_concurrent_test_sends must be >= 1")
 
 
 class DeliveryConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):

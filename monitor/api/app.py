@@ -41,7 +41,7 @@ async def errors_middleware(request: web.Request, handler: Handler) -> web.Strea
 
 
 def create_app(config: Config, db: Database) -> web.Application:
-    from . import auth, health, observe, openapi, rwa, webhooks
+    from . import auth, health, observe, openapi, ratelimit, rwa, webhooks
 
     app = web.Application(
         middlewares=[observe.metrics_middleware, errors_middleware, auth.auth_middleware],
@@ -49,6 +49,7 @@ def create_app(config: Config, db: Database) -> web.Application:
     )
     app[CONFIG] = config
     app[DB] = db
+    ratelimit.install(app, config.api, db)  # its middleware runs inside auth's
     for module in (health, webhooks, rwa, openapi):
         module.add_routes(app)
     return app
