@@ -83,6 +83,12 @@ def check_url(url: str, allow_loopback: bool = False) -> URL:
         raise UnsafeUrl("webhookUrl must be a non-empty string")
     if len(url) > MAX_URL_LENGTH:
         raise UnsafeUrl(f"webhookUrl is longer than {MAX_URL_LENGTH} characters")
+    bad = next((c for c in url if c.isspace() or ord(c) < 0x20 or ord(c) == 0x7F), None)
+    if bad is not None:
+        # yarl would quietly strip or encode these, so the URL stored and shown would not
+        # be the one requested (CR/LF: header injection tries; a space: a typo).
+        raise UnsafeUrl(f"webhookUrl must not contain spaces or control characters "
+                        f"(found {bad!r} at position {url.index(bad)})")
     try:
         parsed = URL(url)
     except (ValueError, TypeError) as exc:
