@@ -202,6 +202,9 @@ class DeliveryConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     #: Key file created (mode 0600) on first use when no key is configured. Empty:
     #: ``secret-key`` in the data directory (storage.data_dir).
     secret_key_file: str = ""
+    #: A claimed delivery's lease is timeout_seconds plus this margin, so a live sender
+    #: never loses its claim; a crashed sender's deliveries are retried after it.
+    lease_margin_seconds: float = 30.0
     #: E15: a delivery may be re-sent by hand at most once per this many seconds.
     manual_retry_interval_seconds: float = 300.0
     #: E13: the previous secret keeps signing (X-Webhook-Previous-Signature) this long.
@@ -220,6 +223,7 @@ class DeliveryConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
             (self.max_concurrency >= 1, "max_concurrency must be >= 1"),
             (self.per_endpoint_concurrency >= 1, "per_endpoint_concurrency must be >= 1"),
             (self.poll_interval_seconds > 0, "poll_interval_seconds must be > 0"),
+            (self.lease_margin_seconds >= 0, "lease_margin_seconds must be >= 0"),
             (self.manual_retry_interval_seconds >= 0,
              "manual_retry_interval_seconds must be >= 0"),
             (self.previous_secret_seconds >= 0, "previous_secret_seconds must be >= 0"),
@@ -306,22 +310,8 @@ def load_config(path: str | Path | None = None, env: Mapping[str, str] | None = 
 
 
 def to_toml_comments() -> str:
-    """The defaults as a commented TOML document, for ``depeg-monitor config``."""
-    lines: list[str] = []
+    """The defaults as a commented TOML document, for ``depeg-monitor config --defaults``
+    (generated from this module's field comments: monitor/config_doc.py)."""
+    from .config_doc import render
 
-    def emit(prefix: str, struct: msgspec.Struct) -> None:
-        nested: list[tuple[str, msgspec.Struct]] = []
-        lines.append(f"[{prefix}]")
-        for field in msgspec.structs.fields(struct):
-            value = getattr(struct, field.name)
-            if isinstance(value, msgspec.Struct):
-                nested.append((f"{prefix}.{field.name}", value))
-            else:
-                lines.append(f"{field.name} = {msgspec.json.encode(value).decode()}")
-        lines.append("")
-        for name, child in nested:
-            emit(name, child)
-
-    for field in msgspec.structs.fields(Config):
-        emit(field.name, getattr(Config(), field.name))
-    return "\n".join(lines)
+    return render()

@@ -2,7 +2,7 @@
 
 Every process logs through structlog into the standard library's root logger, so aiokafka
 and aiohttp messages come out in the same format. Log with fields, not formatted strings:
-``log.info("delivery_succeeded", event_id=..., token=..., subscription_id=...)``.
+``log.info("delivery.succeeded", event_id=..., token=..., subscription_id=...)``.
 
 Secrets are kept out two ways, because one is not enough:
 

@@ -82,7 +82,7 @@ class TickSender:
                 self.failed += 1
                 if self._first_error is None:
                     self._first_error = result
-                    log.error("publish_failed", topic=self.topic, error=str(result))
+                    log.error("produce.publish_failed", topic=self.topic, error=str(result))
 
     async def flush(self) -> None:
         await self._producer.flush()

@@ -321,7 +321,7 @@ async def test_secrets_and_api_key_never_logged(broker: EmbeddedBroker, storage_
                 "SELECT secret_sealed, previous_secret_sealed FROM webhook_subscriptions")
         out, err = capfd.readouterr()
         logs = out + err
-        assert "webhook_attempt" in logs and "webhook_secret_rotated" in logs
+        assert "webhook.attempt" in logs and "webhook.secret_rotated" in logs
         if env.config.storage.url.startswith("sqlite"):
             # Debug level really logged the SQL calls, statements kept, values not.
             assert "key_hash = ?1" in logs and "parameter redacted>" in logs
