@@ -89,7 +89,8 @@ async def test_a_crash_looping_worker_sends_at_most_max_attempts_times(
             sent_before = len(rec.received)
             proc = _worker(config, log)
             try:
-                async def progressed() -> bool:
+                async def progressed(proc: subprocess.Popen[bytes] = proc,
+                                     sent_before: int = sent_before) -> bool:
                     assert proc.poll() is None, log.read_text()[-2000:]
                     return (len(rec.received) > sent_before
                             or await status() == "max_retries_exceeded")
