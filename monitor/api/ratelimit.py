@@ -36,7 +36,7 @@ from aiohttp import web
 
 from ..config import ApiConfig, KeyRateLimit
 from ..storage import Database
-from .auth import API_KEY_ID
+from .context import API_KEY_ID
 from .errors import ApiError
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]

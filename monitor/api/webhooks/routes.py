@@ -8,45 +8,34 @@ call costs 1 CU (ledger kinds ``E10``..``E15``), whatever its outcome.
 from __future__ import annotations
 
 import math
-import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import msgspec
 from aiohttp import web
 
-from ..logs import get_logger
-from ..records import EVENT_TYPE, TierChangeData, TierChangeEvent, encode
-from ..storage.deliveries import DeliveryStore
-from ..storage.webhooks import Subscription, WebhookStore, migrate_webhooks
-from ..timefmt import format_ts
-from ..webhooks import metrics
-from ..webhooks.dispatcher import DeliveryAttempts
-from ..webhooks.secrets import SecretBox, new_secret
-from ..webhooks.sender import Sender
-from ..webhooks.urls import UnsafeUrl, check_url_resolving, origin
-from . import webhook_requests as req
-from .app import CONFIG, DB
-from .auth import api_key_id
-from .errors import ApiError
-from .webhooks_openapi import OPENAPI_PATHS, OPENAPI_SCHEMAS, OPENAPI_SECURITY_SCHEMES
+from ...logs import get_logger
+from ...records import EVENT_TYPE, TierChangeData, TierChangeEvent, encode
+from ...storage.deliveries import DeliveryStore
+from ...storage.webhooks import Subscription, WebhookStore, migrate_webhooks
+from ...timefmt import format_ts
+from ...webhooks import metrics
+from ...webhooks.dispatcher import DeliveryAttempts
+from ...webhooks.secrets import SecretBox, new_secret
+from ...webhooks.sender import Sender
+from ...webhooks.urls import UnsafeUrl, check_url_resolving, origin
+from ..context import CLOCK, CONFIG, DB, Handler, api_key_id, json_response
+from ..errors import ApiError
+from . import requests as req
+from .openapi import OPENAPI_PATHS, OPENAPI_SCHEMAS, OPENAPI_SECURITY_SCHEMES
 
-__all__ = ["CLOCK", "OPENAPI_PATHS", "OPENAPI_SCHEMAS", "OPENAPI_SECURITY_SCHEMES",
-           "add_routes"]
+__all__ = ["OPENAPI_PATHS", "OPENAPI_SCHEMAS", "OPENAPI_SECURITY_SCHEMES", "add_routes"]
 
 log = get_logger(__name__)
 
-#: Injectable clock (tests simulate the 24 h rotation window and the 5-minute retry rule).
-CLOCK: web.AppKey[Callable[[], float]] = web.AppKey("webhooks_clock")
 ATTEMPTS = web.AppKey("webhooks_attempts", DeliveryAttempts)
-
-Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
-
-
-def _json(data: Any, status: int = 200, headers: dict[str, str] | None = None) -> web.Response:
-    return web.Response(body=msgspec.json.encode(data), status=status, headers=headers,
-                        content_type="application/json")
+_json = json_response
 
 
 def _now(request: web.Request) -> float:
@@ -287,8 +276,6 @@ async def _attempts_ctx(app: web.Application) -> AsyncIterator[None]:
 
 
 def add_routes(app: web.Application) -> None:
-    if CLOCK not in app:
-        app[CLOCK] = time.time
     app.cleanup_ctx.append(_attempts_ctx)
     base = "/webhooks/subscriptions"
     app.router.add_post(base, create_subscription)

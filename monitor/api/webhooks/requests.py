@@ -11,12 +11,12 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from ..chains import CHAINS, normalize_address
-from ..records import EVENT_TYPE, Tier
-from ..storage.deliveries import STATUSES
-from ..webhooks.filters import Filters
-from . import jsonbody
-from .errors import ApiError
+from ...chains import CHAINS, normalize_address
+from ...records import EVENT_TYPE, Tier
+from ...storage.deliveries import STATUSES
+from ...webhooks.filters import Filters
+from .. import jsonbody
+from ..errors import ApiError
 
 EVENT_TYPES = (EVENT_TYPE,)
 TIERS = tuple(t.value for t in Tier)
