@@ -71,7 +71,10 @@ def render(*, commented_values: bool = False, header: bool = False) -> str:
                 nested.append((f"{section}.{field.name}", value))
                 continue
             out.extend(f"# {line}".rstrip() for line in notes.get(field.name, []))
-            out.append(f"{prefix}{field.name} = {_value(value)}")
+            if value is None:  # TOML has no null: an unset optional stays commented out
+                out.append(f"# {field.name} = (unset)")
+            else:
+                out.append(f"{prefix}{field.name} = {_value(value)}")
         out.append("")
         for name, child in nested:
             emit(name, child)

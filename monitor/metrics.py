@@ -190,8 +190,45 @@ API_REQUESTS = Counter(
 API_SECONDS = Histogram(
     f"{NS}_api_request_duration_seconds", "HTTP API request duration.", ["route", "method"],
     buckets=_API_BUCKETS)
-#: Compute units charged to API keys (1 per delivery and per management call).
+#: Compute units charged to API keys (1 per delivery, per management call, per E3/E8 call).
 CU_CONSUMED = Counter(f"{NS}_cu_consumed_total", "Compute units charged, by kind.", ["kind"])
+
+# ---- vaults (vault daemon) --------------------------------------------------------------
+#: Fact records read from vaults.facts, by result: decoded (given to the engine) or
+#: dead_lettered (sent to vaults.facts.dlq). Vault daemon.
+VAULT_FACTS = Counter(
+    f"{NS}_vault_facts_total", "Vault fact records consumed, by result.", ["result"])
+#: Fact records dead-lettered, by BadFacts reason (bounded: monitor.vaults.facts).
+VAULT_FACTS_DEAD_LETTERED = Counter(
+    f"{NS}_vault_facts_dead_lettered_total",
+    "Vault fact records sent to the dead-letter topic, by reason.", ["reason"])
+#: Depeg tier changes the vault daemon applied (new) or ignored (duplicate, undecodable).
+VAULT_DEPEG_CHANGES = Counter(
+    f"{NS}_vault_depeg_changes_total",
+    "depeg.tier-changes records read by the vault daemon, by result.", ["result"])
+#: vaults.ratings records written (each is a change of a vault). Vault daemon.
+VAULT_RATINGS = Counter(f"{NS}_vault_ratings_total", "vaults.ratings records written.")
+#: Current distribution of the vaults this process rates (all of them, not capped).
+VAULTS_BY_TIER = Gauge(f"{NS}_vaults_by_tier", "Rated vaults per current tier.", ["tier"])
+VAULTS_BY_VERDICT = Gauge(
+    f"{NS}_vaults_by_verdict", "Rated vaults per current listing verdict.", ["verdict"])
+VAULTS_ATTENTION = Gauge(f"{NS}_vaults_attention_needed", "Vaults flagged attention_needed.")
+#: Event time of the newest vault fact consumed; "no facts" alert. Vault daemon.
+VAULT_LAST_FACT_TIME = Gauge(
+    f"{NS}_vault_last_fact_timestamp_seconds", "Unix time (wall clock) the last fact was read.")
+
+VAULT_TIERS: Final = ("critical", "high", "medium", "low", "unknown")
+VAULT_VERDICTS: Final = ("do_not_list", "review_required", "caution", "safe_to_list")
+
+
+def set_vault_counts(tiers: dict[str, int], verdicts: dict[str, int], attention: int) -> None:
+    """Set the vault tier and verdict distributions at once (missing ones become 0)."""
+    for tier in VAULT_TIERS:
+        VAULTS_BY_TIER.labels(tier).set(tiers.get(tier, 0))
+    for verdict in VAULT_VERDICTS:
+        VAULTS_BY_VERDICT.labels(verdict).set(verdicts.get(verdict, 0))
+    VAULTS_ATTENTION.set(attention)
+
 
 # ---- producers, broker, build -----------------------------------------------------------
 #: Ticks a producer sent, by source (simulate, file, or a feed name: bounded by the code).
