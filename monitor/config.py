@@ -156,10 +156,34 @@ class StorageConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     retention_days: int = 30
 
 
+class KeyRateLimit(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """One API key's own limits (``[api.key_rate_limits.<key name, id or prefix>]``);
+    an unset field keeps the default."""
+
+    per_second: float | None = None
+    burst: int | None = None
+    max_concurrent_test_sends: int | None = None
+
+
 class ApiConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     host: str = "127.0.0.1"
     port: int = 8080
     max_body_bytes: int = 65536
+    #: Token bucket per API key on every authenticated route (monitor/api/ratelimit.py):
+    #: ``rate_limit_burst`` requests at once, refilled at ``rate_limit_per_second``; over
+    #: it, 429 with Retry-After. 0 per second: no limit.
+    rate_limit_per_second: float = 50.0
+    rate_limit_burst: int = 100
+    #: E12 test sends (each waits for the receiver) in flight at once per API key.
+    max_concurrent_test_sends: int = 2
+    #: Per-key overrides, keyed by the key's name, id or display prefix (dpm_xxxxxxxx).
+    key_rate_limits: dict[str, KeyRateLimit] = msgspec.field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.rate_limit_per_second < 0 or self.rate_limit_burst < 0:
+            raise ValueError("api.rate_limit_per_second and rate_limit_burst must be >= 0")
+        if self.max_concurrent_test_sends < 1:
+            raise ValueError("api.max_concurrent_test_sends must be >= 1")
 
 
 class DeliveryConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -185,6 +209,9 @@ class DeliveryConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     #: Key file created (mode 0600) on first use when no key is configured. Empty:
     #: ``secret-key`` in the data directory (storage.data_dir).
     secret_key_file: str = ""
+    #: A claimed delivery's lease is timeout_seconds plus this margin, so a live sender
+    #: never loses its claim; a crashed sender's deliveries are retried after it.
+    lease_margin_seconds: float = 30.0
     #: E15: a delivery may be re-sent by hand at most once per this many seconds.
     manual_retry_interval_seconds: float = 300.0
     #: E13: the previous secret keeps signing (X-Webhook-Previous-Signature) this long.
@@ -203,6 +230,7 @@ class DeliveryConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
             (self.max_concurrency >= 1, "max_concurrency must be >= 1"),
             (self.per_endpoint_concurrency >= 1, "per_endpoint_concurrency must be >= 1"),
             (self.poll_interval_seconds > 0, "poll_interval_seconds must be > 0"),
+            (self.lease_margin_seconds >= 0, "lease_margin_seconds must be >= 0"),
             (self.manual_retry_interval_seconds >= 0,
              "manual_retry_interval_seconds must be >= 0"),
             (self.previous_secret_seconds >= 0, "previous_secret_seconds must be >= 0"),
@@ -304,24 +332,8 @@ def load_config(path: str | Path | None = None, env: Mapping[str, str] | None = 
 
 
 def to_toml_comments() -> str:
-    """The defaults as a commented TOML document, for ``depeg-monitor config``."""
-    lines: list[str] = []
+    """The defaults as a commented TOML document, for ``depeg-monitor config --defaults``
+    (generated from this module's field comments: monitor/config_doc.py)."""
+    from .config_doc import render
 
-    def emit(prefix: str, struct: msgspec.Struct) -> None:
-        nested: list[tuple[str, msgspec.Struct]] = []
-        lines.append(f"[{prefix}]")
-        for field in msgspec.structs.fields(struct):
-            value = getattr(struct, field.name)
-            if isinstance(value, msgspec.Struct):
-                nested.append((f"{prefix}.{field.name}", value))
-            elif value is None:  # TOML has no null: an unset optional stays commented out
-                lines.append(f"# {field.name} = (unset)")
-            else:
-                lines.append(f"{field.name} = {msgspec.json.encode(value).decode()}")
-        lines.append("")
-        for name, child in nested:
-            emit(name, child)
-
-    for field in msgspec.structs.fields(Config):
-        emit(field.name, getattr(Config(), field.name))
-    return "\n".join(lines)
+    return render()

@@ -112,7 +112,8 @@ class TickSender:
             if isinstance(result, BaseException):
                 self._fail(result)
                 continue
-            partition, offset = int(result.partition), int(result.offset)
+            meta: Any = result  # aiokafka's RecordMetadata (the futures are typed object)
+            partition, offset = int(meta.partition), int(meta.offset)
             previous = self._acked.get(partition, -1)
             if offset <= previous:
                 self._lost_by_broker += previous + 1
@@ -125,7 +126,7 @@ class TickSender:
         self.failed += 1
         if self._first_error is None:
             self._first_error = error
-            log.error("publish_failed", topic=self.topic, error=str(error))
+            log.error("produce.publish_failed", topic=self.topic, error=str(error))
 
     async def flush(self) -> None:
         await self._producer.flush()
