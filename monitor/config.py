@@ -17,6 +17,8 @@ from typing import Annotated, Any
 
 import msgspec
 
+from .vaults.config import VaultsConfig
+
 ENV_PREFIX = "DEPEG_"
 CONFIG_ENV = "DEPEG_CONFIG"
 
@@ -81,6 +83,9 @@ class ModelConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     #: Ticks may arrive this late (event time) and still be placed in order; later ones are
     #: dropped and counted.
     lateness_seconds: int = 120
+    #: A tick dated more than this far ahead of the wall clock (and of its token's newest
+    #: tick) is refused as ``future_ts`` (monitor/timesanity.py).
+    future_tolerance_seconds: int = 300
     #: A token with no tick for this long (event time at refresh) is reported stale.
     stale_after_seconds: int = 900
 
@@ -115,8 +120,6 @@ class KafkaConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     session_timeout_ms: int = 10000
     heartbeat_interval_ms: int = 3000
     max_poll_interval_ms: int = 300000
-    #: Exactly-once transactions: real Kafka only (the embedded broker refuses them).
-    transactional: bool = False
     #: Port of the embedded broker ``run`` starts. Fixed, so a demo's second terminal
     #: (``produce``, ``status``) knows it; not 9092, which a real Kafka on the same machine
     #: may hold. 0 = any free port (tests); the run state file records the real one.
@@ -128,6 +131,9 @@ class KafkaConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     retry_backoff_max_seconds: float = 10.0
     #: The monitor reports not ready when a batch has been stuck this long.
     ready_stall_seconds: float = 15.0
+    #: /healthz fails (the process is stuck, not just waiting) when the monitor loop has
+    #: not started an iteration for this long: a hung rebalance, restore or publish.
+    liveness_stall_seconds: float = 300.0
     #: Token states are written to the state topic, and offsets committed after them, at
     #: most this often (wall clock); also on partition revocation and shutdown. Outputs are
     #: published every batch regardless; a crash re-produces at most this much.
@@ -250,6 +256,8 @@ class Config(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     metrics: MetricsConfig = MetricsConfig()
     registry: RegistryConfig = RegistryConfig()
     v3: V3Config = V3Config()
+    #: The vault side: tag thresholds, rating, verdict, topics (monitor/vaults/config.py).
+    vaults: VaultsConfig = VaultsConfig()
 
 
 class ConfigError(ValueError):
