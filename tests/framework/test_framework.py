@@ -122,3 +122,11 @@ def test_upstream_clamps_and_nothing_observed() -> None:
     empty = score(fw, set(), {}, upstream=None, scheme="v2")
     assert empty.composite.score is None and empty.composite.grade is None
     assert empty.coverage()["criteria_evaluated"] == 0
+
+
+def test_framework_tags_are_the_engines_tags() -> None:
+    """The vault engine's catalogue and the framework name the same 41 tags."""
+    from monitor.vaults.catalog import TAGS
+
+    assert sorted(t.key for t in TAGS) == sorted(load_framework().tag_owner()) == sorted(
+        SPEC_TAGS)
