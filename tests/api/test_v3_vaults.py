@@ -158,7 +158,10 @@ async def test_error_rows(live: Any, path: str, status: int, check: Any) -> None
 
 
 async def test_one_cu_per_call(live: Any) -> None:
+    from monitor import metrics
+
     client, key = live
+    before = metrics.CU_CONSUMED.labels("query")._value.get()
     paths = [f"/v3/vaults/{LOCKED}?chain=eth", f"/v3/vaults/{CLEAN}?chain=eth",
              f"/v3/vaults/{LOCKED}?chain=nope", "/v3/vaults/0x" + "0c" * 20 + "?chain=eth"]
     for path in paths:
@@ -166,3 +169,4 @@ async def test_one_cu_per_call(live: Any) -> None:
     await client.get(f"/v3/vaults/{LOCKED}?chain=eth")  # no key: 401, not charged
     status, usage, _ = await get(client, key, "/usage?groupBy=endpoint")
     assert status == 200 and usage["items"] == [{"endpoint": "E8", "cu": len(paths)}]
+    assert metrics.CU_CONSUMED.labels("query")._value.get() - before == len(paths)
