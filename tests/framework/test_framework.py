@@ -130,3 +130,14 @@ def test_framework_tags_are_the_engines_tags() -> None:
 
     assert sorted(t.key for t in TAGS) == sorted(load_framework().tag_owner()) == sorted(
         SPEC_TAGS)
+
+
+def test_every_fact_a_criterion_reads_is_a_vault_fact() -> None:
+    """A misspelt fact would leave its criterion never evaluated, silently."""
+    import msgspec
+
+    from monitor.vaults.facts import VaultFacts
+
+    fields = {f.name for f in msgspec.structs.fields(VaultFacts)}
+    named = {f for _, crit in load_framework().criteria() for f in crit.facts}
+    assert named - fields == set()
