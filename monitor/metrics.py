@@ -53,7 +53,7 @@ ATTEMPT_OUTCOMES: Final = (
     "success", "http_4xx", "http_5xx", "timeout", "connection_error", "blocked",
 )
 #: What the store writer writes (label ``kind``).
-STORE_KINDS: Final = ("rating", "tier_change")
+STORE_KINDS: Final = ("rating", "tier_change", "vault_facts", "vault_rating")
 #: What costs compute units (label ``kind``).
 CU_KINDS: Final = ("delivery", "management", "query")
 #: Rating signals (label ``signal``), the field names of ``ModelConfig.weights``.
@@ -181,6 +181,10 @@ STORE_WRITE_SECONDS = Histogram(
     buckets=_LATENCY_BUCKETS)
 STORE_WRITE_ERRORS = Counter(
     f"{NS}_store_write_errors_total", "Store writes that failed.", ["kind"])
+#: Rated vaults in the store (what E4 lists), by tier and verdict. Store writer.
+STORED_VAULTS = Gauge(
+    f"{NS}_store_vaults", "Rated vaults in the store, by tier and listing verdict.",
+    ["tier", "verdict"])
 
 # ---- HTTP API ---------------------------------------------------------------------------
 #: route = the matched route template (``/rwa/{address}``) or ``unmatched``; bounded.
@@ -190,7 +194,7 @@ API_REQUESTS = Counter(
 API_SECONDS = Histogram(
     f"{NS}_api_request_duration_seconds", "HTTP API request duration.", ["route", "method"],
     buckets=_API_BUCKETS)
-#: Compute units charged to API keys (1 per delivery and per management call).
+#: Compute units charged to API keys (1 per delivery, per management call, per E3/E8 call).
 CU_CONSUMED = Counter(f"{NS}_cu_consumed_total", "Compute units charged, by kind.", ["kind"])
 
 # ---- vaults (vault daemon) --------------------------------------------------------------
@@ -271,6 +275,14 @@ def set_tier_counts(counts: dict[str, int]) -> None:
     """Set the whole tier distribution at once (tiers missing from ``counts`` become 0)."""
     for tier in TIERS:
         TOKENS_BY_TIER.labels(tier).set(counts.get(tier, 0))
+
+
+def set_stored_vaults(counts: list[tuple[str, str, int]]) -> None:
+    """Set the whole (tier, verdict) distribution of stored vaults; missing pairs are 0."""
+    seen = {(tier, verdict): n for tier, verdict, n in counts}
+    for tier in VAULT_TIERS:
+        for verdict in VAULT_VERDICTS:
+            STORED_VAULTS.labels(tier, verdict).set(seen.get((tier, verdict), 0))
 
 
 def api_request(route: str, method: str, status: int, seconds: float) -> None:
@@ -370,6 +382,7 @@ def _init() -> None:
         STORE_WRITE_SECONDS.labels(kind)
     for kind in CU_KINDS:
         CU_CONSUMED.labels(kind)
+    set_stored_vaults([])
     for consumer in ("deliver", "store"):
         RECORDS_UNDECODABLE.labels(consumer)
 
