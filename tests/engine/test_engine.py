@@ -30,7 +30,7 @@ def test_price_only_feed_reaches_every_tier() -> None:
     prices = [1.0] * 60 + [0.985] * 60 + [0.97] * 60 + [0.88] * 120
     tiers = [e.data.new_tier for e in events(run(price_ticks(prices)))]
     assert tiers == ["watch", "warning", "critical"]
-    premium = [e.data.new_tier for e in events(run(price_ticks([1.0] * 30 + [1.02] * 30)))]
+    premium = [e.data.new_tier for e in events(run(price_ticks([1.0] * 30 + [1.02] * 45)))]
     assert premium == ["premium"]
 
 
