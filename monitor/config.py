@@ -74,7 +74,7 @@ class ModelConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     premium_exit: float = 0.0025
     #: ... and only after at least this many whole minutes of the last hour more than
     #: ``premium_enter`` above peg (one oracle round at 1.006 is not a premium).
-    premium_minutes: int = 30
+    premium_minutes: int = 60
     #: Anti-flapping lives in the published rating: it is the highest of the raw rating,
     #: the hard floors and the previous published rating decayed linearly. While the token
     #: is under stress the decay is ``hold_decay_per_hour`` points an hour and stops at the

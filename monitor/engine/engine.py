@@ -112,7 +112,9 @@ class Engine:
         c = self.config
         longest = max(c.persistence_window_seconds, c.volatility_window_seconds,
                       c.deviation_window_seconds, c.floor_window_seconds, 3600)
-        self._ring = math.ceil(longest / c.bucket_seconds)
+        # One bucket more than the longest window: a tick exactly on a refresh boundary
+        # opens its bucket, and the window ending there still needs its oldest bucket.
+        self._ring = math.ceil(longest / c.bucket_seconds) + 1
         self._tokens: dict[str, _Token] = {}
         self._seq = 0
         self.stats = EngineStats()
@@ -263,7 +265,9 @@ class Engine:
             obs.oracle_ts = tick.ts
         if t.next_refresh is None and self.config.refresh_seconds > 0:
             every = self.config.refresh_seconds
-            t.next_refresh = float((math.floor(tick.ts / every) + 1) * every)
+            # The first boundary at or after the first tick (a tick exactly on a boundary
+            # is part of that boundary's refresh, as it is for every later boundary).
+            t.next_refresh = float(math.ceil(tick.ts / every) * every)
 
     def _evaluate(self, t: _Token, now: float, out: list[Output]) -> None:
         c = self.config

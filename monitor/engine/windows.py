@@ -239,10 +239,20 @@ class Windows:
         )
 
     def load(self, state: WindowState) -> None:
-        if any(len(v) != self.size for v in state.values):
-            raise ValueError("window state was saved with another ring size")
+        sizes = {len(v) for v in state.values}
+        if len(sizes) != 1 or not 0 < (old := sizes.pop()) <= self.size:
+            raise ValueError("window state was saved with a larger ring")
         self.head = state.head
-        self._f = [array("d", v) for v in state.values]
+        if old == self.size:
+            self._f = [array("d", v) for v in state.values]
+        else:
+            # A smaller ring (saved before the ring grew by one bucket): re-lay its
+            # buckets on this ring's slots; the extra older slots stay empty.
+            self._f = [array("d", [empty]) * self.size for empty in _EMPTY]
+            if state.head is not None:
+                for b in range(state.head - old + 1, state.head + 1):
+                    for field, values in zip(self._f, state.values, strict=True):
+                        field[b % self.size] = values[b % old]
         self.last_price_ts = state.last_price_ts
         self.last_dev = state.last_dev
         self.base_s = state.base_s

@@ -60,8 +60,8 @@ def test_floor_and_raw_lift_at_once() -> None:
 def test_premium_needs_a_sustained_premium_and_only_replaces_ok() -> None:
     s = TierState()
     assert step(s, 0.0, 0.0001, 60, 0.0, CFG) is None            # 1.0001 is not premium
-    assert step(s, 0.0, 0.006, 10, 300.0, CFG) is None            # not long enough yet
-    assert step(s, 0.0, 0.006, 30, 600.0, CFG) is Tier.PREMIUM
+    assert step(s, 0.0, 0.006, 59, 300.0, CFG) is None            # not long enough yet
+    assert step(s, 0.0, 0.006, 60, 600.0, CFG) is Tier.PREMIUM
     assert step(s, 0.0, 0.003, 0, 900.0, CFG) is None             # inside the hysteresis
     assert step(s, 0.0, 0.001, 0, 1200.0, CFG) is Tier.OK
     # A rating in a risk band outranks trading above peg.
