@@ -66,17 +66,41 @@ class ModelConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     oracle_divergence_full: float = 0.02
     oracle_max_age_seconds: int = 3600
     #: Tier bands on the 0-100 rating (spec: critical >= 80, warning 60-79, watch 40-59).
+    #: The published tier is always the band of the published rating (premium aside).
     watch_at: float = 40.0
     warning_at: float = 60.0
     critical_at: float = 80.0
-    #: Premium: the 5-minute deviation must be at least this far above peg (a token at
-    #: 1.0001 is not premium) and falls back once it is below ``premium_exit``.
+    #: Premium (the above-peg state, shown instead of ok): the 5-minute deviation must be
+    #: at least this far above peg (a token at 1.0001 is not premium) and falls back once
+    #: it is below ``premium_exit`` ...
     premium_enter: float = 0.005
     premium_exit: float = 0.0025
-    #: Anti-flapping: escalate at once; step down only when the rating sits below the lower
-    #: band by ``deescalate_margin`` points for ``deescalate_dwell_seconds`` of event time.
-    deescalate_margin: float = 15.0
-    deescalate_dwell_seconds: int = 14400
+    #: ... and only after at least this many whole minutes of the last hour more than
+    #: ``premium_enter`` above peg (one oracle round at 1.006 is not a premium).
+    premium_minutes: int = 60
+    #: Anti-flapping lives in the published rating: it is the highest of the raw rating,
+    #: the hard floors and the previous published rating decayed linearly. While the token
+    #: is under stress the decay is ``hold_decay_per_hour`` points an hour and stops at the
+    #: lower edge of the current band as long as the raw rating is within ``hold_margin``
+    #: points of that edge; once the price has not been more than ``persistence_low``
+    #: below peg for ``calm_window_seconds`` (calm) it decays at ``calm_decay_per_hour``
+    #: with no stop, so 100 falls below 40 in 1.5 hours: the all-clear.
+    hold_decay_per_hour: float = 10.0
+    hold_margin: float = 20.0
+    hold_seconds: int = 3600
+    calm_window_seconds: int = 900
+    calm_decay_per_hour: float = 40.0
+    #: Hard floors (monotone in evidence): a token whose price spent at least
+    #: ``floor_<tier>_minutes`` whole minutes of the last ``floor_window_seconds`` more than
+    #: ``floor_<tier>_below`` below peg is rated at least at that tier's band, whatever the
+    #: other signals say. 0 minutes switches a floor off.
+    floor_window_seconds: int = 3600
+    floor_critical_below: float = 0.05
+    floor_critical_minutes: int = 30
+    floor_warning_below: float = 0.02
+    floor_warning_minutes: int = 45
+    floor_watch_below: float = 0.01
+    floor_watch_minutes: int = 30
     #: A rating refresh every this many seconds of event time (aligned to the epoch).
     #: 0 means refresh on every tick.
     refresh_seconds: int = 300
@@ -88,6 +112,29 @@ class ModelConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     future_tolerance_seconds: int = 300
     #: A token with no tick for this long (event time at refresh) is reported stale.
     stale_after_seconds: int = 900
+
+    def __post_init__(self) -> None:
+        floors = [(self.floor_critical_below, self.floor_critical_minutes),
+                  (self.floor_warning_below, self.floor_warning_minutes),
+                  (self.floor_watch_below, self.floor_watch_minutes)]
+        checks = [
+            (0 < self.watch_at <= self.warning_at <= self.critical_at <= 100,
+             "need 0 < watch_at <= warning_at <= critical_at <= 100"),
+            (self.hold_decay_per_hour > 0 and self.calm_decay_per_hour > 0,
+             "hold_decay_per_hour and calm_decay_per_hour must be > 0 (else a tier never "
+             "steps down)"),
+            (0 <= self.premium_minutes <= 60, "premium_minutes must be within 0-60"),
+            (self.hold_margin >= 0 and self.hold_seconds >= 0,
+             "hold_margin and hold_seconds must be >= 0"),
+            (self.floor_window_seconds >= self.bucket_seconds > 0,
+             "need floor_window_seconds >= bucket_seconds > 0"),
+            (all(below > 0 and 0 <= minutes * 60 <= self.floor_window_seconds
+                 for below, minutes in floors),
+             "floor_*_below must be > 0 and floor_*_minutes within floor_window_seconds"),
+        ]
+        for ok, message in checks:
+            if not ok:
+                raise ValueError(f"model.{message}")
 
 
 class KafkaConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
