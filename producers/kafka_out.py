@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 from collections import deque
 from types import TracebackType
+from typing import Any
 
 from aiokafka import TopicPartition
 
@@ -103,7 +104,8 @@ class TickSender:
             if isinstance(result, BaseException):
                 self._fail(result)
                 continue
-            partition, offset = int(result.partition), int(result.offset)
+            meta: Any = result  # aiokafka's RecordMetadata (no type hints)
+            partition, offset = int(meta.partition), int(meta.offset)
             previous = self._acked.get(partition, -1)
             if offset <= previous:
                 self._lost_by_broker += previous + 1

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -98,11 +97,11 @@ class JournalStore:
         cur = self._db.execute("SELECT group_id, topic, part, off FROM journal_offsets")
         return {(g, t, p): int(o) for g, t, p, o in cur}
 
-    def records(self, topic: str, part: int) -> Iterator[tuple[int, Any, Any, bytes, int]]:
+    def all_records(self, topic: str, part: int) -> list[tuple[int, Any, Any, bytes, int]]:
         cur = self._db.execute(
             "SELECT off, key, value, headers, timestamp_ms FROM journal_records "
             "WHERE topic = ? AND part = ? ORDER BY off", (topic, part))
-        yield from cur
+        return list(cur)
 
 
 class Journal:
@@ -128,8 +127,8 @@ class Journal:
             for topic, part in sorted(self._next):
                 futures = []
                 expected = []
-                for off, key, value, headers, ts in await asyncio.to_thread(
-                        lambda t=topic, p=part: list(self.store.records(t, p))):
+                stored = await asyncio.to_thread(self.store.all_records, topic, part)
+                for off, key, value, headers, ts in stored:
                     futures.append(await producer.send(
                         topic, value, key=key, partition=part, timestamp_ms=ts,
                         headers=_headers_decoder.decode(headers) or None))
