@@ -23,12 +23,14 @@ from monitor.kafka.topics import (
     KafkaError,
     TopicError,
     ensure_topics,
+    ensure_vault_topics,
     make_consumer,
     make_producer,
 )
 from monitor.logs import get_logger
 from monitor.runstate import discover_bootstrap
 from monitor.ticks import Tick, encode_tick
+from monitor.vaults.facts import FactUpdate, encode_update
 
 log = get_logger(__name__)
 
@@ -59,13 +61,15 @@ class TickSender:
     """An aiokafka producer that publishes ticks without awaiting each delivery."""
 
     def __init__(
-        self, bootstrap_servers: str, kafka: KafkaConfig, *, max_pending: int = 20_000
+        self, bootstrap_servers: str, kafka: KafkaConfig, *, max_pending: int = 20_000,
+        topic: str | None = None,
     ) -> None:
-        self.topic = kafka.ticks_topic
+        #: kafka.ticks_topic unless given (FactSender publishes vault facts through it).
+        self.topic = topic or kafka.ticks_topic
         self.sent = 0
         self.failed = 0
         self._max_pending = max_pending
-        self._pending: deque[asyncio.Future[object]] = deque()
+        self._pending: deque[asyncio.Future[Any]] = deque()
         self._first_error: BaseException | None = None
         #: partition -> the highest offset the broker acknowledged there.
         self._acked: dict[int, int] = {}
@@ -83,8 +87,12 @@ class TickSender:
 
     async def send(self, tick: Tick) -> None:
         """Hand one tick to the producer; blocks only when its buffer is full."""
+        await self.send_record(tick.key.encode(), encode_tick(tick), tick.ts)
+
+    async def send_record(self, key: bytes, value: bytes, ts: float) -> None:
+        """Hand one encoded record (CreateTime = its event time) to the producer."""
         future = await self._producer.send(
-            self.topic, encode_tick(tick), key=tick.key.encode(), timestamp_ms=int(tick.ts * 1000)
+            self.topic, value, key=key, timestamp_ms=int(ts * 1000)
         )
         self._pending.append(future)
         self.sent += 1
@@ -104,7 +112,7 @@ class TickSender:
             if isinstance(result, BaseException):
                 self._fail(result)
                 continue
-            meta: Any = result  # aiokafka's RecordMetadata (no type hints)
+            meta: Any = result  # aiokafka's RecordMetadata (the futures are typed object)
             partition, offset = int(meta.partition), int(meta.offset)
             previous = self._acked.get(partition, -1)
             if offset <= previous:
@@ -118,7 +126,7 @@ class TickSender:
         self.failed += 1
         if self._first_error is None:
             self._first_error = error
-            log.error("publish_failed", topic=self.topic, error=str(error))
+            log.error("produce.publish_failed", topic=self.topic, error=str(error))
 
     async def flush(self) -> None:
         await self._producer.flush()
@@ -189,3 +197,30 @@ async def open_sender(bootstrap_servers: str, kafka: KafkaConfig) -> TickSender:
     except TopicError as exc:
         raise ProduceError(str(exc)) from exc
     return sender
+
+
+class FactSender:
+    """Publishes vault fact records (``vaults.facts``, keyed ``chain:vault``) through a
+    :class:`TickSender` on that topic: same batching, same delivery checks."""
+
+    def __init__(self, sender: TickSender) -> None:
+        self.sender = sender
+
+    async def send(self, update: FactUpdate) -> None:
+        await self.sender.send_record(update.key.encode(), encode_update(update), update.ts)
+
+    async def close(self) -> None:
+        await self.sender.close()
+
+
+async def open_fact_sender(bootstrap_servers: str, config: Config) -> FactSender:
+    """Make sure the vault topics exist, then start a sender on ``vaults.facts_topic``."""
+    try:
+        await ensure_vault_topics(config.kafka, config.vaults, bootstrap_servers)
+        sender = TickSender(bootstrap_servers, config.kafka, topic=config.vaults.facts_topic)
+        await sender.start()
+    except KafkaError as exc:
+        raise ProduceError(f"cannot reach Kafka at {bootstrap_servers}: {exc}") from exc
+    except TopicError as exc:
+        raise ProduceError(str(exc)) from exc
+    return FactSender(sender)

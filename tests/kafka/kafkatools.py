@@ -195,15 +195,16 @@ def engine_outputs(ticks: Iterable[Tick], config: Config | None = None) -> tuple
 class MonitorProcess:
     """``depeg-monitor monitor`` in a child process, JSON logs in a file."""
 
-    def __init__(self, kafka: KafkaConfig, log_path: Path) -> None:
+    def __init__(self, kafka: KafkaConfig, log_path: Path, command: str = "monitor",
+                 extra_env: dict[str, str] | None = None) -> None:
         import os
         import subprocess
         import sys
 
         self.log_path = log_path
-        env = {**os.environ, **env_for(kafka)}
+        env = {**os.environ, **env_for(kafka), **(extra_env or {})}
         self._log = log_path.open("ab")
-        self.proc = subprocess.Popen([sys.executable, "-m", "monitor", "monitor"], env=env,
+        self.proc = subprocess.Popen([sys.executable, "-m", "monitor", command], env=env,
                                      stdout=self._log, stderr=subprocess.STDOUT)
 
     def events(self, name: str) -> list[dict[str, Any]]:

@@ -2,14 +2,15 @@
 
 Every handler is scoped by the authenticated key: another key's subscription or delivery
 is "not found" (404), never "forbidden", so ids of other tenants cannot be probed. Every
-call costs 1 CU (ledger kinds ``E10``..``E15``), whatever its outcome.
+call costs 1 CU (ledger kinds ``E10``..``E15``) whatever its 2xx/4xx outcome
+(monitor/api/billing.py says which calls are charged).
 """
 
 from __future__ import annotations
 
 import math
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from typing import Any
 
 import msgspec
@@ -20,12 +21,12 @@ from ...records import EVENT_TYPE, TierChangeData, TierChangeEvent, encode
 from ...storage.deliveries import DeliveryStore
 from ...storage.webhooks import Subscription, WebhookStore, migrate_webhooks
 from ...timefmt import format_ts
-from ...webhooks import metrics
 from ...webhooks.dispatcher import DeliveryAttempts
 from ...webhooks.secrets import SecretBox, new_secret
 from ...webhooks.sender import Sender
 from ...webhooks.urls import UnsafeUrl, check_url_resolving, origin
-from ..context import CLOCK, CONFIG, DB, Handler, api_key_id, json_response
+from ..billing import billed
+from ..context import CLOCK, CONFIG, DB, api_key_id, json_response
 from ..errors import ApiError
 from . import requests as req
 from .openapi import OPENAPI_PATHS, OPENAPI_SCHEMAS, OPENAPI_SECURITY_SCHEMES
@@ -40,18 +41,6 @@ _json = json_response
 
 def _now(request: web.Request) -> float:
     return request.app[CLOCK]()
-
-
-def billed(kind: str) -> Callable[[Handler], Handler]:
-    """1 CU per management call, charged before the handler runs."""
-    def wrap(handler: Handler) -> Handler:
-        async def billed_handler(request: web.Request) -> web.StreamResponse:
-            await WebhookStore(request.app[DB]).charge(
-                api_key_id(request), kind, uuid.uuid4().hex, _now(request))
-            metrics.management_call()
-            return await handler(request)
-        return billed_handler
-    return wrap
 
 
 def subscription_json(sub: Subscription, secret: str | None = None) -> dict[str, Any]:
@@ -122,7 +111,7 @@ async def create_subscription(request: web.Request) -> web.Response:
         sub_id=sub_id, api_key_id=api_key_id(request), webhook_url=url, endpoint=origin(url),
         event_types=body.event_types, filters=body.filters.normalized(),
         secret_sealed=box.seal(secret, sub_id), now=now)
-    log.info("webhook_subscription_created", subscription_id=sub_id)
+    log.info("webhook.subscription_created", subscription_id=sub_id)
     return _json(subscription_json(sub, secret), status=201)
 
 
@@ -200,7 +189,7 @@ async def rotate_secret(request: web.Request) -> web.Response:
     if updated is None:
         raise ApiError(404, "subscription not found")
     window = request.app[ATTEMPTS].config.previous_secret_seconds
-    log.info("webhook_secret_rotated", subscription_id=sub.id)
+    log.info("webhook.secret_rotated", subscription_id=sub.id)
     return _json(subscription_json(updated, secret)
                  | {"previous_secret_expires_at": format_ts(now + window)})
 
@@ -263,7 +252,7 @@ async def retry_delivery(request: web.Request) -> web.Response:
 async def _attempts_ctx(app: web.Application) -> AsyncIterator[None]:
     config = app[CONFIG]
     if config.delivery.allow_loopback:
-        log.warning("webhook_allow_loopback_enabled",
+        log.warning("webhook.allow_loopback_enabled",
                     message="DEVELOPMENT SETTING delivery.allow_loopback IS ON: http:// and "
                             "loopback webhook URLs are accepted. Never enable in production.")
     await migrate_webhooks(app[DB])
