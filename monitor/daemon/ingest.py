@@ -65,7 +65,7 @@ class MonitorDaemon:
         self._set_aside: dict[int, PartitionState] = {}
         self._lock = asyncio.Lock()
         self._clock = LiveClock(config.model.stale_after_seconds)
-        self._sweeper = Sweeper(self._clock)
+        self._sweeper = Sweeper(self._clock, config.model.refresh_seconds)
         self._consumer: AIOKafkaConsumer | None = None
         self._out: OutputWriter | None = None
         self._stop = asyncio.Event()
