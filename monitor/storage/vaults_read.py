@@ -177,7 +177,10 @@ def _vault(row: Row) -> StoredVault:
         record=msgspec.json.decode(row["record"]) if row["record"] else {})
 
 
-async def list_vaults(db: Database, f: VaultFilter, page: VaultPage) -> VaultListResult:
+async def list_vaults(db: Database, f: VaultFilter, page: VaultPage,
+                      with_facts: bool = False) -> VaultListResult:
+    """One page and the aggregates over every vault matching ``f``. The merged facts are
+    read only ``with_facts`` (E4 items do not show them); otherwise ``facts`` is empty."""
     p = Params()
     where = _where(f, p, db.dialect)
     groups = await db.fetch(
@@ -212,7 +215,8 @@ async def list_vaults(db: Database, f: VaultFilter, page: VaultPage) -> VaultLis
     inner += f" LIMIT {p(page.limit + 1)}"
     if page.offset is not None:
         inner += f" OFFSET {p(page.offset)}"
-    sql = (f"SELECT p.*, d.facts, d.record FROM ({inner}) p{_DOCS}"
+    facts = "d.facts" if with_facts else "NULL AS facts"
+    sql = (f"SELECT p.*, {facts}, d.record FROM ({inner}) p{_DOCS}"
            f" ORDER BY p.sort_key {order}, p.chain {order}, p.vault {order}")
     rows = await db.fetch(sql, *p.values)
     more = len(rows) > page.limit
