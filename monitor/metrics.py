@@ -194,7 +194,7 @@ API_REQUESTS = Counter(
 API_SECONDS = Histogram(
     f"{NS}_api_request_duration_seconds", "HTTP API request duration.", ["route", "method"],
     buckets=_API_BUCKETS)
-#: Compute units charged to API keys (1 per delivery and per management call).
+#: Compute units charged to API keys (1 per delivery, per management call, per E3/E8 call).
 CU_CONSUMED = Counter(f"{NS}_cu_consumed_total", "Compute units charged, by kind.", ["kind"])
 
 # ---- vaults (vault daemon) --------------------------------------------------------------

@@ -14,7 +14,7 @@ from aiohttp import web
 from ..config import Config
 from ..logs import get_logger
 from ..storage import Database
-from . import auth, context, observe, openapi, resources
+from . import auth, context, deprecation, observe, openapi, resources
 from .context import Handler
 from .errors import ApiError, error_response
 
@@ -43,7 +43,8 @@ async def errors_middleware(request: web.Request, handler: Handler) -> web.Strea
 
 def create_app(config: Config, db: Database) -> web.Application:
     app = web.Application(
-        middlewares=[observe.metrics_middleware, errors_middleware, auth.auth_middleware],
+        middlewares=[observe.metrics_middleware, deprecation.deprecation_middleware,
+                     errors_middleware, auth.auth_middleware],
         client_max_size=config.api.max_body_bytes,
     )
     context.install(app, config, db)

@@ -9,6 +9,6 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from . import health, rwa, vaults, webhooks
+from . import health, rwa, usage, v3, vaults, webhooks
 
-ROUTE_MODULES: tuple[ModuleType, ...] = (health, webhooks, rwa, vaults)
+ROUTE_MODULES: tuple[ModuleType, ...] = (health, webhooks, rwa, vaults, v3, usage)

@@ -129,7 +129,7 @@ def score(fw: Framework, tags: Set[str], facts: Mapping[str, Any], upstream: flo
     if final is not None:
         b: Band = band(final, scheme)
         for cap in fw.caps:
-            if any(t in tags for t in cap.tags_any):
+            if cap.applies(tags, upstream_risk):
                 capped = cap_grade(b, cap.max_grade, scheme)
                 if capped != b:
                     caps.append(cap.key)

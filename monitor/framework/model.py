@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import tomllib
+from collections.abc import Set
 from functools import cache
 from importlib import resources
 from typing import Literal
@@ -64,16 +65,25 @@ class Points(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
 
 class Cap(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    """A grade ceiling: with any of ``tags_any`` present the grade is never above ``max_grade``."""
+    """A grade ceiling: with any of ``tags_any`` present, or an upstream risk of at least
+    ``upstream_min``, the grade is never above ``max_grade``."""
 
     key: str
     name: str
-    tags_any: list[str]
     max_grade: str
+    tags_any: list[str] = []
+    upstream_min: float | None = None
+
+    def applies(self, tags: Set[str], upstream: float | None) -> bool:
+        return any(t in tags for t in self.tags_any) or (
+            self.upstream_min is not None and upstream is not None
+            and upstream >= self.upstream_min)
 
 
 class Framework(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     version: str
+    #: What the framework grades: ERC-4626 vaults (E8) or pegged tokens (E3).
+    kind: Literal["vault", "rwa"]
     published: str
     description: str
     points: Points
@@ -90,9 +100,11 @@ class Framework(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
 def validate(fw: Framework) -> Framework:
     keys = tuple(c.key for c in fw.categories)
-    if keys != CATEGORY_KEYS:
+    if fw.kind == "vault" and keys != CATEGORY_KEYS:
         raise FrameworkError(f"categories must be {list(CATEGORY_KEYS)} in that order, "
                              f"got {list(keys)}")
+    if len(set(keys)) != len(keys):
+        raise FrameworkError(f"category keys repeat: {list(keys)}")
     for cat in fw.categories:
         if not 0.0 <= cat.weight <= 1.0:
             raise FrameworkError(f"category {cat.key}: weight {cat.weight} outside [0, 1]")
@@ -118,6 +130,8 @@ def validate(fw: Framework) -> Framework:
                 raise FrameworkError(f"tag {tag} belongs to both {owner[tag]} and {crit.key}")
             owner[tag] = crit.key
     for cap in fw.caps:
+        if not cap.tags_any and cap.upstream_min is None:
+            raise FrameworkError(f"cap {cap.key}: names neither tags_any nor upstream_min")
         unknown = [t for t in cap.tags_any if t not in owner]
         if unknown:
             raise FrameworkError(f"cap {cap.key}: tags {unknown} belong to no criterion")
@@ -138,12 +152,13 @@ def parse_framework(text: str) -> Framework:
 
 
 @cache
-def load_framework(version: str = DEFAULT_VERSION) -> Framework:
-    """The packaged framework ``version`` (validated; cached for the process)."""
-    if version not in SUPPORTED_VERSIONS:
-        raise FrameworkError(f"unknown framework version {version!r}")
-    text = resources.files(__package__).joinpath(f"{version}.toml").read_text("utf-8")
-    fw = parse_framework(text)
-    if fw.version != version:
-        raise FrameworkError(f"{version}.toml says version {fw.version!r}")
+def load_framework(version: str = DEFAULT_VERSION, kind: str = "vault") -> Framework:
+    """The packaged framework ``version`` for vaults (``v1.toml``) or pegged tokens
+    (``rwa_v1.toml``), validated; cached for the process."""
+    if version not in SUPPORTED_VERSIONS or kind not in ("vault", "rwa"):
+        raise FrameworkError(f"unknown framework version {version!r} ({kind})")
+    name = f"{version}.toml" if kind == "vault" else f"rwa_{version}.toml"
+    fw = parse_framework(resources.files(__package__).joinpath(name).read_text("utf-8"))
+    if (fw.version, fw.kind) != (version, kind):
+        raise FrameworkError(f"{name} says version {fw.version!r}, kind {fw.kind!r}")
     return fw

@@ -24,6 +24,7 @@ Each vault's clock never goes back: an evaluation runs at ``max(clock, input ts)
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Iterator
 
 import msgspec
@@ -33,7 +34,7 @@ from .config import VaultsConfig
 from .depeg_link import DepegChange, DepegTable
 from .envelope import risk_envelope
 from .facts import FactUpdate, VaultFacts, apply_update
-from .rating import rate
+from .rating import rate, scorer_for
 from .records import VaultRating
 from .tags import Context, evaluate_tags, known_rated_facts
 from .verdict import attention_needed, tier_for, verdict_for
@@ -87,6 +88,9 @@ class VaultEngineStats(msgspec.Struct):
     records: int = 0
 
 
+#: Formatting a time is a strftime call; the same few times recur in every record of a vault.
+_iso = functools.lru_cache(maxsize=65536)(format_ts)
+
 _state_encoder = msgspec.msgpack.Encoder()
 _state_decoder = msgspec.msgpack.Decoder(VaultState)
 
@@ -101,6 +105,7 @@ class VaultEngine:
         #: underlying token key -> keys of the vaults holding it.
         self._holders: dict[str, set[str]] = {}
         self._blocking = frozenset(config.blocking_tags)
+        self._scorer = scorer_for(config)
 
     # -- inputs -------------------------------------------------------------------------
     def process(self, update: FactUpdate) -> list[VaultRating]:
@@ -188,13 +193,16 @@ class VaultEngine:
 
     # -- one evaluation ---------------------------------------------------------------
     def _evaluate(self, state: VaultState, now: float) -> list[VaultRating]:
+        """Tags, rating, tier, verdict and attention at ``now``; a record when they changed.
+
+        The explanation, contributions and envelope are built only for a record (most fact
+        updates change nothing a reader sees)."""
         config = self.config
         state.clock = now
         facts = state.facts
         tags = evaluate_tags(facts, Context(config.thresholds, now, state.underlying_tier))
         known = known_rated_facts(facts)
-        result = rate(tags, facts, known, config, state.underlying_tier)
-        rating = result.rating
+        rating = self._scorer.score(tags, facts.underlying_risk, known)
         tier = tier_for(rating)
         verdict = verdict_for(rating, tags, self._blocking)
         for tag in list(state.since):
@@ -210,10 +218,11 @@ class VaultEngine:
             return []
         state.last = emitted
         self.stats.records += 1
+        result = rate(tags, facts, known, config, state.underlying_tier)
         tag_list = list(sorted_tags)
-        detected = {tag: format_ts(state.since[tag]) for tag in tag_list}
+        detected = {tag: _iso(state.since[tag]) for tag in tag_list}
         return [VaultRating(
-            ts=format_ts(now), chain=state.chain, vault=state.vault, rating=rating, tier=tier,
+            ts=_iso(now), chain=state.chain, vault=state.vault, rating=rating, tier=tier,
             verdict=verdict, tags=tag_list, attention_needed=attention,
             risk=risk_envelope(rating, tag_list, result.tag_points, detected),
             contributions=result.contributions, floor=result.floor,

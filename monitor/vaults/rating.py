@@ -17,6 +17,7 @@ Each category reports its points and the tags and facts behind them, so a reader
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Collection
 from dataclasses import dataclass
@@ -54,19 +55,42 @@ def base_points(underlying_risk: str | None, config: VaultsConfig) -> float:
     return float(getattr(config.underlying_risk_points, underlying_risk))
 
 
+class Scorer:
+    """The formula with its per-config constants computed once (the engine's hot path)."""
+
+    def __init__(self, config: VaultsConfig) -> None:
+        self.config = config
+        self.points = {tag: tag_points(tag, config) for tag in TAG_BY_KEY}
+        self.category = {tag: info.category for tag, info in TAG_BY_KEY.items()}
+        self.floors = config.floors.by_tag()
+        self.cap = config.category_cap
+
+    def score(self, tags: Collection[str], underlying_risk: str | None,
+              known_facts: int) -> int | None:
+        if known_facts < self.config.min_known_facts:
+            return None
+        per_category: dict[str, float] = {}
+        if underlying_risk is not None:
+            per_category[ASSET.key] = base_points(underlying_risk, self.config)
+        floor = 0.0
+        for tag in tags:
+            category = self.category[tag]
+            per_category[category] = per_category.get(category, 0.0) + self.points[tag]
+            floor = max(floor, self.floors.get(tag, 0.0))
+        total = min(100.0, sum(min(self.cap, p) for p in per_category.values()))
+        return _round(max(total, floor))
+
+
+@functools.lru_cache(maxsize=16)
+def scorer_for(config: VaultsConfig) -> Scorer:
+    """One Scorer per config (configs are frozen, so hashable)."""
+    return Scorer(config)
+
+
 def score(tags: Collection[str], underlying_risk: str | None, known_facts: int,
           config: VaultsConfig) -> int | None:
     """The rating alone, from what it depends on (the property tests' entry point)."""
-    if known_facts < config.min_known_facts:
-        return None
-    per_category: dict[str, float] = {c.key: 0.0 for c in CATEGORIES}
-    per_category[ASSET.key] += base_points(underlying_risk, config)
-    for tag in tags:
-        per_category[TAG_BY_KEY[tag].category] += tag_points(tag, config)
-    total = min(100.0, sum(min(config.category_cap, p) for p in per_category.values()))
-    floors = config.floors.by_tag()
-    floor = max((floors[t] for t in tags if t in floors), default=0.0)
-    return _round(max(total, floor))
+    return scorer_for(config).score(tags, underlying_risk, known_facts)
 
 
 def _fact_value(facts: VaultFacts, name: str) -> Any:
@@ -77,8 +101,9 @@ def _fact_value(facts: VaultFacts, name: str) -> Any:
 def rate(tags: frozenset[str], facts: VaultFacts, known_facts: int, config: VaultsConfig,
          underlying_tier: str | None) -> Rating:
     """The rating with its per-category contributions, floor and one-sentence explanation."""
-    points = {tag: tag_points(tag, config) for tag in tags}
-    rating = score(tags, facts.underlying_risk, known_facts, config)
+    scorer = scorer_for(config)
+    points = {tag: scorer.points[tag] for tag in tags}
+    rating = scorer.score(tags, facts.underlying_risk, known_facts)
     contributions = []
     for category in CATEGORIES:
         in_category = sorted(t for t in tags if TAG_BY_KEY[t].category == category.key)
@@ -97,7 +122,7 @@ def rate(tags: frozenset[str], facts: VaultFacts, known_facts: int, config: Vaul
             points=float(min(config.category_cap, raw)), tags=in_category,
             facts=dict(sorted(evidence.items())),
         ))
-    floors = config.floors.by_tag()
+    floors = scorer.floors
     floor = None
     if rating is not None:
         total = min(100.0, sum(c.points for c in contributions))

@@ -91,3 +91,13 @@ def test_blocked_redemption_never_above_d() -> None:
         assert r.composite.grade == "F" and r.composite.caps_applied == []
     r = score(fw, {"vault-redemption-closed"}, facts, 0.0, "v2")
     assert r.composite.caps_applied == ["blocked_redemption"] and r.composite.stars == 1
+
+
+@pytest.mark.parametrize(("upstream", "grade", "capped"), [
+    (74.99, "C-", False), (75.0, "D", True), (77.0, "D", True), (78.0, "D", False),
+    (89.0, "F", False),
+])
+def test_critical_tier_never_above_d(upstream: float, grade: str, capped: bool) -> None:
+    r = score(load_framework(), set(), {}, upstream, "v2")
+    assert r.composite.grade == grade
+    assert (r.composite.caps_applied == ["critical_tier"]) is capped

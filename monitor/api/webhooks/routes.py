@@ -2,14 +2,15 @@
 
 Every handler is scoped by the authenticated key: another key's subscription or delivery
 is "not found" (404), never "forbidden", so ids of other tenants cannot be probed. Every
-call costs 1 CU (ledger kinds ``E10``..``E15``), whatever its outcome.
+call costs 1 CU (ledger kinds ``E10``..``E15``) whatever its 2xx/4xx outcome
+(monitor/api/billing.py says which calls are charged).
 """
 
 from __future__ import annotations
 
 import math
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from typing import Any
 
 import msgspec
@@ -20,12 +21,12 @@ from ...records import EVENT_TYPE, TierChangeData, TierChangeEvent, encode
 from ...storage.deliveries import DeliveryStore
 from ...storage.webhooks import Subscription, WebhookStore, migrate_webhooks
 from ...timefmt import format_ts
-from ...webhooks import metrics
 from ...webhooks.dispatcher import DeliveryAttempts
 from ...webhooks.secrets import SecretBox, new_secret
 from ...webhooks.sender import Sender
 from ...webhooks.urls import UnsafeUrl, check_url_resolving, origin
-from ..context import CLOCK, CONFIG, DB, Handler, api_key_id, json_response
+from ..billing import billed
+from ..context import CLOCK, CONFIG, DB, api_key_id, json_response
 from ..errors import ApiError
 from . import requests as req
 from .openapi import OPENAPI_PATHS, OPENAPI_SCHEMAS, OPENAPI_SECURITY_SCHEMES
@@ -40,18 +41,6 @@ _json = json_response
 
 def _now(request: web.Request) -> float:
     return request.app[CLOCK]()
-
-
-def billed(kind: str) -> Callable[[Handler], Handler]:
-    """1 CU per management call, charged before the handler runs."""
-    def wrap(handler: Handler) -> Handler:
-        async def billed_handler(request: web.Request) -> web.StreamResponse:
-            await WebhookStore(request.app[DB]).charge(
-                api_key_id(request), kind, uuid.uuid4().hex, _now(request))
-            metrics.management_call()
-            return await handler(request)
-        return billed_handler
-    return wrap
 
 
 def subscription_json(sub: Subscription, secret: str | None = None) -> dict[str, Any]:
