@@ -29,6 +29,7 @@ from monitor import health, metrics
 from monitor.chains import is_chain, normalize_address
 from monitor.commands import Command, add_bootstrap_servers, with_bootstrap_servers
 from monitor.config import Config
+from monitor.kafka.topics import TopicError, ensure_topics, ensure_vault_topics
 from monitor.logs import get_logger
 from monitor.metrics import STORE_WRITE_ERRORS, STORE_WRITE_SECONDS, STORE_WRITES
 from monitor.records import (
@@ -234,6 +235,15 @@ class StoreWriter:
         # The vault tables are this writer's own addition: created here (idempotent), so a
         # caller that migrated only the ratings store does not stall on a missing table.
         await self.vaults.store.migrate()
+        if k.create_topics:
+            # The topics it reads may not exist yet (the vault daemon creates its own at its
+            # start): a consumer subscribed to a missing topic only sees it at its next
+            # metadata refresh, minutes later. Creating them is idempotent.
+            try:
+                await ensure_topics(k, self.bootstrap)
+                await ensure_vault_topics(k, self.config.vaults, self.bootstrap)
+            except (KafkaError, OSError, TopicError) as exc:
+                log.warning("store_writer.ensure_topics_failed", error=str(exc)[:300])
         # Range assignment gives one consumer the same partition numbers of both topics,
         # so a token's snapshots and tier changes (same key, same partition number) are
         # written by one writer when the group is scaled out.
