@@ -67,6 +67,12 @@ def route_modules() -> list[ModuleType]:
 
 
 def build_document(modules: list[ModuleType] | None = None) -> dict[str, Any]:
+    from .ratelimit import document
+
+    return document(_assemble(modules))
+
+
+def _assemble(modules: list[ModuleType] | None = None) -> dict[str, Any]:
     paths: dict[str, Any] = dict(OPENAPI_PATHS)
     schemas: dict[str, Any] = {"Error": ERROR_SCHEMA}
     for module in modules if modules is not None else route_modules():
