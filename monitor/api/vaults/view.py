@@ -15,6 +15,7 @@ from ...storage.db import Row
 from ...storage.vaults_read import HistoryPoint, StoredVault
 from ..rwa.view import iso
 
+
 def _rating(value: float | None) -> float | int | None:
     """Ratings are whole numbers on the topic; the store keeps doubles: 78.0 -> 78."""
     return int(value) if value is not None and float(value).is_integer() else value
