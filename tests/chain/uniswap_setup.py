@@ -53,6 +53,8 @@ def sqrt_price_x96(human_price_token0_in_token1: float, dec0: int, dec1: int) ->
 def deploy_uniswap(chain: Chain) -> tuple[str, str, str]:
     owner = chain.accounts[0]
     factory = chain.deploy("UniswapV3Factory", sender=owner)
+    # The 0.01 % tier (tick spacing 1) of stablecoin pools, enabled by governance as on mainnet.
+    chain.transact(owner, factory, "enableFeeAmount(uint24,int24)", 100, 1)
     # WETH9 and the token descriptor are never used by these tests (no ETH, no NFT metadata).
     manager = chain.deploy("NonfungiblePositionManager", ["address", "address", "address"],
                            [factory, owner, owner])
