@@ -74,6 +74,10 @@ def build_parser(commands: dict[str, Command]) -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     parser.add_argument("--config", metavar="FILE", help="TOML configuration file")
+    parser.add_argument("--data-dir", metavar="DIR",
+                        help="runtime files: database, secret key, run state (storage.data_dir; "
+                             "default $XDG_DATA_HOME/depeg-monitor or "
+                             "~/.local/share/depeg-monitor)")
     parser.add_argument("--log-level", metavar="LEVEL", help="debug, info, warning, error")
     parser.add_argument("--log-format", choices=["auto", "json", "console"],
                         help="log format (default: json unless stderr is a terminal)")
@@ -94,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 2
     try:
-        config = load_config(args.config)
+        config = load_config(args.config, data_dir=args.data_dir)
     except ConfigError as exc:
         print(f"depeg-monitor: {exc}", file=sys.stderr)
         return 2

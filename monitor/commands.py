@@ -27,14 +27,36 @@ class Command:
     description: str = ""
 
 
+def bootstrap_servers_value(text: str) -> str:
+    """``HOST:PORT[,HOST:PORT...]`` checked, so a pasted placeholder (``127.0.0.1:PORT``)
+    is a usage error naming the problem instead of a traceback from the Kafka client."""
+    entries = [e.strip() for e in text.split(",")]
+    for entry in entries:
+        host, sep, port = entry.rpartition(":")
+        if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+            raise argparse.ArgumentTypeError(
+                f"{entry!r} is not HOST:PORT (PORT a number 1-65535). A running "
+                "`depeg-monitor run` on this machine is found without this option; "
+                "otherwise use the address it logs (run.embedded_broker)")
+    return ",".join(entries)
+
+
 def add_bootstrap_servers(parser: argparse.ArgumentParser,
                           help: str = "Kafka brokers (overrides kafka.bootstrap_servers)") -> None:
     """The ``--bootstrap-servers`` option every Kafka-facing command shares."""
-    parser.add_argument("--bootstrap-servers", metavar="HOST:PORT[,...]", help=help)
+    parser.add_argument("--bootstrap-servers", metavar="HOST:PORT[,...]", help=help,
+                        type=bootstrap_servers_value)
 
 
-def with_bootstrap_servers(config: Config, servers: str | None) -> Config:
-    """``config`` with ``kafka.bootstrap_servers`` replaced when ``servers`` is given."""
+def with_bootstrap_servers(config: Config, servers: str | None, *,
+                           discover: bool = True) -> Config:
+    """``config`` with ``kafka.bootstrap_servers`` replaced when ``servers`` is given;
+    with neither, and ``discover``, the broker of a ``run`` on this machine (its state
+    file, monitor/runstate.py)."""
+    if not servers and not config.kafka.bootstrap_servers and discover:
+        from .runstate import discover_bootstrap
+
+        servers = discover_bootstrap(config)
     if not servers:
         return config
     kafka = msgspec.structs.replace(config.kafka, bootstrap_servers=servers)

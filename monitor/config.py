@@ -116,7 +116,10 @@ class KafkaConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     max_poll_interval_ms: int = 300000
     #: Exactly-once transactions: real Kafka only (the embedded broker refuses them).
     transactional: bool = False
-    embedded_port: int = 0
+    #: Port of the embedded broker ``run`` starts. Fixed, so a demo's second terminal
+    #: (``produce``, ``status``) knows it; not 9092, which a real Kafka on the same machine
+    #: may hold. 0 = any free port (tests); the run state file records the real one.
+    embedded_port: int = 19092
     #: A dead-lettered record keeps at most this many bytes of the original value.
     dlq_value_prefix_bytes: int = 1024
     #: Broker failures are retried forever with exponential backoff between these bounds.
@@ -135,8 +138,13 @@ class KafkaConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
 
 class StorageConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    #: ``sqlite:///path/to/file.db`` (embedded default) or ``postgresql://user@host/db``.
-    url: str = "sqlite:///depeg-monitor.db"
+    #: Runtime files (SQLite database, secret key, ``run`` state, replay outputs) go here.
+    #: Empty: $XDG_DATA_HOME/depeg-monitor, else ~/.local/share/depeg-monitor -- never
+    #: the current directory (monitor/paths.py). Also ``--data-dir``.
+    data_dir: str = ""
+    #: ``sqlite:///path/to/file.db`` or ``postgresql://user@host/db``. Empty: the SQLite
+    #: file depeg-monitor.db in the data directory.
+    url: str = ""
     #: Rating history older than this is deleted by the store writer.
     retention_days: int = 30
 
@@ -167,8 +175,9 @@ class DeliveryConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     #: Subscription secrets are stored AES-GCM encrypted with this key (32 bytes, base64;
     #: set it through DEPEG_DELIVERY__SECRET_ENCRYPTION_KEY). Empty: use ``secret_key_file``.
     secret_encryption_key: str = ""
-    #: Key file created (mode 0600) on first use when no key is configured.
-    secret_key_file: str = "depeg-monitor.secret-key"
+    #: Key file created (mode 0600) on first use when no key is configured. Empty:
+    #: ``secret-key`` in the data directory (storage.data_dir).
+    secret_key_file: str = ""
     #: E15: a delivery may be re-sent by hand at most once per this many seconds.
     manual_retry_interval_seconds: float = 300.0
     #: E13: the previous secret keeps signing (X-Webhook-Previous-Signature) this long.
@@ -243,8 +252,13 @@ def _set_path(tree: dict[str, Any], path: list[str], value: str) -> None:
     node[path[-1]] = value
 
 
-def load_config(path: str | Path | None = None, env: Mapping[str, str] | None = None) -> Config:
-    """File (argument, else ``$DEPEG_CONFIG``, else none) plus ``DEPEG_*`` variables."""
+def load_config(path: str | Path | None = None, env: Mapping[str, str] | None = None,
+                data_dir: str | None = None) -> Config:
+    """File (argument, else ``$DEPEG_CONFIG``, else none) plus ``DEPEG_*`` variables, then
+    ``data_dir`` (the ``--data-dir`` option) on top; runtime paths resolved
+    (:func:`monitor.paths.resolve_paths`)."""
+    from .paths import resolve_paths
+
     env = os.environ if env is None else env
     tree: dict[str, Any] = {}
     path = path or env.get(CONFIG_ENV) or None
@@ -257,11 +271,14 @@ def load_config(path: str | Path | None = None, env: Mapping[str, str] | None = 
         if name.startswith(ENV_PREFIX) and "__" in name:
             parts = [p.lower() for p in name[len(ENV_PREFIX):].split("__")]
             _set_path(tree, parts, value)
+    if data_dir:
+        _set_path(tree, ["storage", "data_dir"], data_dir)
     try:
         # strict=False lets environment strings become ints, floats and booleans.
-        return msgspec.convert(tree, Config, strict=False)
+        config = msgspec.convert(tree, Config, strict=False)
     except msgspec.ValidationError as exc:
         raise ConfigError(f"invalid configuration: {exc}") from None
+    return resolve_paths(config, env)
 
 
 def to_toml_comments() -> str:

@@ -10,13 +10,17 @@ import argparse
 import asyncio
 import sys
 import time
+from pathlib import Path
 
 from .commands import Command
 from .config import Config
-from .storage import connect
+from .runstate import live_state
+from .storage import Database, connect
 from .storage.webhooks import WebhookStore, migrate_webhooks
 from .timefmt import format_ts
 from .webhooks.apikeys import new_api_key
+from .webhooks.rekey import RekeyError, install_new_key, prepare_new_key, reseal_all
+from .webhooks.secrets import SecretBox, SecretStoreError, decode_key, key_file, load_key
 
 
 def _add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -26,6 +30,22 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
     sub.add_parser("list", help="list keys (prefix, name, created, revoked; never the key)")
     revoke = sub.add_parser("revoke", help="revoke a key by id or display prefix")
     revoke.add_argument("key", metavar="ID_OR_PREFIX")
+    rotate = sub.add_parser(
+        "rotate-encryption-key",
+        help="re-encrypt every stored webhook secret under a new encryption key",
+        description=(
+            "Re-encrypts every subscription's signing secret (current and previous) under a "
+            "new key in one transaction. With the key file (delivery.secret_key_file, the "
+            "default) a new key is generated and replaces the file once the database is "
+            "committed; with delivery.secret_encryption_key set, pass --new-key-file and then "
+            "set the setting to that key. Stop run/api/deliver first: they hold the key in "
+            "memory. Safe to run again after an interruption."))
+    rotate.add_argument("--new-key-file", metavar="FILE",
+                        help="the new key (32 bytes, base64, as in the key file) instead of a "
+                             "generated one")
+    rotate.add_argument("--force", action="store_true",
+                        help="rotate even though a `depeg-monitor run` is using this data "
+                             "directory")
 
 
 async def _main(args: argparse.Namespace, config: Config) -> int:
@@ -50,6 +70,8 @@ async def _main(args: argparse.Namespace, config: Config) -> int:
                 revoked = format_ts(k.revoked_at) if k.revoked_at is not None else "-"
                 print(f"{k.id}\t{k.prefix}\t{k.name}\t{format_ts(k.created_at)}\t{revoked}")
             return 0
+        if args.keys_action == "rotate-encryption-key":
+            return await rotate_encryption_key(db, config, args.new_key_file, args.force)
         count = await store.revoke_api_key(args.key, time.time())
         if not count:
             print(f"keys revoke: no active key with id or prefix {args.key!r}", file=sys.stderr)
@@ -60,13 +82,59 @@ async def _main(args: argparse.Namespace, config: Config) -> int:
         await db.close()
 
 
+def _read_key(path: str) -> bytes:
+    return decode_key(Path(path).read_text(encoding="ascii"))
+
+
+async def rotate_encryption_key(db: Database, config: Config, new_key_file: str | None,
+                                force: bool) -> int:
+    running = live_state(config)
+    if running is not None and not force:
+        print(f"keys rotate-encryption-key: a depeg-monitor run (pid {running.pid}) uses this "
+              "data directory and holds the current key in memory; stop it first (or --force)",
+              file=sys.stderr)
+        return 1
+    delivery = config.delivery
+    path = key_file(delivery)
+    if not delivery.secret_encryption_key and not path.exists():
+        print(f"keys rotate-encryption-key: no key file at {path}: nothing was encrypted "
+              "with it", file=sys.stderr)
+        return 1
+    try:
+        old = SecretBox(load_key(delivery))
+        given = _read_key(new_key_file) if new_key_file else None
+        if delivery.secret_encryption_key:
+            if given is None:
+                print("keys rotate-encryption-key: the key comes from "
+                      "delivery.secret_encryption_key; write a new one to a file (mode 0600) "
+                      "and pass --new-key-file FILE", file=sys.stderr)
+                return 2
+            new_key = given
+        else:
+            new_key = prepare_new_key(path, given)
+        result = await reseal_all(db, old, SecretBox(new_key))
+        if delivery.secret_encryption_key:
+            where = ("now set delivery.secret_encryption_key to the key in "
+                     f"{new_key_file} for every process")
+        else:
+            install_new_key(path)
+            where = f"the key file {path} now holds the new key"
+    except (OSError, SecretStoreError, RekeyError) as exc:
+        print(f"keys rotate-encryption-key: {exc}", file=sys.stderr)
+        return 1
+    print(f"re-encrypted {result.resealed} secret(s)"
+          + (f" ({result.already_new} already under the new key)" if result.already_new else "")
+          + f"; {where}. The old key no longer opens anything stored.", file=sys.stderr)
+    return 0
+
+
 def _run(args: argparse.Namespace, config: Config) -> int:
     return asyncio.run(_main(args, config))
 
 
 command = Command(
     name="keys",
-    help="create, list and revoke API keys",
+    help="create, list and revoke API keys; rotate the webhook-secret encryption key",
     add_arguments=_add_arguments,
     run=_run,
     description=(

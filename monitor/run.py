@@ -19,26 +19,29 @@ from typing import Any
 import msgspec
 from aiokafka.errors import KafkaError
 
-from . import health
+from . import health, preflight, runstate
 from .commands import Command, add_bootstrap_servers, with_bootstrap_servers
 from .config import Config
 from .daemon.retry import Aborted, Backoff, retry
 from .kafka.embedded import EmbeddedBroker
 from .kafka.topics import ensure_topics
 from .logs import get_logger
-from .services import Service, discover_services
+from .services import Service, StartupError, discover_services
 
 log = get_logger(__name__)
 
 DESCRIPTION = """\
 Run the whole system in one process. Without a broker configured (kafka.bootstrap_servers
 or --bootstrap-servers) an embedded Tansu broker is started on 127.0.0.1 (port
-kafka.embedded_port, 0 = any free port); it keeps data in memory only, so it is for one
-machine, demos and tests. Topics are created if missing ([kafka] partitions,
+kafka.embedded_port, 19092 by default, 0 = any free port); it keeps data in memory only, so
+it is for one machine, demos and tests. Topics are created if missing ([kafka] partitions,
 replication_factor and topic names). Then every registered service starts: the monitor,
 and as installed the delivery worker, the store writer ([storage] url) and the HTTP API
-([api] host/port). `depeg-monitor config --defaults` lists every setting; each can also be
-set as DEPEG_<SECTION>__<FIELD>.
+([api] host/port, or --port). Under run, /metrics, /healthz and /readyz are served on the
+API port (metrics.port is for the processes started alone). Runtime files (SQLite database,
+secret key, the run.json state file other commands use to find this broker) are in the
+data directory (--data-dir, storage.data_dir). `depeg-monitor config --defaults` lists
+every setting; each can also be set as DEPEG_<SECTION>__<FIELD>.
 """
 
 
@@ -47,12 +50,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_bootstrap_servers(parser, "use this Kafka cluster instead of the embedded broker")
     parser.add_argument("--only", metavar="NAME[,NAME]",
                         help="run only these services (default: all registered)")
+    parser.add_argument("--port", type=int, metavar="PORT",
+                        help="HTTP API port, also serving /metrics (api.port, default 8080)")
 
 
 async def run_all(config: Config, only: set[str] | None = None,
                   stop: asyncio.Event | None = None) -> int:
     """Start the broker (if needed), ensure topics, run services until ``stop``."""
     stop = stop or asyncio.Event()
+    services = [s for s in discover_services() if only is None or s.name in only]
+    if not services:
+        log.error("run.no_services", only=sorted(only or []))
+        return 2
+    problem = preflight.check(config, embedded=not config.kafka.bootstrap_servers,
+                              api="api" in {s.name for s in services})
+    if problem is not None:
+        log.error(problem.event, **problem.fields)
+        return 2
     broker: EmbeddedBroker | None = None
     if not config.kafka.bootstrap_servers:
         broker = EmbeddedBroker(port=config.kafka.embedded_port)
@@ -61,17 +75,19 @@ async def run_all(config: Config, only: set[str] | None = None,
                  note="memory-only Tansu broker; data does not survive its stop")
         config = msgspec.structs.replace(config, kafka=msgspec.structs.replace(
             config.kafka, bootstrap_servers=broker.bootstrap_servers))
+    state = runstate.new_state(config, embedded=broker is not None)
     try:
         if not await _ensure_topics(config, stop):
             return 0  # stopped before the broker ever answered
-        services = [s for s in discover_services() if only is None or s.name in only]
-        if not services:
-            log.error("run.no_services", only=sorted(only or []))
-            return 2
+        path = runstate.write_state(config, state)
+        log.info("run.state_written", path=str(path), api_url=state.api_url,
+                 metrics_url=state.api_url + "/metrics",
+                 note="produce, status and the other commands find this run through it")
         broker_ready = health.broker_check(config.kafka.bootstrap_servers)
         with health.checking("run.broker", broker_ready):
             return await _supervise(config, services, stop)
     finally:
+        runstate.remove_state(config, state.pid)
         if broker is not None:
             await broker.astop()
             log.info("run.embedded_broker_stopped")
@@ -108,7 +124,10 @@ async def _supervise(config: Config, services: list[Service], stop: asyncio.Even
             pending.discard(task)
             name = tasks[task].name
             exc = task.exception() if not task.cancelled() else None
-            if exc is not None:
+            if isinstance(exc, StartupError):
+                failed = True  # a clear message already; no traceback
+                log.error("run.service_failed", service=name, error=str(exc))
+            elif exc is not None:
                 failed = True
                 log.error("run.service_failed", service=name,
                           error=f"{type(exc).__name__}: {exc}", exc_info=exc)
@@ -127,7 +146,11 @@ async def _supervise(config: Config, services: list[Service], stop: asyncio.Even
 
 
 def run_command(args: argparse.Namespace, config: Config) -> int:
-    config = with_bootstrap_servers(config, args.bootstrap_servers)
+    # No discovery: `run` starts its own broker rather than attach to another run's.
+    config = with_bootstrap_servers(config, args.bootstrap_servers, discover=False)
+    if args.port is not None:
+        config = msgspec.structs.replace(
+            config, api=msgspec.structs.replace(config.api, port=args.port))
     only = {s.strip() for s in args.only.split(",") if s.strip()} if args.only else None
 
     async def main() -> int:

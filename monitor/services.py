@@ -18,6 +18,11 @@ from .config import Config
 GROUP = "depeg_monitor.services"
 
 
+class StartupError(RuntimeError):
+    """A service cannot start for a reason the operator fixes (a taken port, say); its
+    message names the setting. Logged without a traceback; the process exits 2."""
+
+
 @dataclass(frozen=True)
 class Service:
     name: str
@@ -64,6 +69,9 @@ def run_until_signalled(run: Callable[[Config, asyncio.Event], Awaitable[None]],
                      paths=["/metrics", "/healthz", "/readyz"])
         try:
             await run(config, stop)
+        except StartupError as exc:
+            log.error("service.start_failed", error=str(exc))
+            return 2
         finally:
             if server is not None:
                 await server.stop()

@@ -12,9 +12,10 @@ import asyncio
 from collections import deque
 from types import TracebackType
 
-from monitor.config import KafkaConfig
+from monitor.config import Config, KafkaConfig
 from monitor.kafka.topics import KafkaError, TopicError, ensure_topics, make_producer
 from monitor.logs import get_logger
+from monitor.runstate import discover_bootstrap
 from monitor.ticks import Tick, encode_tick
 
 log = get_logger(__name__)
@@ -24,16 +25,20 @@ class ProduceError(RuntimeError):
     """Publishing failed in a way retrying inside the producer did not fix."""
 
 
-def bootstrap_from(cli_value: str | None, kafka: KafkaConfig) -> str:
-    """``--bootstrap-servers`` wins over ``kafka.bootstrap_servers``; one of them is needed.
+def bootstrap_from(cli_value: str | None, kafka: KafkaConfig,
+                   config: Config | None = None) -> str:
+    """``--bootstrap-servers`` wins over ``kafka.bootstrap_servers``; with neither, the
+    broker of a ``depeg-monitor run`` on this machine (its state file); one is needed.
 
     Producers never start the embedded broker: they feed a broker something else runs.
     """
     servers = (cli_value or kafka.bootstrap_servers).strip()
+    if not servers and config is not None:
+        servers = discover_bootstrap(config) or ""
     if not servers:
         raise ProduceError(
-            "no broker configured: pass --bootstrap-servers HOST:PORT or set "
-            "DEPEG_KAFKA__BOOTSTRAP_SERVERS (`depeg-monitor run` logs where its broker listens)"
+            "no broker configured and no `depeg-monitor run` found on this machine: start "
+            "one, or pass --bootstrap-servers HOST:PORT / set DEPEG_KAFKA__BOOTSTRAP_SERVERS"
         )
     return servers
 

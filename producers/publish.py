@@ -93,7 +93,8 @@ async def publish_rows(
 
 def add_kafka_arguments(parser: argparse.ArgumentParser) -> None:
     add_bootstrap_servers(parser, "Kafka brokers (default: kafka.bootstrap_servers / "
-                                  "DEPEG_KAFKA__BOOTSTRAP_SERVERS); publishes to "
+                                  "DEPEG_KAFKA__BOOTSTRAP_SERVERS, else the broker of "
+                                  "a `depeg-monitor run` on this machine); publishes to "
                                   "kafka.ticks_topic; missing topics are created with "
                                   "kafka.partitions")
 

@@ -77,8 +77,8 @@ def run(args: argparse.Namespace, config: Config) -> int:
 
     async def main() -> int:
         with StopSignal() as stop:
-            summary = await replay(paths, bootstrap_from(args.bootstrap_servers, config.kafka),
-                                   config, args.speed, stop)
+            bootstrap = bootstrap_from(args.bootstrap_servers, config.kafka, config)
+            summary = await replay(paths, bootstrap, config, args.speed, stop)
             print(summary.describe(f"replay to {config.kafka.ticks_topic}"))
             log.info("replay_done", published=summary.published, bad=summary.bad,
                      interrupted=summary.interrupted)

@@ -98,7 +98,7 @@ def run(args: argparse.Namespace, config: Config) -> int:
         return 0
 
     async def main() -> int:
-        bootstrap = bootstrap_from(args.bootstrap_servers, config.kafka)
+        bootstrap = bootstrap_from(args.bootstrap_servers, config.kafka, config)
         with StopSignal() as stop:
             sender = await open_sender(bootstrap, config.kafka)
             log.info("simulate_started", tokens=len(tokens), rate=args.rate,

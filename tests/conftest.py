@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
@@ -16,6 +18,54 @@ REPO = Path(__file__).resolve().parent.parent
 #: Real depeg data lives beside the repository (never copied into it).
 DATA_DIR = Path(os.environ.get("DEPEG_DATA_DIR", REPO.parent / "shared" / "data"))
 PG_ADMIN_URL = os.environ.get("DEPEG_TEST_PG_URL", "postgresql://postgres@127.0.0.1:5432/test")
+
+
+#: Files a test run may create in the checkout: interpreter and tool caches, nothing a
+#: process of ours writes.
+_DEV_NOISE = ("__pycache__/", ".pytest_cache/", ".mypy_cache/", ".ruff_cache/",
+              ".hypothesis/", ".venv/", ".egg-info/", ".coverage")
+
+
+def checkout_status() -> set[str] | None:
+    """``git status`` of the checkout, ignored files included (a stray ``*.db`` is ignored
+    by .gitignore and must still count), minus tool caches; None when not a git checkout."""
+    if not (REPO / ".git").exists():
+        return None
+    git = shutil.which("git")
+    assert git, "this is a git checkout but git is not installed: cannot check it"
+    out = subprocess.run(
+        [git, "-C", str(REPO), "status", "--porcelain", "--untracked-files=all",
+         "--ignored=matching"], capture_output=True, text=True, check=True).stdout
+    return {line for line in out.splitlines()
+            if line and not any(noise in line for noise in _DEV_NOISE)}
+
+
+@pytest.fixture(scope="session", autouse=True)
+def checkout_untouched(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """The whole suite runs from a temporary working directory, with a temporary data
+    directory (XDG_DATA_HOME) and any free port for the embedded broker, and fails if the
+    checkout changed: no test or server it starts may write runtime files (a database, a
+    secret key, replay outputs) into the repository."""
+    before = checkout_status()
+    saved_cwd = os.getcwd()
+    saved_env = {k: os.environ.get(k) for k in ("XDG_DATA_HOME", "DEPEG_KAFKA__EMBEDDED_PORT")}
+    os.environ["XDG_DATA_HOME"] = str(tmp_path_factory.mktemp("xdg-data"))
+    os.environ.setdefault("DEPEG_KAFKA__EMBEDDED_PORT", "0")  # never the fixed 19092
+    os.chdir(tmp_path_factory.mktemp("cwd"))
+    try:
+        yield
+    finally:
+        os.chdir(saved_cwd)
+        for name, value in saved_env.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+    if before is not None:
+        after = checkout_status()
+        assert after is not None
+        changed = sorted(after ^ before)
+        assert not changed, f"the test run changed the checkout {REPO}: {changed}"
 
 
 def data_file(relative: str) -> Path:

@@ -12,7 +12,8 @@ from .. import health
 from ..commands import Command
 from ..config import Config
 from ..logs import get_logger
-from ..services import Service, run_until_signalled
+from ..preflight import api_port_hint
+from ..services import Service, StartupError, run_until_signalled
 from ..storage import connect
 from .app import create_app
 
@@ -27,15 +28,21 @@ async def serve_api(config: Config, stop: asyncio.Event) -> None:
         runner = web.AppRunner(app, access_log=None, shutdown_timeout=10.0)
         await runner.setup()
         site = web.TCPSite(runner, config.api.host, config.api.port)
-        await site.start()
+        try:
+            await site.start()
+        except OSError as exc:
+            await runner.cleanup()
+            raise StartupError(f"cannot listen on {config.api.host}:{config.api.port}: "
+                               f"{exc.strerror or exc}; {api_port_hint(config.api.port)}"
+                               ) from None
         port = runner.addresses[0][1] if runner.addresses else config.api.port
-        log.info("api_listening", url=f"http://{config.api.host}:{port}")
+        log.info("api.listening", url=f"http://{config.api.host}:{port}")
         try:
             with health.checking("api.store", health.store_check(db)):
                 await stop.wait()
         finally:
             await runner.cleanup()
-            log.info("api_stopped")
+            log.info("api.stopped")
     finally:
         await db.close()
 

@@ -87,7 +87,7 @@ class SqliteDatabase(_SqliteExecutor):
     @classmethod
     async def open(cls, path: str) -> SqliteDatabase:
         if path != ":memory:":
-            Path(path).parent.mkdir(parents=True, exist_ok=True)
+            Path(path).parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         conn = await aiosqlite.connect(path, isolation_level=None)
         await conn.execute("PRAGMA journal_mode=WAL")
         await conn.execute("PRAGMA synchronous=NORMAL")
@@ -192,7 +192,12 @@ class PostgresDatabase(_PgExecutor):
 
 async def connect(url: str) -> Database:
     """``sqlite:///relative.db``, ``sqlite:////abs/path.db``, ``sqlite://:memory:`` or
-    ``postgresql://user@host:port/db``."""
+    ``postgresql://user@host:port/db``; empty: the SQLite file in the data directory
+    (monitor/paths.py), never the current directory."""
+    if not url:
+        from ..paths import default_storage_url
+
+        url = default_storage_url()
     if url.startswith("sqlite://"):
         path = url.removeprefix("sqlite://")
         path = path.removeprefix("/") if not path.startswith("//") else path[1:]

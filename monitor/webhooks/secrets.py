@@ -9,7 +9,11 @@ decrypt). The key lives outside the database:
   32 random bytes, base64 (``python -c "import secrets,base64;
   print(base64.urlsafe_b64encode(secrets.token_bytes(32)).decode())"``); production sets it.
 * otherwise ``delivery.secret_key_file``: read, or created once with mode 0600 — the
-  single-machine default, kept beside (never inside) the SQLite file.
+  single-machine default, ``secret-key`` in the data directory (monitor/paths.py), beside
+  (never inside) the SQLite file and never in the current directory.
+
+``depeg-monitor keys rotate-encryption-key`` re-encrypts every stored secret under a new
+key (monitor/webhooks/rekey.py).
 
 Every process that signs or rotates (``deliver``, ``api``) must see the same key.
 """
@@ -26,6 +30,7 @@ from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from ..config import DeliveryConfig
+from ..paths import default_secret_key_file
 
 _PREFIX = "v1:"
 _NONCE = 12
@@ -40,7 +45,7 @@ def new_secret() -> str:
     return "whsec_" + secrets.token_hex(32)
 
 
-def _decode_key(text: str) -> bytes:
+def decode_key(text: str) -> bytes:
     text = text.strip()
     try:
         key = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
@@ -51,18 +56,38 @@ def _decode_key(text: str) -> bytes:
     return key
 
 
+def key_file(config: DeliveryConfig) -> Path:
+    """The key file in use: the configured one, else ``secret-key`` in the data directory."""
+    return Path(config.secret_key_file) if config.secret_key_file else default_secret_key_file()
+
+
+def encode_key(key: bytes) -> str:
+    return base64.urlsafe_b64encode(key).decode()
+
+
+def write_key_file(path: Path, key: bytes) -> None:
+    """Create ``path`` holding ``key``, mode 0600 from the first byte (never world-readable
+    for an instant); fails if it exists."""
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w", encoding="ascii") as out:
+        out.write(encode_key(key) + "\n")
+        out.flush()
+        os.fsync(out.fileno())
+
+
 def load_key(config: DeliveryConfig) -> bytes:
     """The configured key, else the key file (created with 0600 on first use)."""
     if config.secret_encryption_key:
-        return _decode_key(config.secret_encryption_key)
-    path = Path(config.secret_key_file)
+        return decode_key(config.secret_encryption_key)
+    path = key_file(config)
     if path.exists():
-        return _decode_key(path.read_text(encoding="ascii"))
-    path.parent.mkdir(parents=True, exist_ok=True)
+        return decode_key(path.read_text(encoding="ascii"))
     key = secrets.token_bytes(32)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "w", encoding="ascii") as out:
-        out.write(base64.urlsafe_b64encode(key).decode() + "\n")
+    try:
+        write_key_file(path, key)
+    except FileExistsError:  # another process (run starts several) created it first
+        return decode_key(path.read_text(encoding="ascii"))
     return key
 
 

@@ -54,7 +54,7 @@ def test_api_process_serves_with_a_cli_key_and_stops_on_sigterm(tmp_path: Path) 
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=20) == 0
         err = proc.stderr.read().decode()
-        assert "api_listening" in err and "api_stopped" in err
+        assert "api.listening" in err and "api.stopped" in err
         assert key not in err
     finally:
         if proc.poll() is None:
