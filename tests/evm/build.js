@@ -1,9 +1,9 @@
 // Compiles the contracts the on-chain tests deploy with solc-js (the compiler as an npm
 // package) and writes {Name: {abi, bytecode}} as JSON. Test-only; run by tests/chain/evm.py.
 //   node build.js OUT.json CHAINLINK_PACKAGE_DIR
-// Sources: contracts/*.sol here, OpenZeppelin from node_modules, and Chainlink's
-// MockV3Aggregator from the unpacked @chainlink/contracts tarball (npm pack, no dependencies:
-// its dependency tree pulls a git repository that no registry serves).
+// Sources: contracts/*.sol here, OpenZeppelin from node_modules, and Chainlink's aggregator
+// interfaces from the unpacked @chainlink/contracts tarball (npm pack, no dependencies: its
+// dependency tree pulls a git repository that no registry serves).
 "use strict";
 const fs = require("fs");
 const path = require("path");
@@ -17,8 +17,6 @@ for (const name of fs.readdirSync(path.join(here, "contracts"))) {
     sources[`contracts/${name}`] = { content: fs.readFileSync(path.join(here, "contracts", name), "utf8") };
   }
 }
-const aggregator = "@chainlink/contracts/src/v0.8/shared/mocks/MockV3Aggregator.sol";
-sources[aggregator] = { content: fs.readFileSync(path.join(chainlinkDir, "src/v0.8/shared/mocks/MockV3Aggregator.sol"), "utf8") };
 
 function findImports(importPath) {
   const roots = [path.join(here, "node_modules", importPath)];
@@ -48,7 +46,7 @@ if (errors.length) {
   for (const e of errors) console.error(e.formattedMessage);
   process.exit(1);
 }
-const wanted = ["TestToken", "TestVault", "TestVaultV2", "TransparentUpgradeableProxy", "TimelockController", "MockV3Aggregator"];
+const wanted = ["TestToken", "TestVault", "TestVaultV2", "TransparentUpgradeableProxy", "TimelockController", "TestAggregator"];
 const result = {};
 for (const file of Object.values(output.contracts)) {
   for (const [name, c] of Object.entries(file)) {
