@@ -11,6 +11,8 @@ from .evm import Q96, Chain
 MAX_UINT = (1 << 256) - 1
 DEADLINE = 2**40
 SPACING = {100: 1, 500: 10, 3000: 60, 10000: 200}
+EXACT_INPUT_SINGLE = ("exactInputSingle((address,address,uint24,address,uint256,uint256,uint256,"
+                      "uint160))")
 
 
 @dataclass
@@ -34,11 +36,22 @@ class Pool:
         c.transact(sender, token_in, "mint(address,uint256)", sender, amount_in)
         c.transact(sender, token_in, "approve(address,uint256)", self.router, MAX_UINT)
         before = c.call(token_out, "balanceOf(address)", ["uint256"], sender)[0]
-        c.transact(sender, self.router,
-                   "exactInputSingle((address,address,uint24,address,uint256,uint256,uint256,uint160))",
+        c.transact(sender, self.router, EXACT_INPUT_SINGLE,
                    (token_in, token_out, self.fee, sender, DEADLINE, amount_in, 0, 0))
         after = c.call(token_out, "balanceOf(address)", ["uint256"], sender)[0]
         return int(after - before)
+
+    def swap_to_price(self, sender: str, token_in: str, price0: float) -> None:
+        """Sell ``token_in`` until the pool's token0 price (in token1, human units) reaches
+        ``price0``: the router stops at the sqrt price limit, so this moves the price."""
+        c = self.chain
+        token_out = self.token1 if token_in == self.token0 else self.token0
+        amount = 10**9 * 10 ** (self.dec0 if token_in == self.token0 else self.dec1)
+        c.transact(sender, token_in, "mint(address,uint256)", sender, amount)
+        c.transact(sender, token_in, "approve(address,uint256)", self.router, MAX_UINT)
+        limit = sqrt_price_x96(price0, self.dec0, self.dec1)
+        c.transact(sender, self.router, EXACT_INPUT_SINGLE,
+                   (token_in, token_out, self.fee, sender, DEADLINE, amount, 0, limit))
 
     def slot0_tick(self) -> int:
         return int(self.chain.call(self.pool, "slot0()", ["uint160", "int24", "uint16", "uint16",
@@ -77,7 +90,8 @@ def make_pool(chain: Chain, uniswap: tuple[str, str, str], token_a: str, dec_a: 
     else:
         t0, d0, t1, d1, price0 = token_b, dec_b, token_a, dec_a, 1.0 / price_a_in_b
     sqrt_p = sqrt_price_x96(price0, d0, d1)
-    chain.transact(lp, manager, "createAndInitializePoolIfNecessary(address,address,uint24,uint160)",
+    chain.transact(lp, manager,
+                   "createAndInitializePoolIfNecessary(address,address,uint24,uint160)",
                    t0, t1, fee, sqrt_p)
     pool = chain.call(factory, "getPool(address,address,uint24)", ["address"], t0, t1, fee)[0]
     spacing = SPACING[fee]
