@@ -29,7 +29,7 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any, Final
 
-from eth_utils import is_checksum_address, to_checksum_address
+from eth_utils.address import is_checksum_address, to_checksum_address
 
 from .chains import CHAINS
 from .registry import PEG_TYPES, TokenInfo

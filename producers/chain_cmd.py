@@ -1,4 +1,4 @@
-"""``depeg-monitor produce chain``: the on-chain adapters alone; also the ``chain`` service of ``run``."""
+"""`depeg-monitor produce chain`: the on-chain adapters alone; the `chain` service of `run`."""
 
 from __future__ import annotations
 

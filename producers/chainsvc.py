@@ -126,7 +126,8 @@ class ChainPoller:
         s = config.chains.chain(chain)
         client = RpcClient(chain, s.urls, RpcSettings(
             timeout_seconds=s.timeout_seconds, retries=s.retries, rate_limit=s.rate_limit,
-            max_lag_blocks=s.max_lag_blocks, backoff_base_seconds=min(1.0, s.poll_interval_seconds / 4)))
+            max_lag_blocks=s.max_lag_blocks,
+            backoff_base_seconds=min(1.0, s.poll_interval_seconds / 4)))
         indexers = [VaultIndexer(chain, v["vault"].lower(),
                                  {k: x for k, x in v.items() if k not in ("chain", "vault")})
                     for v in vaults if v["chain"] == chain]

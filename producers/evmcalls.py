@@ -5,9 +5,10 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
-from eth_abi import decode, encode
+from eth_abi.abi import decode, encode
 from eth_abi.exceptions import DecodingError
-from eth_utils import function_signature_to_4byte_selector, keccak
+from eth_utils.abi import function_signature_to_4byte_selector
+from eth_utils.crypto import keccak
 
 from .rpc import RpcError
 

@@ -21,8 +21,14 @@ from monitor.daemon import MonitorDaemon
 from producers.chainsvc import ChainPoller, Publisher, WatchedToken
 from producers.rpc import RpcClient
 from tests.kafka.kafkatools import fast_kafka, wait_for
-from tests.webhook_support import api_client, make_config, new_key, receiver, running_worker, \
-    subscribe
+from tests.webhook_support import (
+    api_client,
+    make_config,
+    new_key,
+    receiver,
+    running_worker,
+    subscribe,
+)
 
 from .evm import Chain
 from .uniswap_setup import deploy_uniswap, make_pool
@@ -63,7 +69,6 @@ async def test_pool_and_oracle_moves_reach_the_webhook(chain: Chain, broker, tmp
     daemon = MonitorDaemon(config)
     monitor = asyncio.create_task(daemon.run(stop))
     trader = c.accounts[3]
-    sell_usdx = usdx if pool.token0 == usdx else usdx  # the token whose price we move
 
     def usdx_price0(price_usdx: float) -> float:
         """The pool's token0 price that puts USDX at ``price_usdx`` USDC."""
@@ -95,7 +100,7 @@ async def test_pool_and_oracle_moves_reach_the_webhook(chain: Chain, broker, tmp
                 assert calm.price == pytest.approx(1.0, abs=1e-3) and calm.oracle_price == 1.0
                 # Depeg: the pool is sold down to 0.78, past its liquidity (a 100k sell now
                 # gets next to nothing), while the oracle lags at 0.90.
-                pool.swap_to_price(trader, sell_usdx, usdx_price0(0.78))
+                pool.swap_to_price(trader, usdx, usdx_price0(0.78))
                 set_feed(c, usdx_feed, 0.90)
                 await poll_until(lambda: "critical" in tiers(), "critical webhook", 24)
                 ticks, _ = await poller.poll()

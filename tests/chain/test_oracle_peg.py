@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from decimal import Decimal
 
 import pytest
@@ -45,7 +46,7 @@ async def test_latest_round_backfill_and_staleness(chain: Chain):
                                         chunk_blocks=2)
     assert [u.answer for u in history] == [Decimal(str(v)) for v in (1.0001, *written)]
     assert [u.round_id for u in history] == [1, 2, 3, 4]
-    assert all(a.updated_at <= b.updated_at for a, b in zip(history, history[1:]))
+    assert all(a.updated_at <= b.updated_at for a, b in itertools.pairwise(history))
     # The feed stops updating: past its heartbeat the reading says stale.
     c.increase_time(HEARTBEAT + 60)
     async with RpcClient("eth", [c.url]) as client:
