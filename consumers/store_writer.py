@@ -1,4 +1,5 @@
-"""The store writer: ``depeg.ratings`` and ``depeg.tier-changes`` into the ratings store.
+"""The store writer: ``depeg.ratings`` and ``depeg.tier-changes`` into the ratings store,
+``vaults.facts`` and ``vaults.ratings`` into the vault store (consumers/vault_store.py).
 
 At-least-once with idempotent writes: a batch is written in one transaction and only then
 are the offsets committed, so a crash re-delivers the batch and the upserts (token +
@@ -41,7 +42,10 @@ from monitor.records import (
 from monitor.services import Service, run_until_signalled
 from monitor.storage import connect
 from monitor.storage.ratings import RatingsStore
+from monitor.storage.vaults import VaultStore
 from monitor.timefmt import parse_ts
+
+from .vault_store import VaultBatch, VaultRecords
 
 log = get_logger(__name__)
 
@@ -124,6 +128,7 @@ class StoreWriter:
         self.group_id = group_id or config.kafka.store_group
         self.stats = WriterStats()
         self._next_retention = 0.0
+        self.vaults = VaultRecords(config, VaultStore(store.db))
 
     def split(self, records: Sequence[Any]) -> tuple[list[RatingSnapshot],
                                                      list[TierChangeEvent]]:
@@ -190,6 +195,28 @@ class StoreWriter:
                 return False
             delay = min(delay * 2, 30.0)
 
+    async def _write_vaults(self, batch: VaultBatch, stop: asyncio.Event) -> bool:
+        """As :meth:`_write`, for the vault half of a batch."""
+        delay = 0.5
+        while True:
+            try:
+                try:
+                    await self.vaults.write(batch)
+                except Exception as exc:
+                    if not is_data_error(exc):
+                        raise
+                    await self.vaults.write_one_by_one(batch, is_data_error)
+                return True
+            except Exception as exc:  # database down or failing: keep offsets, retry
+                STORE_WRITE_ERRORS.labels("vault_facts" if batch.facts else "vault_rating").inc()
+                log.error("store_writer.batch_write_failed", error=str(exc)[:300],
+                          retry_in_seconds=delay)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), delay)
+            if stop.is_set():
+                return False
+            delay = min(delay * 2, 30.0)
+
     async def _maybe_retention(self) -> None:
         now = time.monotonic()
         if now < self._next_retention:
@@ -197,6 +224,7 @@ class StoreWriter:
         self._next_retention = now + RETENTION_INTERVAL_SECONDS
         try:
             deleted = await self.store.apply_retention(self.config.storage.retention_days)
+            deleted += await self.vaults.store.apply_retention()
             log.info("store_writer.retention_applied", rows_deleted=deleted,
                      retention_days=self.config.storage.retention_days)
         except Exception as exc:
@@ -207,16 +235,21 @@ class StoreWriter:
         if not self.bootstrap:
             raise RuntimeError("kafka.bootstrap_servers is empty: the store writer needs a "
                                "broker (set DEPEG_KAFKA__BOOTSTRAP_SERVERS)")
+        # The vault tables are this writer's own addition: created here (idempotent), so a
+        # caller that migrated only the ratings store does not stall on a missing table.
+        await self.vaults.store.migrate()
         # Range assignment gives one consumer the same partition numbers of both topics,
         # so a token's snapshots and tier changes (same key, same partition number) are
         # written by one writer when the group is scaled out.
         consumer = AIOKafkaConsumer(
-            k.ratings_topic, k.tier_changes_topic, bootstrap_servers=self.bootstrap,
+            k.ratings_topic, k.tier_changes_topic, *self.vaults.topics,
+            bootstrap_servers=self.bootstrap,
             group_id=self.group_id, enable_auto_commit=False, auto_offset_reset="earliest",
             partition_assignment_strategy=(RangePartitionAssignor,))
         await consumer.start()
         log.info("store_writer.started", group=self.group_id,
-                 topics=[k.ratings_topic, k.tier_changes_topic])
+                 topics=[k.ratings_topic, k.tier_changes_topic, *self.vaults.topics])
+        await self.vaults.refresh_counts()  # the gauges before the first vault batch
         try:
             while not stop.is_set():
                 await self._maybe_retention()
@@ -234,12 +267,18 @@ class StoreWriter:
                 if not records:
                     metrics.consumer_progress("store", len(consumer.assignment()), {}, None,
                                               True)
+                    await self.vaults.refresh_counts()
                     continue
                 snaps, events = self.split(records)
+                vault_batch = self.vaults.split(records)
                 started = time.perf_counter()
-                if not await self._write(snaps, events, stop):
+                if (snaps or events) and not await self._write(snaps, events, stop):
                     break  # stopped before the write landed: the batch is re-read later
-                STORE_WRITE_SECONDS.labels("rating" if snaps else "tier_change").observe(
+                if vault_batch and not await self._write_vaults(vault_batch, stop):
+                    break
+                STORE_WRITE_SECONDS.labels(
+                    "rating" if snaps else "tier_change" if events
+                    else "vault_facts" if vault_batch.facts else "vault_rating").observe(
                     time.perf_counter() - started)
                 await consumer.commit()
                 lag: dict[int, int] = {}
@@ -254,10 +293,12 @@ class StoreWriter:
                 self.stats.snapshots += len(snaps)
                 self.stats.events += len(events)
                 self.stats.batches += 1
+                if vault_batch:
+                    await self.vaults.written(vault_batch)
         finally:
             await consumer.stop()
             log.info("store_writer.stopped", records=self.stats.records,
-                     undecodable=self.stats.undecodable)
+                     undecodable=self.stats.undecodable + self.vaults.undecodable)
 
 
 async def run_store_writer(config: Config, stop: asyncio.Event) -> None:
@@ -265,6 +306,7 @@ async def run_store_writer(config: Config, stop: asyncio.Event) -> None:
     try:
         store = RatingsStore(db)
         await store.migrate()
+        await VaultStore(db).migrate()
         with health.checking("store_writer.store", health.store_check(db)):
             await StoreWriter(config, store).run(stop)
     finally:
@@ -285,11 +327,12 @@ def _run(args: argparse.Namespace, config: Config) -> int:
 
 
 command = Command(
-    "store", "write ratings and tier changes from Kafka into the database (history for the API)",
+    "store", "write ratings, tier changes and vault facts/ratings from Kafka into the database",
     _add_arguments, _run,
-    description=("Consumes the ratings and tier-change topics (group kafka.store_group) into "
-                 "storage.url in batches, committing offsets after each database write. "
-                 "Deletes history older than storage.retention_days every hour."),
+    description=("Consumes the ratings and tier-change topics and the vault facts and "
+                 "ratings topics (group kafka.store_group) into storage.url in batches, "
+                 "committing offsets after each database write. Deletes history older than "
+                 "storage.retention_days (vault rating history: 90 days) every hour."),
 )
 
 service = Service("store", run_store_writer, order=70)

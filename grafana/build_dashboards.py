@@ -307,7 +307,62 @@ def delivery() -> dict[str, Any]:
                      "Webhook deliveries: statuses, latency, retries, failing endpoints.", p, [])
 
 
-DASHBOARDS = {"overview.json": overview, "token.json": token, "delivery.json": delivery}
+def vaults() -> dict[str, Any]:
+    """The vault side as stored and served. Every store writer reports the whole store's
+    counts, so replicas are combined with ``max``, never summed."""
+    def stored_where(label: str = "", value: str = "") -> str:
+        selector = f'{{{label}="{value}"}}' if label else ""
+        return f"max by (tier, verdict) (depeg_store_vaults{selector})"
+
+    stored = stored_where()
+    vault_api = 'route=~"/vaults.*"'
+    p = [
+        row("Vaults in the store (what E4 lists)"),
+        panel("Rated vaults", "stat", [q(f"sum({stored})", "vaults")], w=6, h=5),
+        panel("do_not_list", "stat", [
+            q(f"sum({stored_where('verdict', 'do_not_list')})", "do_not_list")], w=6, h=5, extra=thresholds((None, "green"), (1, "red"))),
+        panel("Critical tier", "stat", [
+            q(f"sum({stored_where('tier', 'critical')})", "critical")], w=6, h=5, extra=thresholds((None, "green"), (1, "red"))),
+        panel("Unrated (tier unknown)", "stat", [
+            q(f"sum({stored_where('tier', 'unknown')})", "unknown")], w=6, h=5, desc="Too few facts known to rate."),
+        panel("Vaults by tier", "timeseries", [q(f"sum by (tier) ({stored})", "{{tier}}")],
+              stack=True),
+        panel("Vaults by listing verdict", "timeseries",
+              [q(f"sum by (verdict) ({stored})", "{{verdict}}")], stack=True),
+        row("Store writer (vaults.facts, vaults.ratings)"),
+        panel("Vault rows written /s", "timeseries", [
+            q(f'sum by (kind) (rate(depeg_store_writes_total{{kind=~"vault_.*"}}[{RI}]))',
+              "{{kind}}")], unit="ops",
+            desc="vault_facts: fact records merged; vault_rating: rating records stored."),
+        panel("Vault records skipped or failed /s", "timeseries", [
+            q(f'sum by (kind) (rate(depeg_store_write_errors_total{{kind=~"vault_.*"}}[{RI}]))',
+              "{{kind}}")], unit="ops",
+            desc="Undecodable records (skipped, logged with topic/partition/offset) and "
+                 "failed writes (retried)."),
+        panel("Vault write duration p95", "timeseries", [
+            q("histogram_quantile(0.95, sum by (le, kind) (rate("
+              f'depeg_store_write_duration_seconds_bucket{{kind=~"vault_.*"}}[{RI}])))',
+              "{{kind}}")], unit="s"),
+        panel("Store consumer lag", "timeseries", [
+            q('sum by (partition) (depeg_consumer_lag_records{consumer="store"})',
+              "p{{partition}}")], desc="Records behind, summed over the topics the store "
+                                       "writer reads (depeg and vault topics)."),
+        row("Read API (E4 /vaults, E5 /vaults/{address})"),
+        panel("Vault API requests /s", "timeseries", [
+            q(f"sum by (route, status) (rate(depeg_api_requests_total{{{vault_api}}}[{RI}]))",
+              "{{route}} {{status}}")], unit="ops"),
+        panel("Vault API latency p95", "timeseries", [
+            q("histogram_quantile(0.95, sum by (le, route) (rate("
+              f"depeg_api_request_duration_seconds_bucket{{{vault_api}}}[{RI}])))",
+              "{{route}}")], unit="s"),
+    ]
+    return dashboard("depeg-vaults", "depeg-monitor / Vaults",
+                     "Vault ratings as stored and served: tiers, verdicts, store writes, "
+                     "the vault read API.", p, [])
+
+
+DASHBOARDS = {"overview.json": overview, "token.json": token, "delivery.json": delivery,
+              "vaults.json": vaults}
 
 
 def render(build: Any) -> str:

@@ -11,10 +11,13 @@ from __future__ import annotations
 import os
 import tomllib
 from collections.abc import Mapping
+from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import msgspec
+
+from .vaults.config import VaultsConfig
 
 ENV_PREFIX = "DEPEG_"
 CONFIG_ENV = "DEPEG_CONFIG"
@@ -80,6 +83,9 @@ class ModelConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     #: Ticks may arrive this late (event time) and still be placed in order; later ones are
     #: dropped and counted.
     lateness_seconds: int = 120
+    #: A tick dated more than this far ahead of the wall clock (and of its token's newest
+    #: tick) is refused as ``future_ts`` (monitor/timesanity.py).
+    future_tolerance_seconds: int = 300
     #: A token with no tick for this long (event time at refresh) is reported stale.
     stale_after_seconds: int = 900
 
@@ -114,8 +120,6 @@ class KafkaConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     session_timeout_ms: int = 10000
     heartbeat_interval_ms: int = 3000
     max_poll_interval_ms: int = 300000
-    #: Exactly-once transactions: real Kafka only (the embedded broker refuses them).
-    transactional: bool = False
     #: Port of the embedded broker ``run`` starts. Fixed, so a demo's second terminal
     #: (``produce``, ``status``) knows it; not 9092, which a real Kafka on the same machine
     #: may hold. 0 = any free port (tests); the run state file records the real one.
@@ -127,6 +131,9 @@ class KafkaConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     retry_backoff_max_seconds: float = 10.0
     #: The monitor reports not ready when a batch has been stuck this long.
     ready_stall_seconds: float = 15.0
+    #: /healthz fails (the process is stuck, not just waiting) when the monitor loop has
+    #: not started an iteration for this long: a hung rebalance, restore or publish.
+    liveness_stall_seconds: float = 300.0
     #: Token states are written to the state topic, and offsets committed after them, at
     #: most this often (wall clock); also on partition revocation and shutdown. Outputs are
     #: published every batch regardless; a crash re-produces at most this much.
@@ -265,8 +272,6 @@ class ChainsConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     tokens_file: str = ""
     #: JSON array of vaults to index: {"chain", "vault", ...off-chain facts}; empty: none.
     vaults_file: str = ""
-    #: Topic the vault indexer publishes to (the vault daemon's facts topic).
-    vault_facts_topic: str = "vaults.facts"
     #: A feed whose last update is older than this is stale: no oracle price is published.
     oracle_heartbeat_seconds: float = 90000.0
     #: /readyz fails for a chain whose last successful poll is this many intervals old.
@@ -275,6 +280,18 @@ class ChainsConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     def chain(self, name: str) -> ChainConfig:
         value: ChainConfig = getattr(self, name)
         return value
+
+
+class V3Config(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """The versioned surface (docs/v3.md). v2 deprecation headers start at ``ga_date``."""
+
+    #: V3 general availability, ISO 8601 with a zone ("2027-01-01T00:00:00Z"). Unset: V3 is
+    #: not GA and v2 responses carry no Deprecation/Sunset/Link headers.
+    ga_date: Annotated[datetime, msgspec.Meta(tz=True)] | None = None
+    #: v2 stops responding this many calendar months after GA (the spec's window: 9).
+    sunset_months: int = 9
+    #: Where the v2 -> v3 migration guide is published (the ``Link rel="deprecation"``).
+    migration_guide_url: str = "docs/migration-v2-to-v3.md"
 
 
 class Config(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -287,6 +304,9 @@ class Config(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     metrics: MetricsConfig = MetricsConfig()
     registry: RegistryConfig = RegistryConfig()
     chains: ChainsConfig = ChainsConfig()
+    v3: V3Config = V3Config()
+    #: The vault side: tag thresholds, rating, verdict, topics (monitor/vaults/config.py).
+    vaults: VaultsConfig = VaultsConfig()
 
 
 class ConfigError(ValueError):
@@ -343,6 +363,8 @@ def to_toml_comments() -> str:
             value = getattr(struct, field.name)
             if isinstance(value, msgspec.Struct):
                 nested.append((f"{prefix}.{field.name}", value))
+            elif value is None:  # TOML has no null: an unset optional stays commented out
+                lines.append(f"# {field.name} = (unset)")
             else:
                 lines.append(f"{field.name} = {msgspec.json.encode(value).decode()}")
         lines.append("")

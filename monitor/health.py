@@ -1,10 +1,11 @@
 """Liveness and readiness: one process-wide registry of named readiness checks.
 
-``/healthz`` answers 200 while the event loop runs (the process is alive; a hung loop fails
-it by timeout). ``/readyz`` runs every registered check concurrently, each bounded by a
-timeout, and answers 200 only if all pass, else 503 with every check's detail, so a
-Kubernetes readiness probe takes a pod out of rotation while its broker or store is away or
-its consumer lags past the bound, and an operator can read why.
+``/healthz`` answers 200 while the event loop runs and no registered liveness check
+reports a stuck loop (the monitor's: no loop iteration for ``kafka.liveness_stall_seconds``);
+a hung event loop fails it by timeout. ``/readyz`` runs every registered check
+concurrently, each bounded by a timeout, and answers 200 only if all pass, else 503 with
+every check's detail, so a Kubernetes readiness probe takes a pod out of rotation while its
+broker or store is away or its consumer lags past the bound, and an operator can read why.
 
 Components register what they depend on when they start and unregister when they stop::
 
@@ -33,6 +34,28 @@ Check = Callable[[], Awaitable[tuple[bool, str]]]
 CHECK_TIMEOUT_SECONDS = 2.0
 
 _checks: dict[str, Check] = {}
+
+#: A liveness check: ``(alive, detail)``, synchronous and cheap (no I/O): is a loop of
+#: this process stuck? ``/healthz`` fails when any says no.
+Liveness = Callable[[], tuple[bool, str]]
+_liveness: dict[str, Liveness] = {}
+
+
+def register_liveness(name: str, check: Liveness) -> None:
+    _liveness[name] = check
+
+
+def unregister_liveness(name: str) -> None:
+    _liveness.pop(name, None)
+
+
+def liveness() -> tuple[bool, dict[str, Any]]:
+    """``(all alive, {name: {"ok": bool, "detail": str}})``."""
+    report = {}
+    for name, check in sorted(_liveness.items()):
+        ok, detail = check()
+        report[name] = {"ok": bool(ok), "detail": detail}
+    return all(r["ok"] for r in report.values()), report
 
 
 def register_check(name: str, check: Check) -> None:
@@ -152,7 +175,11 @@ def consumer_check(consumer: str, max_lag: int) -> Check:
 
 # ---- HTTP handlers (shared by the ops server and the API app) ---------------------------
 async def healthz(_request: web.Request) -> web.Response:
-    return web.json_response({"status": "ok"})
+    """200 while the event loop answers and no registered loop reports itself stuck."""
+    alive, report = liveness()
+    if alive:
+        return web.json_response({"status": "ok"})
+    return error_response(503, "stuck", checks=report)
 
 
 async def readyz(_request: web.Request) -> web.Response:

@@ -53,7 +53,7 @@ ATTEMPT_OUTCOMES: Final = (
     "success", "http_4xx", "http_5xx", "timeout", "connection_error", "blocked",
 )
 #: What the store writer writes (label ``kind``).
-STORE_KINDS: Final = ("rating", "tier_change")
+STORE_KINDS: Final = ("rating", "tier_change", "vault_facts", "vault_rating")
 #: What costs compute units (label ``kind``).
 CU_KINDS: Final = ("delivery", "management", "query")
 #: Rating signals (label ``signal``), the field names of ``ModelConfig.weights``.
@@ -181,6 +181,10 @@ STORE_WRITE_SECONDS = Histogram(
     buckets=_LATENCY_BUCKETS)
 STORE_WRITE_ERRORS = Counter(
     f"{NS}_store_write_errors_total", "Store writes that failed.", ["kind"])
+#: Rated vaults in the store (what E4 lists), by tier and verdict. Store writer.
+STORED_VAULTS = Gauge(
+    f"{NS}_store_vaults", "Rated vaults in the store, by tier and listing verdict.",
+    ["tier", "verdict"])
 
 # ---- HTTP API ---------------------------------------------------------------------------
 #: route = the matched route template (``/rwa/{address}``) or ``unmatched``; bounded.
@@ -190,8 +194,45 @@ API_REQUESTS = Counter(
 API_SECONDS = Histogram(
     f"{NS}_api_request_duration_seconds", "HTTP API request duration.", ["route", "method"],
     buckets=_API_BUCKETS)
-#: Compute units charged to API keys (1 per delivery and per management call).
+#: Compute units charged to API keys (1 per delivery, per management call, per E3/E8 call).
 CU_CONSUMED = Counter(f"{NS}_cu_consumed_total", "Compute units charged, by kind.", ["kind"])
+
+# ---- vaults (vault daemon) --------------------------------------------------------------
+#: Fact records read from vaults.facts, by result: decoded (given to the engine) or
+#: dead_lettered (sent to vaults.facts.dlq). Vault daemon.
+VAULT_FACTS = Counter(
+    f"{NS}_vault_facts_total", "Vault fact records consumed, by result.", ["result"])
+#: Fact records dead-lettered, by BadFacts reason (bounded: monitor.vaults.facts).
+VAULT_FACTS_DEAD_LETTERED = Counter(
+    f"{NS}_vault_facts_dead_lettered_total",
+    "Vault fact records sent to the dead-letter topic, by reason.", ["reason"])
+#: Depeg tier changes the vault daemon applied (new) or ignored (duplicate, undecodable).
+VAULT_DEPEG_CHANGES = Counter(
+    f"{NS}_vault_depeg_changes_total",
+    "depeg.tier-changes records read by the vault daemon, by result.", ["result"])
+#: vaults.ratings records written (each is a change of a vault). Vault daemon.
+VAULT_RATINGS = Counter(f"{NS}_vault_ratings_total", "vaults.ratings records written.")
+#: Current distribution of the vaults this process rates (all of them, not capped).
+VAULTS_BY_TIER = Gauge(f"{NS}_vaults_by_tier", "Rated vaults per current tier.", ["tier"])
+VAULTS_BY_VERDICT = Gauge(
+    f"{NS}_vaults_by_verdict", "Rated vaults per current listing verdict.", ["verdict"])
+VAULTS_ATTENTION = Gauge(f"{NS}_vaults_attention_needed", "Vaults flagged attention_needed.")
+#: Event time of the newest vault fact consumed; "no facts" alert. Vault daemon.
+VAULT_LAST_FACT_TIME = Gauge(
+    f"{NS}_vault_last_fact_timestamp_seconds", "Unix time (wall clock) the last fact was read.")
+
+VAULT_TIERS: Final = ("critical", "high", "medium", "low", "unknown")
+VAULT_VERDICTS: Final = ("do_not_list", "review_required", "caution", "safe_to_list")
+
+
+def set_vault_counts(tiers: dict[str, int], verdicts: dict[str, int], attention: int) -> None:
+    """Set the vault tier and verdict distributions at once (missing ones become 0)."""
+    for tier in VAULT_TIERS:
+        VAULTS_BY_TIER.labels(tier).set(tiers.get(tier, 0))
+    for verdict in VAULT_VERDICTS:
+        VAULTS_BY_VERDICT.labels(verdict).set(verdicts.get(verdict, 0))
+    VAULTS_ATTENTION.set(attention)
+
 
 # ---- producers, broker, build -----------------------------------------------------------
 #: Ticks a producer sent, by source (simulate, file, or a feed name: bounded by the code).
@@ -256,6 +297,14 @@ def set_tier_counts(counts: dict[str, int]) -> None:
     """Set the whole tier distribution at once (tiers missing from ``counts`` become 0)."""
     for tier in TIERS:
         TOKENS_BY_TIER.labels(tier).set(counts.get(tier, 0))
+
+
+def set_stored_vaults(counts: list[tuple[str, str, int]]) -> None:
+    """Set the whole (tier, verdict) distribution of stored vaults; missing pairs are 0."""
+    seen = {(tier, verdict): n for tier, verdict, n in counts}
+    for tier in VAULT_TIERS:
+        for verdict in VAULT_VERDICTS:
+            STORED_VAULTS.labels(tier, verdict).set(seen.get((tier, verdict), 0))
 
 
 def api_request(route: str, method: str, status: int, seconds: float) -> None:
@@ -355,6 +404,7 @@ def _init() -> None:
         STORE_WRITE_SECONDS.labels(kind)
     for kind in CU_KINDS:
         CU_CONSUMED.labels(kind)
+    set_stored_vaults([])
     for consumer in ("deliver", "store"):
         RECORDS_UNDECODABLE.labels(consumer)
 

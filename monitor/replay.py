@@ -8,7 +8,9 @@ give identical files.
 from __future__ import annotations
 
 import argparse
+import math
 import sys
+import time
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -21,7 +23,9 @@ from .engine import Engine, Output
 from .progress import Progress
 from .records import RatingSnapshot, TierChangeEvent, encode
 from .tickfiles import BadRow, Row, merge_by_time, read_file
+from .ticks import BadTick
 from .timefmt import parse_ts
+from .timesanity import check_not_future
 
 MAX_BAD_ROWS_SHOWN = 20
 
@@ -68,15 +72,19 @@ def _sort_key(item: tuple[int, Output]) -> tuple[float, str, int]:
 
 def run_replay(rows: Iterable[Row], model: ModelConfig,
                summary: ReplaySummary | None = None, *,
-               snapshots: bool = True) -> tuple[list[TierChangeEvent],
+               snapshots: bool = True, now: float | None = None) -> tuple[list[TierChangeEvent],
                                                               list[RatingSnapshot],
                                                               ReplaySummary]:
     """Replay rows through a fresh engine; outputs in event-time order (then key, then
-    the order the engine made them)."""
+    the order the engine made them). Ticks dated more than
+    ``model.future_tolerance_seconds`` after ``now`` (default: the wall clock) are
+    counted as bad rows ``future_ts``, as the daemon dead-letters them."""
     summary = summary or ReplaySummary()
     engine = Engine(model, snapshots=snapshots)
     produced: list[tuple[int, Output]] = []
     seq = 0
+    wall = time.time() if now is None else now
+    newest: dict[str, float] = {}
     for row in rows:
         if isinstance(row, BadRow):
             summary.bad_rows += 1
@@ -84,6 +92,14 @@ def run_replay(rows: Iterable[Row], model: ModelConfig,
             if len(summary.bad_examples) < MAX_BAD_ROWS_SHOWN:
                 summary.bad_examples.append(row)
             continue
+        try:  # the same bound the daemon applies (monitor/timesanity.py)
+            check_not_future(row, newest.get(row.key), wall, model.future_tolerance_seconds)
+        except BadTick as exc:
+            summary.bad_rows += 1
+            summary.bad_reasons[exc.reason] += 1
+            continue
+        if row.ts > newest.get(row.key, -math.inf):
+            newest[row.key] = row.ts
         summary.ticks += 1
         for out in engine.process(row):
             seq += 1

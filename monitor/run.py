@@ -84,13 +84,34 @@ async def run_all(config: Config, only: set[str] | None = None,
                  metrics_url=state.api_url + "/metrics",
                  note="produce, status and the other commands find this run through it")
         broker_ready = health.broker_check(config.kafka.bootstrap_servers)
+        watch = asyncio.create_task(_watch_broker(broker, stop)) if broker else None
         with health.checking("run.broker", broker_ready):
-            return await _supervise(config, services, stop)
+            code = await _supervise(config, services, stop)
+        if watch is not None:
+            watch.cancel()
+            if broker is not None and broker.process is not None \
+                    and broker.process.poll() is not None:
+                return 1  # the embedded broker died under us (logged by the watcher)
+        return code
     finally:
         runstate.remove_state(config, state.pid)
         if broker is not None:
             await broker.astop()
             log.info("run.embedded_broker_stopped")
+
+
+async def _watch_broker(broker: EmbeddedBroker, stop: asyncio.Event) -> None:
+    """The embedded broker is memory-only: if its process dies, every topic, offset and
+    state record in it is gone. Say so and stop everything (exit non-zero) rather than
+    let the clients reconnect to nothing."""
+    while not stop.is_set():
+        await asyncio.sleep(1.0)
+        proc = broker.process
+        if proc is not None and proc.poll() is not None:
+            log.error("run.embedded_broker_died", returncode=proc.returncode,
+                      note="its topics and offsets are gone; stopping every service")
+            stop.set()
+            return
 
 
 async def _ensure_topics(config: Config, stop: asyncio.Event) -> bool:

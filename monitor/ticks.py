@@ -28,6 +28,8 @@ BAD_TICK_REASONS: Final = (
     "empty", "too_large", "bad_json", "bad_schema", "bad_ts", "unknown_chain", "bad_address",
     "no_observation", "bad_price", "bad_peg", "bad_slippage", "bad_oracle_price",
     "bad_key",  # a record whose Kafka key is not its own chain:token (monitor daemon)
+    "future_ts",  # dated past model.future_tolerance_seconds ahead (monitor.timesanity)
+    "late",  # older than model.lateness_seconds behind its token's newest tick (daemon)
 )
 
 

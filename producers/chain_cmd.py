@@ -19,7 +19,7 @@ log = get_logger(__name__)
 
 DESCRIPTION = """Poll Chainlink-style oracles, Uniswap v3 pools, peg feeds, ERC-4626 NAVs and vaults
 on every chain with chains.<chain>.rpc_urls, and publish ticks (kafka.ticks_topic) and vault
-facts (chains.vault_facts_topic). What to watch: the Token List in chains.tokens_file (or
+facts (vaults.facts_topic). What to watch: the Token List in chains.tokens_file (or
 registry.path) with extensions.sources, and chains.vaults_file. See docs/chain-adapters.md."""
 
 

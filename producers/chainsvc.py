@@ -8,7 +8,7 @@ Per chain with ``chains.<chain>.rpc_urls``, every ``poll_interval_seconds``:
    tick ``{ts: block time, price_usd, peg_usd, slippage_bps, oracle_price_usd}`` keyed
    ``chain:token`` on ``kafka.ticks_topic``;
 3. for every vault of ``chains.vaults_file`` on the chain, publish its facts keyed
-   ``chain:vault`` on ``chains.vault_facts_topic``.
+   ``chain:vault`` on ``vaults.facts_topic``.
 
 A token whose reads fail is skipped for that poll (logged, counted) and the others go on; a
 poll that finds no working endpoint is retried next interval. A stalled chain shows in
@@ -248,7 +248,7 @@ class Publisher:
         admin = admin_client(kafka, self.bootstrap)
         await admin.start()
         try:
-            topic = self.config.chains.vault_facts_topic
+            topic = self.config.vaults.facts_topic
             if topic not in set(await admin.list_topics()):
                 await admin.create_topics([NewTopic(topic, kafka.partitions,
                                                     kafka.replication_factor)])
@@ -264,7 +264,7 @@ class Publisher:
             metrics.PRODUCER_TICKS.labels("onchain").inc()
         for record in facts:
             key = f"{record['chain']}:{record['vault']}".encode()
-            await self._facts.send(self.config.chains.vault_facts_topic,
+            await self._facts.send(self.config.vaults.facts_topic,
                                    json.dumps(record, separators=(",", ":")).encode(), key=key)
         await self._ticks.flush()
         if facts:

@@ -8,18 +8,33 @@ import sys
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Protocol, TypeVar
 
 from monitor.commands import add_bootstrap_servers
 from monitor.progress import Progress
-from monitor.tickfiles import BadRow, Row
+from monitor.tickfiles import BadRow
 from monitor.timefmt import format_ts
 
-from .kafka_out import TickSender
 from .runtime import Pacer
 
 #: Bad rows reported one by one (``file:line: reason: detail`` on stderr, as they are met);
 #: beyond this only the count grows, so a broken file cannot flood the terminal or the logs.
 BAD_ROWS_REPORTED = 100
+
+
+class Timed(Protocol):
+    """What a producer publishes: anything with an event time (a Tick, a vault FactUpdate)."""
+
+    @property
+    def ts(self) -> float: ...
+
+
+T = TypeVar("T", bound=Timed)
+T_contra = TypeVar("T_contra", contravariant=True)
+
+
+class Sender(Protocol[T_contra]):
+    async def send(self, item: T_contra, /) -> None: ...
 
 
 @dataclass
@@ -31,6 +46,8 @@ class PublishSummary:
     last_ts: float | None = None
     elapsed: float = 0.0
     interrupted: bool = False
+    #: What one published record is, for the summary line.
+    unit: str = "ticks"
 
     def describe(self, what: str) -> str:
         rate = self.published / self.elapsed if self.elapsed > 0 else 0.0
@@ -39,23 +56,24 @@ class PublishSummary:
             if self.first_ts is not None and self.last_ts is not None else ""
         )
         stopped = " (interrupted)" if self.interrupted else ""
-        return (f"{what}: published {self.published} ticks, {self.bad} bad rows skipped, "
-                f"{self.elapsed:.1f}s ({rate:.0f} ticks/s){span}{stopped}")
+        return (f"{what}: published {self.published} {self.unit}, {self.bad} bad rows "
+                f"skipped, {self.elapsed:.1f}s ({rate:.0f} {self.unit}/s){span}{stopped}")
 
 
 async def publish_rows(
-    rows: Iterable[Row],
-    sender: TickSender,
+    rows: Iterable[T | BadRow],
+    sender: Sender[T],
     *,
     speed: float | None,
     stop: asyncio.Event,
     progress: Progress | None = None,
+    unit: str = "ticks",
 ) -> PublishSummary:
     """Publish good rows in order; report and count bad ones; stop early when ``stop`` is set.
 
     ``speed`` paces by event time (None: as fast as the producer takes them).
     """
-    summary = PublishSummary()
+    summary = PublishSummary(unit=unit)
     pacer = Pacer(speed, stop)
     started = time.monotonic()
     seen = 0

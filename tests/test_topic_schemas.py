@@ -26,6 +26,7 @@ from monitor.records import (
 )
 from monitor.tickfiles import read_file
 from monitor.ticks import BadTick, Tick, decode_tick, encode_tick, make_tick
+from monitor.vaults.config import VaultsConfig
 from producers.synthetic import generate, make_tokens
 from producers.uniswap import read_pool_state
 
@@ -205,8 +206,10 @@ def test_asyncapi_document_names_the_topics_and_the_schemas():
     assert doc["asyncapi"].startswith("3.")
     kafka = KafkaConfig()
     addresses = {c["address"] for c in doc["channels"].values()}
+    vaults = VaultsConfig()
     assert addresses == {kafka.ticks_topic, kafka.ratings_topic, kafka.tier_changes_topic,
-                         kafka.dlq_topic}
+                         kafka.dlq_topic, vaults.facts_topic, vaults.ratings_topic,
+                         vaults.dlq_topic}
     payloads = {}
     for name, message in doc["components"]["messages"].items():
         ref = message["payload"].get("schema", {}).get("$ref")
@@ -216,7 +219,8 @@ def test_asyncapi_document_names_the_topics_and_the_schemas():
             payloads[name] = target.name
         assert message["bindings"]["kafka"]["key"]["type"] == "string"
     assert payloads == {"Tick": "tick.json", "RatingSnapshot": "rating-snapshot.json",
-                        "TierChange": "tier-change.json"}
+                        "TierChange": "tier-change.json", "VaultFacts": "vault-facts.json",
+                        "VaultRating": "vault-rating.json"}
     # Every internal reference resolves.
     for ref in _refs(doc):
         if ref.startswith("#/"):

@@ -1,23 +1,24 @@
-"""Builds the aiohttp application: middlewares, then each route module adds its routes."""
+"""Builds the aiohttp application: middlewares, then each resource module adds its routes.
+
+Nothing imports this module but the server and tests: shared app state (config, database,
+clock, the authenticated key) lives in :mod:`monitor.api.context`, the list of resources in
+:mod:`monitor.api.resources`.
+"""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
 
 from aiohttp import web
 
 from ..config import Config
 from ..logs import get_logger
 from ..storage import Database
+from . import auth, context, deprecation, observe, openapi, resources
+from .context import Handler
 from .errors import ApiError, error_response
 
-CONFIG = web.AppKey("config", Config)
-DB = web.AppKey("db", Database)
-
 log = get_logger(__name__)
-
-Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
 @web.middleware
@@ -41,14 +42,12 @@ async def errors_middleware(request: web.Request, handler: Handler) -> web.Strea
 
 
 def create_app(config: Config, db: Database) -> web.Application:
-    from . import auth, health, observe, openapi, rwa, webhooks
-
     app = web.Application(
-        middlewares=[observe.metrics_middleware, errors_middleware, auth.auth_middleware],
+        middlewares=[observe.metrics_middleware, deprecation.deprecation_middleware,
+                     errors_middleware, auth.auth_middleware],
         client_max_size=config.api.max_body_bytes,
     )
-    app[CONFIG] = config
-    app[DB] = db
-    for module in (health, webhooks, rwa, openapi):
+    context.install(app, config, db)
+    for module in (*resources.ROUTE_MODULES, openapi):
         module.add_routes(app)
     return app

@@ -15,6 +15,7 @@ import msgspec
 from aiohttp import web
 
 from .. import __version__
+from . import resources
 
 ERROR_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -60,13 +61,13 @@ OPENAPI_PATHS: dict[str, Any] = {
 
 
 def route_modules() -> list[ModuleType]:
-    from . import health, openapi, rwa, webhooks
-
-    return [health, webhooks, rwa, openapi]
+    """The resource modules whose routes the document describes (``/openapi.json`` itself
+    is always added)."""
+    return list(resources.ROUTE_MODULES)
 
 
 def build_document(modules: list[ModuleType] | None = None) -> dict[str, Any]:
-    paths: dict[str, Any] = {}
+    paths: dict[str, Any] = dict(OPENAPI_PATHS)
     schemas: dict[str, Any] = {"Error": ERROR_SCHEMA}
     for module in modules if modules is not None else route_modules():
         for path, operations in getattr(module, "OPENAPI_PATHS", {}).items():

@@ -30,8 +30,11 @@ from .. import health, metrics
 from ..config import Config
 from ..kafka.topics import ensure_topics, make_consumer, make_producer
 from ..logs import get_logger
-from ..ticks import BadTick, decode_tick
+from ..ticks import BadTick, Tick, decode_tick
+from ..timefmt import format_ts
+from ..timesanity import check_not_future
 from .clock import LiveClock
+from .lost import BrokerLost, LossDetector
 from .outputs import DaemonStats, OutputWriter
 from .partitions import PartitionState
 from .publisher import Publisher
@@ -44,6 +47,8 @@ from .sweep import Sweeper
 log = get_logger(__name__)
 
 RETRIABLE = (KafkaError, OSError)
+#: Closing the clients after a stop may take this long on top of the grace period.
+SHUTDOWN_MARGIN_SECONDS = 5.0
 T = TypeVar("T")
 #: aiokafka ships no type hints; a fetched record (``aiokafka.structs.ConsumerRecord``).
 Record = Any
@@ -56,6 +61,8 @@ class MonitorDaemon:
         self.check_name = check_name
         self.stats = DaemonStats()
         self._parts: dict[int, PartitionState] = {}
+        #: Revoked partitions, until the next assignment says whether they come back.
+        self._set_aside: dict[int, PartitionState] = {}
         self._lock = asyncio.Lock()
         self._clock = LiveClock(config.model.stale_after_seconds)
         self._sweeper = Sweeper(self._clock)
@@ -67,14 +74,46 @@ class MonitorDaemon:
                                    lambda: self._stop.is_set(), self._describe)
         #: Set once this instance joined its group and restored its partitions' state.
         self.joined = self.readiness.joined
-        #: Set by a rebalance callback that could not restore state; the loop raises it.
+        #: Set by a rebalance callback that could not restore state, or when the broker
+        #: lost what it had acknowledged (``lost.py``); the loop raises it.
         self._fatal: BaseException | None = None
+        self._losses = LossDetector()
+        #: Monotonic time the loop last started an iteration (None before the loop runs).
+        self._loop_beat: float | None = None
 
     # -- lifecycle --------------------------------------------------------------------
     async def run(self, stop: asyncio.Event | None = None) -> None:
-        """Run until ``stop`` is set, then finish the batch, checkpoint and leave."""
+        """Run until ``stop`` is set, then finish the batch, checkpoint and leave.
+
+        A stop always ends this within ``shutdown_grace_seconds`` (plus a few seconds to
+        close the clients): whatever still waits for an unreachable broker then is
+        cancelled, with an error log, and nothing more is committed.
+        """
         if stop is not None:
             self._stop = stop
+        body = asyncio.create_task(self._run(), name="monitor")
+        stopping = asyncio.create_task(self._stop.wait())
+        health.register_liveness(self.check_name, self.alive)
+        limit = self.kafka.shutdown_grace_seconds + SHUTDOWN_MARGIN_SECONDS
+        try:
+            await asyncio.wait({body, stopping}, return_when=asyncio.FIRST_COMPLETED)
+            if not body.done():
+                await asyncio.wait({body}, timeout=limit)
+            if not body.done():
+                log.error("monitor.shutdown_forced", waited_seconds=round(limit, 1),
+                          note="still waiting for the broker; cancelled without committing "
+                               "(the next start re-processes from the last commit)")
+                body.cancel()
+                await asyncio.wait({body}, timeout=SHUTDOWN_MARGIN_SECONDS)
+                return
+            await body  # re-raises what ended it (BrokerLost, a failed restore)
+        finally:
+            stopping.cancel()
+            if not body.done():
+                body.cancel()
+            health.unregister_liveness(self.check_name)
+
+    async def _run(self) -> None:
         k = self.kafka
         health.register_check(self.check_name, self.check)
         producer: AIOKafkaProducer | None = None
@@ -89,7 +128,7 @@ class MonitorDaemon:
             self._out = OutputWriter(k, publisher, self.stats)
             consumer = await self._retry(self._start_consumer, "consumer_start")
             self._consumer = consumer
-            probe = asyncio.create_task(self.readiness.probe(consumer))
+            probe = asyncio.create_task(self.readiness.probe(consumer, self._check_topics))
             log.info("monitor.started", bootstrap_servers=k.bootstrap_servers,
                      topic=k.ticks_topic, group=k.monitor_group)
             await self._loop(consumer)
@@ -107,9 +146,21 @@ class MonitorDaemon:
             health.unregister_check(self.check_name)
             metrics.ASSIGNED_PARTITIONS.labels("monitor").set(0)
             if consumer:
-                await consumer.stop()
+                await _bounded(consumer.stop(), "consumer_stop")
             if producer:
-                await producer.stop()
+                await _bounded(producer.stop(), "producer_stop")
+
+    def alive(self) -> tuple[bool, str]:
+        """Liveness for ``/healthz``: the loop finished an iteration recently."""
+        beat = self._loop_beat
+        if beat is None or self._stop.is_set():
+            return True, "starting" if beat is None else "stopping"
+        stuck = time.monotonic() - beat
+        if stuck > self.kafka.liveness_stall_seconds:
+            return False, (f"monitor loop stuck for {stuck:.0f}s "
+                           f"(bound kafka.liveness_stall_seconds="
+                           f"{self.kafka.liveness_stall_seconds:g})")
+        return True, "monitor loop running"
 
     async def check(self) -> tuple[bool, str]:
         """Readiness for ``/readyz`` (see ``readiness.py``)."""
@@ -142,8 +193,12 @@ class MonitorDaemon:
         next_sweep = time.monotonic() + k.live_clock_interval_seconds
         last_checkpoint = time.monotonic()
         while not self._stop.is_set():
+            self._loop_beat = time.monotonic()
+            if isinstance(self._fatal, BrokerLost):
+                raise self._fatal
             if self._fatal is not None:
                 raise RuntimeError("partition state could not be restored") from self._fatal
+            self._check_highwaters(consumer)
             try:
                 batch = await consumer.getmany(timeout_ms=k.batch_timeout_ms,
                                                max_records=k.batch_max_records)
@@ -171,6 +226,7 @@ class MonitorDaemon:
         assert out is not None
         started = time.monotonic()
         records = ticks = late = 0
+        wall = time.time()  # the wall clock bounds how far ahead a tick may be dated
         for tp, recs in batch.items():
             part = self._parts.get(tp.partition)
             if part is None:  # revoked while this batch was in flight: not ours any more
@@ -195,8 +251,18 @@ class MonitorDaemon:
                 if part.should_skip(key, offset):
                     self.stats.skipped_restored += 1
                     continue
+                try:
+                    check_not_future(tick, self._clock.last_event_ts(key), wall,
+                                     self.config.model.future_tolerance_seconds)
+                except BadTick as exc:
+                    await out.dead_letter(rec, exc)
+                    continue
                 ticks += 1
+                late_before_tick = engine.stats.late
                 outputs = engine.process(tick)
+                if engine.stats.late != late_before_tick:
+                    await out.dead_letter(rec, BadTick("late", self._late_detail(key, tick)))
+                    continue
                 self._clock.tick(key, tick.ts, tp.partition)
                 part.dirty.add(key)
                 if outputs:
@@ -216,10 +282,19 @@ class MonitorDaemon:
         out.log_dead_letters()
         metrics.BATCH_SECONDS.labels("monitor").observe(time.monotonic() - started)
 
+    def _late_detail(self, key: str, tick: Tick) -> str:
+        newest = self._clock.last_event_ts(key)
+        return (f"tick dated {format_ts(tick.ts)} is older than the token's reordering window "
+                f"({self.config.model.lateness_seconds}s behind its newest tick "
+                f"{format_ts(newest) if newest is not None else '?'}, or at/before its last "
+                "refresh); replay it from the dead-letter topic if it matters")
+
     # -- checkpoints --------------------------------------------------------------------
     async def _checkpoint(self, partitions: list[int]) -> None:
         """States of changed tokens -> state topic (acknowledged), then commit offsets."""
         assert self._out is not None
+        if self._fatal is not None:
+            return  # the broker lost our records: commit nothing into the new log
         publisher = self._out.publisher
         k = self.kafka
         parts = [self._parts[p] for p in partitions if p in self._parts]
@@ -246,6 +321,7 @@ class MonitorDaemon:
             await self._commit(offsets)
             for part in parts:
                 part.committed = part.next_offset
+                self._losses.committed(part.partition, part.committed)
         if written or offsets:
             self.stats.checkpoints += 1
 
@@ -266,6 +342,12 @@ class MonitorDaemon:
 
     # -- rebalancing ------------------------------------------------------------------
     async def on_revoked(self, revoked: list[TopicPartition]) -> None:
+        """Checkpoint and set aside every revoked partition.
+
+        aiokafka's eager protocol revokes everything on every rebalance; most partitions
+        come straight back. They are kept aside (not processed: ``_process`` only sees
+        ``_parts``) so ``on_assigned`` can resume them without reading the state topic.
+        """
         ours = [tp.partition for tp in revoked if tp.topic == self.kafka.ticks_topic]
         async with self._lock:  # waits for the batch in flight
             try:
@@ -279,7 +361,7 @@ class MonitorDaemon:
                 for p in ours:
                     part = self._parts.pop(p, None)
                     if part is not None:
-                        self._clock.forget(list(part.engine.keys()))
+                        self._set_aside[p] = part
                     metrics.CONSUMER_LAG.labels("monitor", str(p)).set(0)
                 metrics.ASSIGNED_PARTITIONS.labels("monitor").set(len(self._parts))
         if ours:
@@ -301,15 +383,27 @@ class MonitorDaemon:
         consumer = self._consumer
         assert consumer is not None
         async with self._lock:
-            new = sorted(tp.partition for tp in assigned
-                         if tp.topic == k.ticks_topic and tp.partition not in self._parts)
+            mine = sorted(tp.partition for tp in assigned if tp.topic == k.ticks_topic)
+            positions: dict[int, int] = {}
+            for p in mine:
+                if p in self._parts:
+                    continue
+                tp = TopicPartition(k.ticks_topic, p)
+                positions[p] = await self._retry(partial(start_offset, consumer, tp),
+                                                 "start_offset")
+            try:
+                for p, position in positions.items():
+                    self._losses.check_group_offset(k.ticks_topic, p, position)
+            except BrokerLost as exc:
+                self._broker_lost(exc)
+                return
+            kept = self._take_back(positions)
+            new = [p for p in positions if p not in kept]
             states = await self._retry(
                 lambda: read_states(self._state_reader, k.state_topic, new), "restore_state")
             restored = 0
             for p in new:
-                tp = TopicPartition(k.ticks_topic, p)
-                position = await self._retry(partial(start_offset, consumer, tp),
-                                             "start_offset")
+                position = positions[p]
                 part = PartitionState.restore(p, self.config.model, position, states[p])
                 part.committed = position
                 for key, state in states[p].items():
@@ -319,8 +413,52 @@ class MonitorDaemon:
             self.stats.restored_tokens += restored
             self.joined.set()
             metrics.ASSIGNED_PARTITIONS.labels("monitor").set(len(self._parts))
-        log.info("monitor.partitions_assigned", partitions=new, restored_tokens=restored,
-                 positions={p: self._parts[p].next_offset for p in new})
+        log.info("monitor.partitions_assigned", partitions=mine, restored_partitions=new,
+                 kept_partitions=kept, restored_tokens=restored,
+                 positions={p: self._parts[p].next_offset for p in mine if p in self._parts})
+
+    # -- broker loss (lost.py) ------------------------------------------------------------
+    def _broker_lost(self, exc: BrokerLost) -> None:
+        if self._fatal is None:
+            log.error("monitor.broker_lost", error=str(exc),
+                      action="exiting without committing; restart the monitor against the "
+                             "new cluster (topics are recreated at start)")
+            self._fatal = exc
+
+    def _check_highwaters(self, consumer: AIOKafkaConsumer) -> None:
+        for p, part in self._parts.items():
+            tp = TopicPartition(self.kafka.ticks_topic, p)
+            try:
+                self._losses.check_highwater(tp.topic, p, consumer.highwater(tp),
+                                             part.next_offset)
+            except IllegalStateError:
+                continue  # being revoked right now
+            except BrokerLost as exc:
+                self._broker_lost(exc)
+                return
+
+    def _check_topics(self, topics: set[str]) -> None:
+        """From the readiness probe's metadata: our topics must still exist."""
+        k = self.kafka
+        missing = sorted({k.ticks_topic, k.state_topic} - topics)
+        if missing and self._parts:
+            self._broker_lost(BrokerLost(f"topics {missing} no longer exist on the broker"))
+
+    def _take_back(self, positions: dict[int, int]) -> list[int]:
+        """Partitions set aside at revocation that came back untouched: resumed as they
+        are. Untouched means the group's committed offset is exactly where this instance
+        stopped (nobody else committed progress in between, and our final checkpoint
+        succeeded); anything else is restored from the state topic. Partitions set aside
+        and not assigned again are dropped."""
+        kept = []
+        for p, part in self._set_aside.items():
+            if positions.get(p) == part.next_offset == part.committed:
+                self._parts[p] = part
+                kept.append(p)
+            else:
+                self._clock.forget(list(part.engine.keys()))
+        self._set_aside.clear()
+        return sorted(kept)
 
     def _state_reader(self) -> AIOKafkaConsumer:
         k = self.kafka
@@ -355,3 +493,11 @@ class MonitorDaemon:
         return {"records": s.records, "ticks": s.ticks, "dead_letters": s.dead_letters,
                 "tier_changes": s.tier_changes, "ratings": s.ratings,
                 "checkpoints": s.checkpoints, "restored_tokens": s.restored_tokens}
+
+
+async def _bounded(closing: Awaitable[None], what: str) -> None:
+    """Close a client, but never wait forever for a broker that is gone."""
+    try:
+        await asyncio.wait_for(closing, SHUTDOWN_MARGIN_SECONDS)
+    except (TimeoutError, KafkaError, OSError) as exc:
+        log.warning("monitor.close_failed", client=what, error=type(exc).__name__)

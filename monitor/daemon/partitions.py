@@ -41,10 +41,17 @@ class PartitionState:
 
     def should_skip(self, key: str, offset: int) -> bool:
         """True when the restored state of ``key`` already contains the tick at ``offset``."""
-        mark = self.skip_below.get(key)
-        if mark is None:
-            return False
-        if offset < mark:
-            return True
-        del self.skip_below[key]
+        return skip_restored(self.skip_below, key, offset)
+
+
+def skip_restored(skip_below: dict[str, int], key: str, offset: int) -> bool:
+    """Whether the record of ``key`` at ``offset`` is inside that key's restored state (its
+    mark in ``skip_below``); the mark is dropped at the first record past it. Shared by the
+    monitor and the vault daemon."""
+    mark = skip_below.get(key)
+    if mark is None:
         return False
+    if offset < mark:
+        return True
+    del skip_below[key]
+    return False

@@ -41,18 +41,22 @@ class Readiness:
         self.broker_error = None
         metrics.BROKER_CONNECTED.labels("monitor").set(1)
 
-    async def probe(self, consumer: Any) -> None:
-        """Forever: a metadata round trip every few seconds (run as a task)."""
+    async def probe(self, consumer: Any,
+                    on_topics: Callable[[set[str]], None] | None = None) -> None:
+        """Forever: a metadata round trip every few seconds (run as a task); the topic
+        names it returns go to ``on_topics`` (the daemon checks its topics still exist)."""
         interval = max(1.0, min(5.0, self.stall_seconds / 3))
         while True:
             await asyncio.sleep(interval)
             try:
-                await asyncio.wait_for(consumer.topics(), timeout=interval)
+                topics = await asyncio.wait_for(consumer.topics(), timeout=interval)
             except (TimeoutError, KafkaError, OSError) as exc:
                 if self.broker_error is None:
                     log.warning("monitor.broker_unreachable", error=type(exc).__name__)
                 self.failure("probe", exc)
             else:
+                if on_topics is not None:
+                    on_topics(set(topics))
                 if self.broker_error is not None and self.broker_error.startswith("probe"):
                     log.info("monitor.broker_reachable")
                     self.recovery("probe")

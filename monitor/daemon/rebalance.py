@@ -1,9 +1,11 @@
 """Partition assignment: the listener aiokafka calls, and where a partition resumes.
 
 aiokafka uses the eager protocol: on every rebalance all partitions are revoked (the
-daemon checkpoints and drops them) and the new set assigned (the daemon restores them from
-the state topic). Both callbacks take the daemon's batch lock, so a revocation waits for
-the batch in flight to be published, checkpointed and committed.
+daemon checkpoints them and sets them aside) and the new set assigned (the daemon takes
+back, without reading anything, a partition set aside whose committed offset is still where
+it stopped, and restores every other one from the state topic). Both callbacks take the
+daemon's batch lock, so a revocation waits for the batch in flight to be published,
+checkpointed and committed.
 """
 
 from __future__ import annotations

@@ -12,6 +12,7 @@ from ..config import Config
 from ..logs import get_logger
 from ..services import Service, run_until_signalled
 from .ingest import MonitorDaemon
+from .lost import BrokerLost
 
 log = get_logger(__name__)
 
@@ -64,7 +65,11 @@ def run_command(args: argparse.Namespace, config: Config) -> int:
                   hint="set kafka.bootstrap_servers / --bootstrap-servers, or use "
                        "`depeg-monitor run` to start an embedded broker")
         return 2
-    return run_until_signalled(run_service, config)
+    try:
+        return run_until_signalled(run_service, config)
+    except BrokerLost as exc:
+        log.error("monitor.exit_broker_lost", error=str(exc))
+        return 3
 
 
 async def run_service(config: Config, stop: asyncio.Event) -> None:

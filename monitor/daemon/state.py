@@ -20,10 +20,12 @@ Never ``offsets_for_times``: it is wrong on the embedded broker (DESIGN.md).
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import msgspec
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
+from ..kafka.readall import read_to_end
 from ..logs import get_logger
 
 log = get_logger(__name__)
@@ -65,45 +67,43 @@ async def read_states(
 ) -> dict[int, dict[str, StateRecord]]:
     """The newest state record per token in each of ``partitions`` of the state topic.
 
-    Reads each partition from its beginning to the end offset seen at the start (real
-    Kafka has compacted most of it; the embedded broker does not compact, so this grows
-    with the number of checkpoints there). Undecodable records are logged and skipped:
-    the token then starts from its ticks, which is better than not starting at all.
+    Reads each partition from its beginning to its TRUE end (the fetch high watermark,
+    ``monitor.kafka.readall``; never one ``end_offsets`` answer, which on the embedded
+    broker stops short of the newest checkpoints). Real Kafka has compacted most of it;
+    the embedded broker does not compact, so this grows with the number of checkpoints
+    there. Undecodable records are logged and skipped: the token then starts from its
+    ticks, which is better than not starting at all.
     """
     found: dict[int, dict[str, StateRecord]] = {p: {} for p in partitions}
     if not partitions:
         return found
+
+    def keep(tp: TopicPartition, records: list[Any]) -> None:
+        for rec in records:
+            if rec.value is None:
+                continue
+            try:
+                state = decode_state(rec.value)
+            except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+                log.error("state.undecodable", partition=tp.partition,
+                          offset=rec.offset, error=str(exc)[:200])
+                continue
+            if state.partition != tp.partition:
+                continue
+            # Every record is exact at its own offset, so the furthest one wins (not
+            # merely the last written: a fenced-off instance may still finish writing
+            # older states after the new owner wrote newer ones).
+            known = found[tp.partition].get(state.key)
+            if known is None or state.offset >= known.offset:
+                found[tp.partition][state.key] = state
+
     reader = make_reader()
     await reader.start()
     try:
         tps = [TopicPartition(topic, p) for p in partitions]
         reader.assign(tps)
         await reader.seek_to_beginning(*tps)
-        ends = await reader.end_offsets(tps)
-        todo = {tp for tp in tps if ends[tp] > 0}
-        while todo:
-            batch = await reader.getmany(*todo, timeout_ms=1000, max_records=fetch_max_records)
-            for tp, records in batch.items():
-                for rec in records:
-                    if rec.offset >= ends[tp] or rec.value is None:
-                        continue
-                    try:
-                        state = decode_state(rec.value)
-                    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-                        log.error("state.undecodable", partition=tp.partition,
-                                  offset=rec.offset, error=str(exc)[:200])
-                        continue
-                    if state.partition != tp.partition:
-                        continue
-                    # Every record is exact at its own offset, so the furthest one wins
-                    # (not merely the last written: a fenced-off instance may still
-                    # finish writing older states after the new owner wrote newer ones).
-                    known = found[tp.partition].get(state.key)
-                    if known is None or state.offset >= known.offset:
-                        found[tp.partition][state.key] = state
-            for tp in list(todo):
-                if await reader.position(tp) >= ends[tp]:
-                    todo.discard(tp)
+        await read_to_end(reader, tps, keep, fetch_max_records=fetch_max_records)
     finally:
         await reader.stop()
     return found

@@ -18,6 +18,7 @@ from aiokafka.errors import KafkaError
 
 from ..config import KafkaConfig
 from ..logs import get_logger
+from ..vaults.config import VaultsConfig
 
 log = get_logger(__name__)
 
@@ -59,17 +60,7 @@ async def ensure_topics(config: KafkaConfig, bootstrap_servers: str | None = Non
     admin = admin_client(config, bootstrap_servers)
     await admin.start()
     try:
-        specs = topic_specs(config)
-        existing = set(await admin.list_topics())
-        missing = [t for t in specs if t.name not in existing]
-        created: list[str] = []
-        if missing:
-            response = await admin.create_topics(missing)
-            for name, code, message in response.topic_errors:
-                if code == 0:
-                    created.append(name)
-                elif code != TOPIC_ALREADY_EXISTS:  # a concurrent creator won the race
-                    raise TopicError(f"cannot create topic {name}: error {code} {message}")
+        created = await _create_missing(admin, topic_specs(config))
         counts = await partition_counts(admin, [config.ticks_topic, config.state_topic])
         if counts[config.state_topic] < counts[config.ticks_topic]:
             raise TopicError(
@@ -77,6 +68,53 @@ async def ensure_topics(config: KafkaConfig, bootstrap_servers: str | None = Non
                 f"{config.ticks_topic} ({counts[config.ticks_topic]}); state is written to "
                 "the partition number of the ticks, so it needs at least as many"
             )
+        if created:
+            log.info("kafka.topics_created", topics=created, partitions=config.partitions)
+        return created
+    finally:
+        await admin.close()
+
+
+async def _create_missing(admin: AIOKafkaAdminClient, specs: list[NewTopic]) -> list[str]:
+    existing = set(await admin.list_topics())
+    missing = [t for t in specs if t.name not in existing]
+    created: list[str] = []
+    if missing:
+        response = await admin.create_topics(missing)
+        for name, code, message in response.topic_errors:
+            if code == 0:
+                created.append(name)
+            elif code != TOPIC_ALREADY_EXISTS:  # a concurrent creator won the race
+                raise TopicError(f"cannot create topic {name}: error {code} {message}")
+    return created
+
+
+def vault_topic_specs(config: KafkaConfig, vaults: VaultsConfig) -> list[NewTopic]:
+    """The vault side's topics (``[vaults]``), with ``kafka.partitions`` and retention."""
+    n, rf = config.partitions, config.replication_factor
+    plain = {"retention.ms": RETENTION_MS}
+    return [
+        NewTopic(vaults.facts_topic, n, rf, topic_configs=plain),
+        NewTopic(vaults.ratings_topic, n, rf, topic_configs=plain),
+        NewTopic(vaults.dlq_topic, n, rf, topic_configs=plain),
+        # Only the newest state per vault matters; compaction keeps the topic bounded.
+        NewTopic(vaults.state_topic, n, rf, topic_configs={"cleanup.policy": "compact"}),
+    ]
+
+
+async def ensure_vault_topics(config: KafkaConfig, vaults: VaultsConfig,
+                              bootstrap_servers: str | None = None) -> list[str]:
+    """Create the missing vault topics (and check the state topic can hold every facts
+    partition's states, as ``ensure_topics`` does for ticks)."""
+    admin = admin_client(config, bootstrap_servers)
+    await admin.start()
+    try:
+        created = await _create_missing(admin, vault_topic_specs(config, vaults))
+        counts = await partition_counts(admin, [vaults.facts_topic, vaults.state_topic])
+        if counts[vaults.state_topic] < counts[vaults.facts_topic]:
+            raise TopicError(
+                f"{vaults.state_topic} has fewer partitions than {vaults.facts_topic}; vault "
+                "state is written to the partition number of its facts")
         if created:
             log.info("kafka.topics_created", topics=created, partitions=config.partitions)
         return created
@@ -134,6 +172,6 @@ def make_consumer(config: KafkaConfig, *topics: str, group_id: str | None,
 
 
 __all__ = [
-    "KafkaError", "TopicError", "admin_client", "ensure_topics", "make_consumer",
-    "make_producer", "partition_counts", "topic_specs",
+    "KafkaError", "TopicError", "admin_client", "ensure_topics", "ensure_vault_topics",
+    "make_consumer", "make_producer", "partition_counts", "topic_specs", "vault_topic_specs",
 ]

@@ -59,10 +59,6 @@ def deliveries_created(count: int) -> None:
         m.CU_CONSUMED.labels("delivery").inc(count)
 
 
-def management_call() -> None:
-    m.CU_CONSUMED.labels("management").inc()
-
-
 def undecodable() -> None:
     m.RECORDS_UNDECODABLE.labels("deliver").inc()
 

@@ -1,7 +1,8 @@
 """schemathesis over /openapi.json against the real app on a loopback port.
 
 The server runs in its own thread and event loop (schemathesis calls it synchronously),
-on a SQLite store seeded with a few tokens, one of them with a depeg episode. When the
+on a SQLite store seeded with a few tokens, one of them with a depeg episode, and 20
+vaults. When the
 webhook storage is present, a real API key is created through it and sent on every call;
 without it the auth middleware lets everything through. Checks: no 5xx, documented status
 codes, content types and headers, and bodies matching the response schemas.
@@ -27,6 +28,8 @@ from schemathesis.checks import (
     response_schema_conformance,
     status_code_conformance,
 )
+from vaults_support import load as load_vaults
+from vaults_support import population as vault_population
 
 from monitor.api.app import create_app
 from monitor.api.openapi import build_document
@@ -34,6 +37,7 @@ from monitor.config import Config, RegistryConfig
 from monitor.kafka.embedded import free_port
 from monitor.storage import connect
 from monitor.storage.ratings import RatingsStore
+from monitor.storage.vaults import VaultStore
 
 USDC = "0xa0b86991c6218b36c1d19d4a2e9eb0ce3606eb48"
 CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance,
@@ -58,6 +62,9 @@ class LiveServer:
         ep_snaps, ep_events = story("eth", USDC, [("ok", 10, 1.0), ("critical", 90, 0.88),
                                                   ("ok", 10, 1.0)])
         await store.write_batch(snaps + ep_snaps, ep_events)
+        vaults = VaultStore(self.db)
+        await vaults.migrate()
+        await load_vaults(vaults, vault_population(20))  # E5's example vault is the first
         app = create_app(Config(registry=RegistryConfig(path=str(self.registry))), self.db)
         self.runner = web.AppRunner(app)
         await self.runner.setup()  # runs on_startup: every migration
@@ -116,3 +123,8 @@ def test_the_fuzzing_reached_real_data(live_server: LiveServer) -> None:
         pytest.skip("run together with test_api_matches_its_openapi_document")
     assert 200 in STATUSES["GET /rwa/{address}"], STATUSES
     assert 200 in STATUSES["GET /rwa"], STATUSES
+    assert 200 in STATUSES["GET /v3/rwa/{address}"], STATUSES
+    assert 200 in STATUSES["GET /v3/framework"], STATUSES
+    assert 200 in STATUSES["GET /usage"], STATUSES
+    assert 200 in STATUSES["GET /vaults/{address}"], STATUSES
+    assert 200 in STATUSES["GET /vaults"], STATUSES

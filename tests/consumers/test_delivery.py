@@ -49,8 +49,10 @@ class Env:
     key_id: str
     topic: str
     bootstrap: str
+    e14_calls: int = 0  # GET /webhooks/deliveries made by this test (1 CU each)
 
     async def deliveries(self) -> list[dict[str, Any]]:
+        self.e14_calls += 1
         resp = await self.client.get("/webhooks/deliveries?pageSize=500",
                                      headers={"x-api-key": self.key})
         data: dict[str, Any] = await resp.json()
@@ -143,6 +145,12 @@ async def test_retries_until_success_or_max_attempts(broker: EmbeddedBroker,
         assert all(a["error"] == "HTTP 500" and a["latency_ms"] >= 0
                    for a in failed["attempt_history"])
         assert failed["next_attempt_at"] is None
+        # Billing as the customer sees it: 2 subscriptions (E10), every E14 poll, and one
+        # CU per delivery however many attempts (3 and 5 here).
+        usage = await (await env.client.get("/usage?groupBy=endpoint",
+                                            headers={"x-api-key": env.key})).json()
+        assert {i["endpoint"]: i["cu"] for i in usage["items"]} == {
+            "E10": 2, "E14": env.e14_calls, "delivery": 2}
         # backoff grows: the gaps between attempts are not all equal to the first
         gaps = [b.at - a.at for a, b in zip(dead.received, dead.received[1:], strict=False)]
         assert gaps[2] + gaps[3] > gaps[0] + gaps[1]

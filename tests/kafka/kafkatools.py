@@ -14,6 +14,7 @@ from aiokafka.partitioner import DefaultPartitioner
 
 from monitor.config import Config, KafkaConfig
 from monitor.engine import Engine
+from monitor.kafka.readall import true_end_offsets
 from monitor.records import TierChangeEvent
 from monitor.tickfiles import BadRow, read_file
 from monitor.ticks import Tick, encode_tick
@@ -143,15 +144,16 @@ async def wait_for(cond: Callable[[], Awaitable[bool]], within: float, what: str
 
 
 async def group_caught_up(bootstrap: str, group: str, topic: str) -> bool:
-    """True when the group's committed offsets reach the end of every partition."""
+    """True when the group's committed offsets reach the TRUE end of every partition
+    (the fetch high watermark: ``end_offsets`` stops short on the embedded broker)."""
     consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, group_id=group,
-                                enable_auto_commit=False)
+                                enable_auto_commit=False, auto_offset_reset="earliest")
     await consumer.start()
     try:
         await consumer.topics()
         parts = consumer.partitions_for_topic(topic) or set()
-        tps = [TopicPartition(topic, p) for p in parts]
-        ends = await consumer.end_offsets(tps)
+        tps = [TopicPartition(topic, p) for p in sorted(parts)]
+        ends = await true_end_offsets(consumer, tps)
         for tp in tps:
             committed = await consumer.committed(tp)
             if ends[tp] > 0 and (committed is None or committed < ends[tp]):
@@ -193,15 +195,16 @@ def engine_outputs(ticks: Iterable[Tick], config: Config | None = None) -> tuple
 class MonitorProcess:
     """``depeg-monitor monitor`` in a child process, JSON logs in a file."""
 
-    def __init__(self, kafka: KafkaConfig, log_path: Path) -> None:
+    def __init__(self, kafka: KafkaConfig, log_path: Path, command: str = "monitor",
+                 extra_env: dict[str, str] | None = None) -> None:
         import os
         import subprocess
         import sys
 
         self.log_path = log_path
-        env = {**os.environ, **env_for(kafka)}
+        env = {**os.environ, **env_for(kafka), **(extra_env or {})}
         self._log = log_path.open("ab")
-        self.proc = subprocess.Popen([sys.executable, "-m", "monitor", "monitor"], env=env,
+        self.proc = subprocess.Popen([sys.executable, "-m", "monitor", command], env=env,
                                      stdout=self._log, stderr=subprocess.STDOUT)
 
     def events(self, name: str) -> list[dict[str, Any]]:

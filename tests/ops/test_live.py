@@ -267,6 +267,8 @@ async def test_live_prometheus_sees_every_panel_and_alert(
                 # Some API traffic too, so the API panels have series.
                 async with http.get(f"{api}/rwa", headers={"x-api-key": api_key}) as r:
                     await r.read()
+                async with http.get(f"{api}/vaults", headers={"x-api-key": api_key}) as r:
+                    await r.read()
                 for name, expr in (("up", 'sum(up{job="depeg-monitor"})'),
                                    ("ticks", "sum(depeg_ticks_consumed_total)"),
                                    ("tier_changes", "sum(depeg_tier_changes_total)"),
@@ -385,6 +387,9 @@ def update_like_every_component(step: int) -> None:
         m.STORE_WRITES.labels(kind).inc(3)
         m.STORE_WRITE_SECONDS.labels(kind).observe(0.002)
     m.api_request("/rwa", "GET", 200, 0.003)
+    m.api_request("/vaults", "GET", 200, 0.004)
+    m.set_stored_vaults([("low", "safe_to_list", 3), ("critical", "do_not_list", step % 2),
+                         ("unknown", "caution", 1)])
     m.api_request("/webhooks/subscriptions", "POST", 201, 0.01)
 
 

@@ -65,7 +65,8 @@ def exported_names() -> set[str]:
 
 # ---- dashboards -----------------------------------------------------------------------
 def test_dashboards_are_generated_and_current() -> None:
-    assert {p.name for p in DASHBOARDS} == {"overview.json", "token.json", "delivery.json"}
+    assert {p.name for p in DASHBOARDS} == {"overview.json", "token.json", "delivery.json",
+                                          "vaults.json"}
     result = run(sys.executable, REPO / "grafana" / "build_dashboards.py", "--check")
     assert result.returncode == 0, result.stdout + result.stderr
 

@@ -43,3 +43,31 @@ async def test_create_list_revoke(storage_url: str) -> None:
     assert code == 1 and "no active key" in err
     code, _, err = await _cli(storage_url, "create")
     assert code == 2 and "--name" in err
+
+
+async def test_usage_shows_one_keys_own_units(tmp_path: object) -> None:
+    import time
+    import uuid
+
+    from monitor.storage.usage import charge
+
+    url = f"sqlite:///{tmp_path}/usage.db"
+    code, out, _ = await _cli(url, "create", "--name", "mine")
+    mine = out.strip()
+    db = await connect(url)
+    try:
+        await WebhookStore(db).create_api_key("other", "dpm_other_key_for_the_test", 0.0)
+        keys = {k.name: k for k in await WebhookStore(db).list_api_keys()}
+        now = time.time()
+        for kind, n in (("E8", 3), ("delivery", 2)):
+            for _ in range(n):
+                await charge(db, keys["mine"].id, kind, uuid.uuid4().hex, now)
+        await charge(db, keys["other"].id, "E8", uuid.uuid4().hex, now)
+    finally:
+        await db.close()
+    code, out, err = await _cli(url, "usage", mine[:12])
+    assert code == 0, err
+    rows = dict(line.split("\t") for line in out.splitlines() if not line.startswith("#"))
+    assert rows == {"endpoint": "cu", "E8": "3", "delivery": "2", "total": "5"}
+    code, _, err = await _cli(url, "usage", "dpm_nothing")
+    assert code == 1 and "no single key" in err

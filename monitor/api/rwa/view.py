@@ -14,11 +14,11 @@ from typing import Any
 
 import msgspec
 
-from ..records import RatingSnapshot
-from ..registry import tags_for
-from ..storage.db import Row
-from ..storage.episodes import severity
-from ..timefmt import format_ts
+from ...records import RatingSnapshot
+from ...registry import tags_for
+from ...storage.db import Row
+from ...storage.episodes import severity
+from ...timefmt import format_ts
 
 DEPEG_TAG = "depeg_price_deviation"
 PRICE_CATEGORY = "price_stability"

@@ -13,11 +13,11 @@ from typing import Any
 
 import msgspec
 
-from ..chains import CHAINS, normalize_address
-from ..records import EVENT_TYPE, Tier
-from ..storage.deliveries import STATUSES
-from ..webhooks.filters import Filters
-from .errors import ApiError
+from ...chains import CHAINS, normalize_address
+from ...records import EVENT_TYPE, Tier
+from ...storage.deliveries import STATUSES
+from ...webhooks.filters import Filters
+from ..errors import ApiError
 
 EVENT_TYPES = (EVENT_TYPE,)
 TIERS = tuple(t.value for t in Tier)

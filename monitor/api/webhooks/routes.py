@@ -2,67 +2,45 @@
 
 Every handler is scoped by the authenticated key: another key's subscription or delivery
 is "not found" (404), never "forbidden", so ids of other tenants cannot be probed. Every
-call costs 1 CU (ledger kinds ``E10``..``E15``), whatever its outcome.
+call costs 1 CU (ledger kinds ``E10``..``E15``) whatever its 2xx/4xx outcome
+(monitor/api/billing.py says which calls are charged).
 """
 
 from __future__ import annotations
 
 import math
-import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from typing import Any
 
 import msgspec
 from aiohttp import web
 
-from ..logs import get_logger
-from ..records import EVENT_TYPE, TierChangeData, TierChangeEvent, encode
-from ..storage.deliveries import DeliveryStore
-from ..storage.webhooks import Subscription, WebhookStore, migrate_webhooks
-from ..timefmt import format_ts
-from ..webhooks import metrics
-from ..webhooks.dispatcher import DeliveryAttempts
-from ..webhooks.secrets import SecretBox, new_secret
-from ..webhooks.sender import Sender
-from ..webhooks.urls import UnsafeUrl, check_url_resolving, origin
-from . import webhook_requests as req
-from .app import CONFIG, DB
-from .auth import api_key_id
-from .errors import ApiError
-from .webhooks_openapi import OPENAPI_PATHS, OPENAPI_SCHEMAS, OPENAPI_SECURITY_SCHEMES
+from ...logs import get_logger
+from ...records import EVENT_TYPE, TierChangeData, TierChangeEvent, encode
+from ...storage.deliveries import DeliveryStore
+from ...storage.webhooks import Subscription, WebhookStore, migrate_webhooks
+from ...timefmt import format_ts
+from ...webhooks.dispatcher import DeliveryAttempts
+from ...webhooks.secrets import SecretBox, new_secret
+from ...webhooks.sender import Sender
+from ...webhooks.urls import UnsafeUrl, check_url_resolving, origin
+from ..billing import billed
+from ..context import CLOCK, CONFIG, DB, api_key_id, json_response
+from ..errors import ApiError
+from . import requests as req
+from .openapi import OPENAPI_PATHS, OPENAPI_SCHEMAS, OPENAPI_SECURITY_SCHEMES
 
-__all__ = ["CLOCK", "OPENAPI_PATHS", "OPENAPI_SCHEMAS", "OPENAPI_SECURITY_SCHEMES",
-           "add_routes"]
+__all__ = ["OPENAPI_PATHS", "OPENAPI_SCHEMAS", "OPENAPI_SECURITY_SCHEMES", "add_routes"]
 
 log = get_logger(__name__)
 
-#: Injectable clock (tests simulate the 24 h rotation window and the 5-minute retry rule).
-CLOCK: web.AppKey[Callable[[], float]] = web.AppKey("webhooks_clock")
 ATTEMPTS = web.AppKey("webhooks_attempts", DeliveryAttempts)
-
-Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
-
-
-def _json(data: Any, status: int = 200, headers: dict[str, str] | None = None) -> web.Response:
-    return web.Response(body=msgspec.json.encode(data), status=status, headers=headers,
-                        content_type="application/json")
+_json = json_response
 
 
 def _now(request: web.Request) -> float:
     return request.app[CLOCK]()
-
-
-def billed(kind: str) -> Callable[[Handler], Handler]:
-    """1 CU per management call, charged before the handler runs."""
-    def wrap(handler: Handler) -> Handler:
-        async def billed_handler(request: web.Request) -> web.StreamResponse:
-            await WebhookStore(request.app[DB]).charge(
-                api_key_id(request), kind, uuid.uuid4().hex, _now(request))
-            metrics.management_call()
-            return await handler(request)
-        return billed_handler
-    return wrap
 
 
 def subscription_json(sub: Subscription, secret: str | None = None) -> dict[str, Any]:
@@ -287,8 +265,6 @@ async def _attempts_ctx(app: web.Application) -> AsyncIterator[None]:
 
 
 def add_routes(app: web.Application) -> None:
-    if CLOCK not in app:
-        app[CLOCK] = time.time
     app.cleanup_ctx.append(_attempts_ctx)
     base = "/webhooks/subscriptions"
     app.router.add_post(base, create_subscription)

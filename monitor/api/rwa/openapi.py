@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..chains import CHAINS
-from ..records import Tier
-from ..registry import TAGS
+from ...chains import CHAINS
+from ...records import Tier
+from ...registry import TAGS
 
 _TIERS = [t.value for t in Tier]
 _NUM_OR_NULL: dict[str, Any] = {"type": ["number", "null"]}

@@ -15,17 +15,17 @@ from typing import Any
 import msgspec
 from aiohttp import web
 
-from ..chains import CHAINS, normalize_address
-from ..records import Tier
-from ..registry import TAGS, load_registry
-from ..storage import ratings_read as reads
-from ..storage.ratings import RatingsStore
-from ..timefmt import format_ts
-from . import params
-from .app import CONFIG, DB
-from .errors import ApiError
-from .rwa_openapi import OPENAPI_PATHS, OPENAPI_SCHEMAS
-from .rwa_view import decode_snapshot, episode, flat_metrics, item, point
+from ...chains import CHAINS, normalize_address
+from ...records import Tier
+from ...registry import TAGS, load_registry
+from ...storage import ratings_read as reads
+from ...storage.ratings import RatingsStore
+from ...timefmt import format_ts
+from .. import params
+from ..context import CONFIG, DB, json_response
+from ..errors import ApiError
+from .openapi import OPENAPI_PATHS, OPENAPI_SCHEMAS
+from .view import decode_snapshot, episode, flat_metrics, item, point
 
 __all__ = ["OPENAPI_PATHS", "OPENAPI_SCHEMAS", "add_routes"]
 
@@ -90,10 +90,6 @@ def parse_list(query: Mapping[str, str]) -> tuple[reads.ListFilter, reads.PageRe
     page = params.integer(query, "page", 1, 1, MAX_PAGE)
     size = params.integer(query, "pageSize", PAGE_SIZE_DEFAULT, 1, PAGE_MAX)
     return flt, reads.PageRequest(sort, order, size, (page - 1) * size), "offset"
-
-
-def json_response(body: Any) -> web.Response:
-    return web.Response(body=msgspec.json.encode(body), content_type="application/json")
 
 
 async def list_rwa(request: web.Request) -> web.Response:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..chains import CHAINS
-from ..records import Tier
-from ..storage.deliveries import STATUSES
+from ...chains import CHAINS
+from ...records import Tier
+from ...storage.deliveries import STATUSES
 
 _ERR = {"$ref": "#/components/schemas/Error"}
 

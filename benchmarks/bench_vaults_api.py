@@ -1,0 +1,163 @@
+"""Vault read API throughput: GET /vaults (E4) and GET /vaults/{address} (E5) req/s.
+
+Seeds a store with N synthetic vaults (default 10,000; the ``produce vaults simulate``
+generator) rated by the real vault engine, plus a 90-day-style history of rating records
+(the engine's records over a few fact rounds), then serves the real app from a separate
+process and hammers it with a fixed number of concurrent clients. Every non-200 answer is
+counted and printed. Runs on SQLite, PostgreSQL or both::
+
+    python benchmarks/bench_vaults_api.py --db both --vaults 10000 --seconds 10
+
+PostgreSQL gets a throw-away database on --pg-url's server (created and dropped here).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import multiprocessing as mp
+import random
+import sys
+import tempfile
+import time
+import uuid
+
+import asyncpg
+from bench_api import hammer, wait_up
+
+from consumers.vault_store import fold_facts, rating_row
+from monitor.kafka.embedded import free_port
+from monitor.storage import connect
+from monitor.storage.vaults import FactsUpdate, VaultStore
+from monitor.storage.webhooks import WebhookStore, migrate_webhooks
+from monitor.vaults.config import VaultsConfig
+from monitor.vaults.engine import VaultEngine
+from monitor.vaults.facts import FactUpdate
+from monitor.vaults.records import encode_rating
+from producers.vault_synthetic import generate_facts, make_vaults
+
+START = 1_700_000_000.0
+
+
+async def seed(url: str, vaults: int, rounds: int) -> tuple[float, str, list[tuple[str, str]]]:
+    """Fill the store through the store writer's own write path; returns the time it took,
+    an API key and the (chain, address) of every vault."""
+    specs = make_vaults(vaults, seed=1)
+    engine = VaultEngine(VaultsConfig())
+    db = await connect(url)
+    store = VaultStore(db)
+    await store.migrate()
+    started = time.perf_counter()
+    batch: list[FactsUpdate[FactUpdate]] = []
+    records = 0
+
+    async def flush(final: bool = False) -> None:
+        nonlocal batch, records
+        if len(batch) < 5000 and not (final and batch):
+            return
+        ratings = []
+        for f in batch:
+            for r in engine.process(f.update):
+                ratings.append(rating_row(r, encode_rating(r)))
+        records += len(ratings)
+        await store.write_batch(batch, fold_facts, ratings)
+        batch = []
+
+    for update in generate_facts(specs, seed=1, start=START, interval=3600.0,
+                                 duration=3600.0 * rounds):
+        batch.append(FactsUpdate(update.chain, update.vault, update.ts, update))
+        await flush()
+    await flush(final=True)
+    took = time.perf_counter() - started
+    await migrate_webhooks(db)  # the API key table
+    key = "dpm_" + uuid.uuid4().hex
+    await WebhookStore(db).create_api_key("bench", key, time.time())
+    await db.close()
+    print(f"  {records:,} rating records from {vaults:,} vaults x {rounds + 1} fact rounds",
+          flush=True)
+    return took, key, [(v.chain, v.address) for v in specs]
+
+
+def _serve(url: str, port: int) -> None:
+    from aiohttp import web
+
+    from monitor.api.app import create_app
+    from monitor.config import Config
+
+    async def main() -> None:
+        db = await connect(url)
+        app = create_app(Config(), db)
+        runner = web.AppRunner(app, access_log=None)
+        await runner.setup()
+        await web.TCPSite(runner, "127.0.0.1", port).start()
+        await asyncio.Event().wait()
+
+    asyncio.run(main())
+
+
+async def run_one(kind: str, url: str, args: argparse.Namespace) -> None:
+    took, key, vaults = await seed(url, args.vaults, args.rounds)
+    print(f"[{kind}] seeded {args.vaults:,} vaults in {took:.1f}s", flush=True)
+    port = free_port()
+    proc = mp.get_context("spawn").Process(target=_serve, args=(url, port), daemon=True)
+    proc.start()
+    base = f"http://127.0.0.1:{port}"
+    try:
+        await wait_up(base)
+        rnd = random.Random(2)
+        cases = {
+            "GET /vaults (default: page 1 of 50, score_desc)": ["/vaults"],
+            "GET /vaults (chain+tier filter, tvl_desc, page 3)": [
+                f"/vaults?chain={c}&tier={t}&sort=tvl_desc&page=3&pageSize=20"
+                for c in ("eth", "arb", "base") for t in ("low", "medium", "high")],
+            "GET /vaults (riskFlags all + minTvl, apy_desc)": [
+                "/vaults?riskFlags=vault-no-timelock,vault-eoa-owner&riskFlagsMode=all"
+                "&minTvl=100000&sort=apy_desc"],
+            "GET /vaults (q search, name_asc, cursor mode)": [
+                f"/vaults?q=vault%20{n}&sort=name_asc&limit=100" for n in range(1, 10)],
+            "GET /vaults (pageSize 500, page 10)": ["/vaults?pageSize=500&page=10"],
+            "GET /vaults/{address}?chain= (E5)": [
+                f"/vaults/{a}?chain={c}" for c, a in rnd.sample(vaults, 50)],
+        }
+        for name, paths in cases.items():
+            rps, median, p99, errors = await hammer(base, paths, args.seconds, args.concurrency,
+                                                     key)
+            print(f"[{kind}] {name:<52} {rps:8.1f} req/s  median {median * 1000:7.1f} ms"
+                  f"  p99 {p99 * 1000:7.1f} ms  non-200 {errors}", flush=True)
+    finally:
+        proc.terminate()
+        proc.join(10)
+
+
+async def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--db", choices=["sqlite", "postgresql", "both"], default="both")
+    parser.add_argument("--pg-url", default="postgresql://postgres@127.0.0.1:5432/test")
+    parser.add_argument("--vaults", type=int, default=10_000)
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="fact update rounds after the first full record (history)")
+    parser.add_argument("--seconds", type=float, default=10.0)
+    parser.add_argument("--concurrency", type=int, default=16)
+    args = parser.parse_args()
+    print(f"python {sys.version.split()[0]}, {args.concurrency} concurrent clients, "
+          f"{args.seconds:g}s per case; server in its own process", flush=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        if args.db in ("sqlite", "both"):
+            await run_one("sqlite", f"sqlite:///{tmp}/bench.db", args)
+        if args.db in ("postgresql", "both"):
+            name = f"depeg_bench_{uuid.uuid4().hex[:10]}"
+            admin = await asyncpg.connect(args.pg_url)
+            await admin.execute(f'CREATE DATABASE "{name}"')
+            await admin.close()
+            try:
+                await run_one("postgresql", args.pg_url.rsplit("/", 1)[0] + f"/{name}", args)
+            finally:
+                admin = await asyncpg.connect(args.pg_url)
+                await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+                await admin.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(asyncio.run(main()))

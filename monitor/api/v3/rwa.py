@@ -1,0 +1,60 @@
+"""E3 ``GET /v3/rwa/{address}?chain=&framework_version=&grading_scheme=``: a pegged token
+in the V3 graded shape.
+
+``risk`` and ``metadata`` are the token's v2 (E6/E7 list item) envelope and fields, verbatim;
+the composite scores the rwa framework (rwa_v1.toml) over the token's structural facts and
+is floored by the live depeg rating (composite = max(framework, rating)). A token without a
+rating is 404. 1 CU per call, like E8.
+"""
+
+from __future__ import annotations
+
+from aiohttp import web
+
+from ...chains import CHAINS, normalize_address
+from ...framework.composite import score
+from ...framework.model import load_framework
+from ...framework.rwa_facts import Episode, token_facts
+from ...storage import ratings_read as reads
+from .. import params
+from ..billing import billed
+from ..context import CONFIG, DB, json_response
+from ..errors import ApiError
+from ..rwa.view import decode_snapshot, item
+from .body import graded
+from .pins import parse_chain, parse_pins
+
+MAX_EPISODES = 100
+
+
+@billed("E3")
+async def get_v3_rwa(request: web.Request) -> web.Response:
+    address = normalize_address(request.match_info["address"])
+    if address is None:
+        raise params.bad("address", "address must be 0x followed by 40 hex digits")
+    query = request.rel_url.query
+    params.known(query, ("chain", "framework_version", "grading_scheme"))
+    pins = parse_pins(query)
+    chain = parse_chain(query, CHAINS, required=False)
+    db = request.app[DB]
+    rows = await reads.find_latest(db, address, chain)
+    if not rows:
+        raise ApiError(404, "unknown token", address=address, chain=chain)
+    if len(rows) > 1:
+        raise params.bad("chain", "the address is rated on several chains: pass chain",
+                         allowed=[r["chain"] for r in rows])
+    row = rows[0]
+    snap = decode_snapshot(row)
+    eps = await reads.episodes(db, row["chain"], address, MAX_EPISODES)
+    tags, facts = token_facts(snap, row["peg_type"], bool(row["collapsed"]),
+                              [Episode(e["worst_tier"], e["recovered_at"] is None)
+                               for e in eps])
+    result = score(load_framework(pins.framework_version, "rwa"), tags, facts, snap.rating,
+                   pins.grading_scheme)
+    metadata = item(row, snap, request.app[CONFIG].model.stale_after_seconds)
+    risk = metadata.pop("risk")
+    return json_response(graded(result, risk, metadata), headers=pins.headers())
+
+
+def add_routes(app: web.Application) -> None:
+    app.router.add_get("/v3/rwa/{address}", get_v3_rwa, allow_head=False)

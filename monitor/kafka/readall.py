@@ -1,0 +1,77 @@
+"""Reading partitions to their TRUE end, on every broker.
+
+A ListOffsets answer (``end_offsets``) is not the end on the embedded Tansu broker: it
+reports the start of a partition's last record batch plus one, so "read up to the end
+offset" silently drops every record of the last batch but the first (DESIGN.md,
+infrastructure facts). What is right on Tansu and on Kafka is the high watermark each
+*fetch* response carries: a partition is read to its end once the consumer's position
+reached the high watermark of a fetch made at that position.
+
+Used by state restore (``monitor.daemon.state``), by the tests' "caught up" check, and
+meant for any other daemon that rebuilds state from a changelog topic.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from aiokafka import AIOKafkaConsumer, TopicPartition
+from aiokafka.errors import KafkaTimeoutError
+
+#: aiokafka ships no type hints; ``aiokafka.structs.ConsumerRecord``.
+Record = Any
+RecordsHandler = Callable[[TopicPartition, list[Record]], None]
+
+
+async def read_to_end(
+    reader: AIOKafkaConsumer, tps: Iterable[TopicPartition], handle: RecordsHandler, *,
+    fetch_max_records: int = 5000, poll_ms: int = 500, stall_seconds: float = 30.0,
+) -> dict[TopicPartition, int]:
+    """Hand every record from each partition's current position to its true end to
+    ``handle``; return where each partition ended.
+
+    ``reader`` must already be assigned ``tps`` and positioned (``seek_to_beginning`` or
+    ``seek``). Done for a partition when its position reached the high watermark reported
+    by a fetch response (aiokafka records it even for an empty fetch). Raises
+    :class:`KafkaTimeoutError` (retriable) when no partition made progress for
+    ``stall_seconds``: an unreachable broker must not hang a restore forever.
+    """
+    todo = set(tps)
+    ends: dict[TopicPartition, int] = {}
+    last_progress = time.monotonic()
+    while todo:
+        batch = await reader.getmany(*todo, timeout_ms=poll_ms, max_records=fetch_max_records)
+        for tp, records in batch.items():
+            if records:
+                handle(tp, records)
+                last_progress = time.monotonic()
+        for tp in list(todo):
+            highwater = reader.highwater(tp)
+            position = await reader.position(tp)
+            if highwater is not None and position >= highwater:
+                ends[tp] = position
+                todo.discard(tp)
+                last_progress = time.monotonic()
+        if todo and time.monotonic() - last_progress > stall_seconds:
+            raise KafkaTimeoutError(
+                f"reading {sorted(tp.partition for tp in todo)} of "
+                f"{next(iter(todo)).topic}: no progress for {stall_seconds:.0f}s")
+    return ends
+
+
+async def true_end_offsets(reader: AIOKafkaConsumer, tps: list[TopicPartition],
+                           **options: Any) -> dict[TopicPartition, int]:
+    """Each partition's real end offset (the offset the next record will get).
+
+    ``end_offsets`` is only a lower bound on Tansu (see the module docstring), so read on
+    from one record before it to the fetch high watermark; that costs at most one batch.
+    """
+    if not tps:
+        return {}
+    reader.assign(tps)
+    hints = await reader.end_offsets(tps)
+    for tp in tps:
+        reader.seek(tp, max(int(hints[tp]) - 1, 0))
+    return await read_to_end(reader, tps, lambda tp, records: None, **options)
