@@ -65,7 +65,8 @@ def tags_for(peg_type: str | None) -> tuple[str, ...]:
     return ("rwa",)
 
 
-_ASSET_ID: Final = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
+#: What an ``asset`` id may look like (also the Token List ``extensions.asset``).
+ASSET_ID: Final = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
 
 
 class RegistryError(ValueError):
@@ -113,7 +114,7 @@ def parse_registry(text: str, source: str = "registry") -> list[TokenInfo]:
                                 f"{', '.join(PEG_TYPES)}")
         if t.market_cap_usd is not None and not t.market_cap_usd >= 0:
             raise RegistryError(f"{where}: market_cap_usd must be >= 0")
-        if t.asset and not _ASSET_ID.fullmatch(t.asset):
+        if t.asset and not ASSET_ID.fullmatch(t.asset):
             raise RegistryError(f"{where}: asset {t.asset!r} must be lowercase letters, "
                                 f"digits, '-' or '_'")
         if (t.chain, address) in seen:
@@ -124,11 +125,32 @@ def parse_registry(text: str, source: str = "registry") -> list[TokenInfo]:
 
 
 def load_registry(path: str | Path | None) -> list[TokenInfo]:
-    """An empty path means no registry (every token is then ``registered: false``)."""
+    """An empty path means no registry (every token is then ``registered: false``).
+
+    A ``.json`` file is a Token List with the peg extension (monitor/tokenlist.py), any
+    other file the TOML format above.
+    """
     if not path:
         return []
     try:
         text = Path(path).read_text(encoding="utf-8")
     except OSError as exc:
         raise RegistryError(f"cannot read token registry {path}: {exc}") from None
+    if str(path).endswith(".json"):
+        return _load_tokenlist(text, str(path))
     return parse_registry(text, str(path))
+
+
+def _load_tokenlist(text: str, source: str) -> list[TokenInfo]:
+    import json
+
+    from .tokenlist import check_tokenlist, tokens_from_tokenlist
+
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise RegistryError(f"{source}: not JSON: {exc}") from None
+    report = check_tokenlist(doc, max_errors=5)
+    if not report.ok:
+        raise RegistryError(f"{source}: " + "; ".join(report.errors))
+    return tokens_from_tokenlist(doc)
