@@ -260,3 +260,22 @@ def test_an_opened_gate_rates_without_the_spread_and_closes_when_it_catches_up()
     engine.process(make_tick(3540, "eth", A, "USDC", cross_chain_spread_bps=30,
                              cross_chain_chains=2, source="spread"))
     assert engine.spread_lag(key) == 0.0
+
+
+def test_the_shipped_registry_names_multichain_assets_and_bad_ids_are_reported():
+    import copy
+    import json
+
+    from monitor.registry import load_registry
+    from monitor.tokenlist import check_tokenlist
+
+    path = Path(__file__).resolve().parents[2] / "deploy/registry/pegged-tokens.tokenlist.json"
+    assets = asset_map(load_registry(path)).asset_of
+    usdc = {key.split(":")[0] for key, asset in assets.items() if asset == "usdc"}
+    assert {"eth", "arb", "base", "opt", "pol"} <= usdc
+    assert set(assets.values()) == {"usdc", "usdt", "dai"}
+    doc = json.loads(path.read_text())
+    assert check_tokenlist(doc).errors == []
+    bad = copy.deepcopy(doc)
+    bad["tokens"][0]["extensions"]["asset"] = "Not An Id"
+    assert any("extensions.asset" in e for e in check_tokenlist(bad).errors)
