@@ -3,9 +3,9 @@ Token List naming the sources, a vaults file; ticks and vault facts land on Kafk
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -41,7 +41,8 @@ async def test_produce_chain_once_publishes_ticks_and_vault_facts(chain: Chain, 
         "tokens": [
             {"chainId": 1, "address": usdx, "decimals": 18, "name": "USD X", "symbol": "USDX",
              "extensions": {"pegType": "usd", "pegReference": "1 USD",
-                            "sources": {"priceFeed": usdx_feed, "pool": to_checksum_address(pool.pool),
+                            "sources": {"priceFeed": usdx_feed,
+                                        "pool": to_checksum_address(pool.pool),
                                         "quoteFeed": usdc_feed}}},
             {"chainId": 1, "address": eurx, "decimals": 6, "name": "Euro X", "symbol": "EURX",
              "extensions": {"pegType": "eur", "pegReference": "1 EUR",
@@ -55,10 +56,12 @@ async def test_produce_chain_once_publishes_ticks_and_vault_facts(chain: Chain, 
            "DEPEG_CHAINS__TOKENS_FILE": str(tmp_path / "tokens.json"),
            "DEPEG_CHAINS__VAULTS_FILE": str(tmp_path / "vaults.json"),
            "DEPEG_METRICS__PORT": "0", "DEPEG_LOGGING__FORMAT": "json"}
-    result = subprocess.run([sys.executable, "-m", "monitor", "produce", "chain", "--once",
-                             "--bootstrap-servers", broker.bootstrap_servers],
-                            env=env, capture_output=True, text=True, timeout=180, cwd=tmp_path)
-    assert result.returncode == 0, result.stderr[-3000:]
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "monitor", "produce", "chain", "--once", "--bootstrap-servers",
+        broker.bootstrap_servers, env=env, cwd=tmp_path, stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE)
+    _, stderr = await asyncio.wait_for(proc.communicate(), 180)
+    assert proc.returncode == 0, stderr.decode()[-3000:]
     async with TopicReader(broker.bootstrap_servers, "depeg.ticks") as reader:
         records = await reader.until(lambda r: len(r) >= 2, 30, "two ticks")
     ticks = {r.key.decode(): json.loads(r.value) for r in records}
