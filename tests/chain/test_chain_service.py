@@ -27,5 +27,5 @@ async def test_a_broken_watch_list_is_a_startup_error(tmp_path: Path):
     bad = tmp_path / "tokens.json"
     bad.write_text('{"tokens": []}')
     config = Config(chains=ChainsConfig(tokens_file=str(bad)))
-    with pytest.raises(StartupError, match="tokens.json"):
+    with pytest.raises(StartupError, match=r"tokens\.json"):
         await run_service(config, asyncio.Event())
