@@ -32,6 +32,7 @@ from prometheus_client import (
 
 from .records import RatingSnapshot, Tier
 from .ticks import BAD_TICK_REASONS
+from .vaults.facts import BAD_FACT_REASONS
 
 NS: Final = "depeg"
 
@@ -405,6 +406,13 @@ def _init() -> None:
     for kind in CU_KINDS:
         CU_CONSUMED.labels(kind)
     set_stored_vaults([])
+    set_vault_counts({}, {}, 0)
+    for result in ("decoded", "dead_lettered"):
+        VAULT_FACTS.labels(result)
+    for reason in BAD_FACT_REASONS:
+        VAULT_FACTS_DEAD_LETTERED.labels(reason)
+    for result in ("applied", "duplicate", "undecodable"):
+        VAULT_DEPEG_CHANGES.labels(result)
     for consumer in ("deliver", "store"):
         RECORDS_UNDECODABLE.labels(consumer)
 

@@ -149,6 +149,32 @@ async def wait_until(predicate: Callable[[], Awaitable[bool]], within: float = 1
         await asyncio.sleep(interval)
 
 
+async def delivery_with_attempts(db: Database, sub_id: str, attempts: int = 1) -> str:
+    """A delivery created as the worker creates it, then attempted ``attempts`` times
+    (HTTP 500 each), the last leaving it ``max_retries_exceeded``."""
+    from monitor.storage.deliveries import DeliveryStore, NewEvent
+
+    subs = [s for s in await WebhookStore(db).active_subscriptions() if s.id == sub_id]
+    event = tier_change()
+    store = DeliveryStore(db)
+    await store.record_events([NewEvent(event.event_id, event.event_type, encode(event), subs)],
+                              time.time())
+    (due,) = [d for d in await store.due(time.time() + 1, 100) if d.subscription_id == sub_id]
+    for n in range(attempts):
+        assert await store.claim(due.id, f"t{n}", time.time(), time.time() + 60,
+                                 ("pending", "failed"))
+        last = n == attempts - 1
+        current = await store.load(due.id)
+        assert current is not None
+        await store.record_attempt(delivery=current, token=f"t{n}", manual=False,
+                                   started_at=time.time(), status_code=500, latency_ms=1,
+                                   error="HTTP 500",
+                                   new_status="max_retries_exceeded" if last else "failed",
+                                   next_attempt_at=None if last else time.time(),
+                                   now=time.time())
+    return due.id
+
+
 async def new_key(db: Database, name: str = "tester") -> tuple[str, str]:
     """(plain key, key id)."""
     await migrate_webhooks(db)

@@ -33,10 +33,12 @@ async def test_headers_follow_the_injected_clock(tmp_path: Path) -> None:
         snaps, events = story("eth", USDC, [("ok", 10, 1.0)])
         await store.write_batch(snaps, events)
         key, _ = await new_key(db)
-        v2 = [("/rwa", key, 200), (f"/rwa/{USDC}?chain=eth", key, 200),
+        v2 = [("/rwa", key, 200), (f"/rwa/{USDC}?chain=eth", key, 200), ("/vaults", key, 200),
+              ("/vaults/0x" + "ab" * 20 + "?chain=eth", key, 404),
               ("/rwa/0x" + "ab" * 20, key, 404), ("/rwa?tier=nope", key, 400),
               ("/rwa", None, 401)]
         v3 = [("/v3/framework", None, 200), (f"/v3/rwa/{USDC}", key, 200),
+              ("/v3/vaults/0x" + "ab" * 20 + "?chain=eth", key, 404),
               ("/usage", key, 200), ("/webhooks/subscriptions", key, 200), ("/healthz", None,
                                                                              200)]
 

@@ -124,6 +124,7 @@ def test_the_fuzzing_reached_real_data(live_server: LiveServer) -> None:
     assert 200 in STATUSES["GET /rwa/{address}"], STATUSES
     assert 200 in STATUSES["GET /rwa"], STATUSES
     assert 200 in STATUSES["GET /v3/rwa/{address}"], STATUSES
+    assert 200 in STATUSES["GET /v3/vaults/{address}"], STATUSES
     assert 200 in STATUSES["GET /v3/framework"], STATUSES
     assert 200 in STATUSES["GET /usage"], STATUSES
     assert 200 in STATUSES["GET /vaults/{address}"], STATUSES

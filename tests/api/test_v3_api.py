@@ -10,13 +10,17 @@ from typing import Any
 
 import pytest
 from readapi_support import story
-from webhook_support import api_client, make_config, new_key, receiver, subscribe, tier_change
+from webhook_support import (
+    api_client,
+    delivery_with_attempts,
+    make_config,
+    new_key,
+    receiver,
+    subscribe,
+)
 
-from monitor.records import encode
 from monitor.storage import Database
-from monitor.storage.deliveries import DeliveryStore, NewEvent
 from monitor.storage.ratings import RatingsStore
-from monitor.storage.webhooks import WebhookStore
 
 USDC = "0xa0b86991c6218b36c1d19d4a2e9eb0ce3606eb48"
 DEAD = "0x" + "de" * 20
@@ -158,29 +162,6 @@ async def test_e3_error_rows(live: Any, path: str, status: int, check: Any) -> N
     assert (await client.get(path)).status == 401  # and without a key, 401 first
 
 
-async def _delivery_with_attempts(db: Database, sub_id: str, attempts: int) -> str:
-    """A delivery created as the worker creates it, then attempted ``attempts`` times."""
-    subs = [s for s in await WebhookStore(db).active_subscriptions() if s.id == sub_id]
-    event = tier_change()
-    store = DeliveryStore(db)
-    await store.record_events([NewEvent(event.event_id, event.event_type, encode(event), subs)],
-                              time.time())
-    (due,) = [d for d in await store.due(time.time() + 1, 100) if d.subscription_id == sub_id]
-    for n in range(attempts):
-        assert await store.claim(due.id, f"t{n}", time.time(), time.time() + 60,
-                                 ("pending", "failed"))
-        last = n == attempts - 1
-        current = await store.load(due.id)
-        assert current is not None
-        await store.record_attempt(delivery=current, token=f"t{n}", manual=False,
-                                   started_at=time.time(), status_code=500, latency_ms=1,
-                                   error="HTTP 500",
-                                   new_status="max_retries_exceeded" if last else "failed",
-                                   next_attempt_at=None if last else time.time(),
-                                   now=time.time())
-    return due.id
-
-
 async def test_usage_counts_every_billed_call_and_delivery_per_key(storage_url: str) -> None:
     async with server(storage_url) as (client, db), receiver() as rec:
         key_a, _ = await new_key(db, "a")
@@ -208,7 +189,7 @@ async def test_usage_counts_every_billed_call_and_delivery_per_key(storage_url: 
         await client.get(f"/v3/rwa/{USDC}", headers=h("dpm_not_a_key"))
         # Two deliveries to A's subscription, attempted 3 and 5 times: 2 CU, not 8.
         for attempts in (3, 5):
-            await _delivery_with_attempts(db, sub["id"], attempts)
+            await delivery_with_attempts(db, sub["id"], attempts)
         made["a"]["delivery"] = 2
 
         for who, key in (("a", key_a), ("b", key_b)):

@@ -9,11 +9,16 @@ from typing import Any
 
 import msgspec
 import pytest
-from webhook_support import api_client, make_config, new_key, receiver, subscribe, tier_change
+from webhook_support import (
+    api_client,
+    delivery_with_attempts,
+    make_config,
+    new_key,
+    receiver,
+    subscribe,
+)
 
 from monitor.api.webhooks import OPENAPI_PATHS, OPENAPI_SCHEMAS
-from monitor.records import encode
-from monitor.storage.deliveries import DeliveryStore, NewEvent
 from monitor.storage.webhooks import WebhookStore
 from monitor.webhooks.signing import verify
 
@@ -165,18 +170,7 @@ async def test_rotate_secret_sends_both_signatures(storage_url: str) -> None:
 
 async def _failed_delivery(db: Any, key_id: str, sub_id: str) -> str:
     """A delivery that has used up its attempts (as the worker would leave it)."""
-    subs = [s for s in await WebhookStore(db).active_subscriptions() if s.id == sub_id]
-    event = tier_change()
-    store = DeliveryStore(db)
-    await store.record_events([NewEvent(event.event_id, event.event_type, encode(event), subs)],
-                              time.time())
-    (due,) = [d for d in await store.due(time.time() + 1, 100) if d.subscription_id == sub_id]
-    assert await store.claim(due.id, "t", time.time(), time.time() + 60)
-    await store.record_attempt(delivery=due, token="t", manual=False, started_at=time.time(),
-                               status_code=500, latency_ms=1, error="HTTP 500",
-                               new_status="max_retries_exceeded", next_attempt_at=None,
-                               now=time.time())
-    return due.id
+    return await delivery_with_attempts(db, sub_id, attempts=1)
 
 
 async def test_deliveries_list_and_manual_retry_rate_limit(storage_url: str) -> None:

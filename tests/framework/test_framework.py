@@ -122,3 +122,22 @@ def test_upstream_clamps_and_nothing_observed() -> None:
     empty = score(fw, set(), {}, upstream=None, scheme="v2")
     assert empty.composite.score is None and empty.composite.grade is None
     assert empty.coverage()["criteria_evaluated"] == 0
+
+
+def test_framework_tags_are_the_engines_tags() -> None:
+    """The vault engine's catalogue and the framework name the same 41 tags."""
+    from monitor.vaults.catalog import TAGS
+
+    assert sorted(t.key for t in TAGS) == sorted(load_framework().tag_owner()) == sorted(
+        SPEC_TAGS)
+
+
+def test_every_fact_a_criterion_reads_is_a_vault_fact() -> None:
+    """A misspelt fact would leave its criterion never evaluated, silently."""
+    import msgspec
+
+    from monitor.vaults.facts import VaultFacts
+
+    fields = {f.name for f in msgspec.structs.fields(VaultFacts)}
+    named = {f for _, crit in load_framework().criteria() for f in crit.facts}
+    assert named - fields == set()

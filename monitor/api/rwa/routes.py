@@ -18,10 +18,12 @@ from aiohttp import web
 from ...chains import CHAINS, normalize_address
 from ...records import Tier
 from ...registry import TAGS, load_registry
+from ...storage import Database
 from ...storage import ratings_read as reads
+from ...storage.db import Row
 from ...storage.ratings import RatingsStore
 from ...timefmt import format_ts
-from .. import params
+from .. import jsonbody, params
 from ..context import CONFIG, DB, json_response
 from ..errors import ApiError
 from .openapi import OPENAPI_PATHS, OPENAPI_SCHEMAS
@@ -48,8 +50,8 @@ def encode_cursor(sort: str, order: str, key: tuple[Any, str, str]) -> str:
 def decode_cursor(cursor: str, sort: str, order: str) -> tuple[Any, str, str]:
     try:
         raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
-        c_sort, c_order, value, chain, address = msgspec.json.decode(raw)
-    except (binascii.Error, ValueError, TypeError, msgspec.DecodeError):
+        c_sort, c_order, value, chain, address = jsonbody.decode(raw)
+    except (binascii.Error, ValueError, TypeError):  # JsonError is a ValueError
         raise params.bad("cursor", "invalid cursor: pass nextCursor from a previous page"
                          ) from None
     if (c_sort, c_order) != (sort, order):
@@ -126,13 +128,7 @@ async def get_rwa(request: web.Request) -> web.Response:
     chain = params.enum(query, "chain", CHAINS)
     hours = params.integer(query, "hours", HOURS_DEFAULT, 1, HOURS_MAX)
     db = request.app[DB]
-    rows = await reads.find_latest(db, address, chain)
-    if not rows:
-        raise ApiError(404, "unknown token", address=address, chain=chain)
-    if len(rows) > 1:
-        raise params.bad("chain", "the address is rated on several chains: pass chain",
-                         allowed=[r["chain"] for r in rows])
-    row = rows[0]
+    row = await rated_token(db, address, chain)
     snap = decode_snapshot(row)
     end = float(row["ts"])
     start = end - hours * 3600
@@ -151,6 +147,18 @@ async def get_rwa(request: web.Request) -> web.Response:
     body["tier_changes"] = [msgspec.json.decode(c["event"]) for c in changes]
     body["episodes"] = [episode(e, end) for e in eps]
     return json_response(body)
+
+
+async def rated_token(db: Database, address: str, chain: str | None) -> Row:
+    """The token's latest row: 404 when unrated, 400 naming the chains when the address is
+    rated on several and ``chain`` was not given (E7 and E3 alike)."""
+    rows = await reads.find_latest(db, address, chain)
+    if not rows:
+        raise ApiError(404, "unknown token", address=address, chain=chain)
+    if len(rows) > 1:
+        raise params.bad("chain", "the address is rated on several chains: pass chain",
+                         allowed=[r["chain"] for r in rows])
+    return rows[0]
 
 
 async def _prepare_store(app: web.Application) -> None:

@@ -155,15 +155,17 @@ OPENAPI_PATHS: dict[str, Any] = {
     }},
 }
 
-VAULT_PATH: dict[str, Any] = {
-    "/v3/vaults/{address}": {"get": {
-        "summary": "E8: a vault in the V3 graded shape (1 CU)",
-        "operationId": "getV3Vault", "tags": ["v3"],
-        "parameters": [_ADDRESS,
-                       {"name": "chain", "in": "query", "required": True,
-                        "schema": {"enum": list(V3_VAULT_CHAINS)}},
-                       *_PINS],
-        "responses": {"200": _json(_GRADED, "The graded vault", V3_HEADERS),
-                      **_errors(400, 401, 404)},
-    }},
-}
+OPENAPI_PATHS["/v3/vaults/{address}"] = {"get": {
+    "summary": "E8: a vault in the V3 graded shape (1 CU)",
+    "operationId": "getV3Vault", "tags": ["v3"],
+    "parameters": [
+        {**_ADDRESS, "example": "0x0000000000000000000000000000000000000a01",
+         "description": "0x + 40 hex digits; on sol a base58 account"},
+        {"name": "chain", "in": "query", "required": True, "schema": {"type": "string"},
+         "example": "eth",
+         "description": f"One of {', '.join(V3_VAULT_CHAINS)}; anything else is 400 "
+                        "`Invalid chain`"},
+        *_PINS],
+    "responses": {"200": _json(_GRADED, "The graded vault", V3_HEADERS),
+                  **_errors(400, 401, 404)},
+}}

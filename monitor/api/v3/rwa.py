@@ -19,7 +19,7 @@ from ...storage import ratings_read as reads
 from .. import params
 from ..billing import billed
 from ..context import CONFIG, DB, json_response
-from ..errors import ApiError
+from ..rwa.routes import rated_token
 from ..rwa.view import decode_snapshot, item
 from .body import graded
 from .pins import parse_chain, parse_pins
@@ -37,13 +37,7 @@ async def get_v3_rwa(request: web.Request) -> web.Response:
     pins = parse_pins(query)
     chain = parse_chain(query, CHAINS, required=False)
     db = request.app[DB]
-    rows = await reads.find_latest(db, address, chain)
-    if not rows:
-        raise ApiError(404, "unknown token", address=address, chain=chain)
-    if len(rows) > 1:
-        raise params.bad("chain", "the address is rated on several chains: pass chain",
-                         allowed=[r["chain"] for r in rows])
-    row = rows[0]
+    row = await rated_token(db, address, chain)
     snap = decode_snapshot(row)
     eps = await reads.episodes(db, row["chain"], address, MAX_EPISODES)
     tags, facts = token_facts(snap, row["peg_type"], bool(row["collapsed"]),
