@@ -31,6 +31,8 @@ async def test_produce_chain_once_publishes_ticks_and_vault_facts(chain: Chain, 
     eur_feed = c.deploy("TestAggregator", ["uint8", "int256", "string"], [8, 108_000_000, "E"])
     eurx = c.deploy("TestToken", ["string", "string", "uint8"], ["Euro X", "EURX", 6])
     eurx_feed = c.deploy("TestAggregator", ["uint8", "int256", "string"], [8, 107_500_000, "X"])
+    for answer in (99_950_000, 99_920_000):  # oracle history the backfill must publish
+        c.transact(c.accounts[0], usdx_feed, "updateAnswer(int256)", answer)
     impl = c.deploy("TestVault")
     init = calldata("initialize(address,string,string)", usdc, "Vault USDC", "vUSDC")
     vault = c.deploy("TransparentUpgradeableProxy", ["address", "address", "bytes"],
@@ -57,17 +59,23 @@ async def test_produce_chain_once_publishes_ticks_and_vault_facts(chain: Chain, 
            "DEPEG_CHAINS__VAULTS_FILE": str(tmp_path / "vaults.json"),
            "DEPEG_METRICS__PORT": "0", "DEPEG_LOGGING__FORMAT": "json"}
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "monitor", "produce", "chain", "--once", "--bootstrap-servers",
-        broker.bootstrap_servers, env=env, cwd=tmp_path, stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE)
+        sys.executable, "-m", "monitor", "produce", "chain", "--once", "--backfill-blocks",
+        "200", "--bootstrap-servers", broker.bootstrap_servers, env=env, cwd=tmp_path,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
     _, stderr = await asyncio.wait_for(proc.communicate(), 180)
     assert proc.returncode == 0, stderr.decode()[-3000:]
     async with TopicReader(broker.bootstrap_servers, "depeg.ticks") as reader:
-        records = await reader.until(lambda r: len(r) >= 2, 30, "two ticks")
-    ticks = {r.key.decode(): json.loads(r.value) for r in records}
+        # Backfill: 3 rounds of the USDX feed and 1 of the EURX feed; then one poll of each.
+        records = await reader.until(lambda r: len(r) >= 6, 30, "4 backfilled + 2 polled")
+    values = [json.loads(r.value) for r in records]
+    history = [v for v in values if v["source"] == "onchain:eth:backfill"]
+    usdx_history = [float(h["oracle_price_usd"]) for h in history if h["token"] == usdx.lower()]
+    assert usdx_history == [0.999, 0.9995, 0.9992]  # every AnswerUpdated, oldest first
+    ticks = {r.key.decode(): json.loads(r.value) for r in records
+             if json.loads(r.value)["source"] == "onchain:eth"}
     usdx_tick = ticks[f"eth:{usdx.lower()}"]
     assert float(usdx_tick["price_usd"]) == pytest.approx(0.998, rel=1e-3)
-    assert float(usdx_tick["oracle_price_usd"]) == pytest.approx(0.999)
+    assert float(usdx_tick["oracle_price_usd"]) == pytest.approx(0.9992)
     assert float(usdx_tick["peg_usd"]) == 1 and usdx_tick["slippage_bps"] > 5  # fee 5 bp + impact
     eurx_tick = ticks[f"eth:{eurx.lower()}"]
     assert float(eurx_tick["peg_usd"]) == pytest.approx(1.08)  # the EUR/USD feed, not 1.0
