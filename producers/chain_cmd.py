@@ -44,10 +44,13 @@ async def _serve(config: Config, stop: asyncio.Event, *, chain: str | None = Non
 
 
 async def run_service(config: Config, stop: asyncio.Event) -> None:
+    """The ``chain`` service of ``run``. With no chain configured it idles until stopped:
+    ``run`` treats a service that returns early as a failure and stops everything."""
     try:
         await _serve(config, stop)
     except (SourcesError, ProduceError) as exc:
         raise StartupError(f"chain sources: {exc}") from exc
+    await stop.wait()
 
 
 def run(args: argparse.Namespace, config: Config) -> int:
