@@ -170,3 +170,15 @@ async def test_one_cu_per_call(live: Any) -> None:
     status, usage, _ = await get(client, key, "/usage?groupBy=endpoint")
     assert status == 200 and usage["items"] == [{"endpoint": "E8", "cu": len(paths)}]
     assert metrics.CU_CONSUMED.labels("query")._value.get() - before == len(paths)
+
+
+async def test_the_nine_v3_chains_and_no_other(live: Any) -> None:
+    client, key = live
+    sol = "7xKXtg2CW87d97TXJSDpbD5jBkheTqA83TZRuJosgAsU"
+    for chain in ("eth", "arb", "base", "opt", "pol", "bsc", "avax", "gnosis", "sol"):
+        address = sol if chain == "sol" else "0x" + "0c" * 20
+        status, body, _ = await get(client, key, f"/v3/vaults/{address}?chain={chain}")
+        assert status == 404 and body["error"] == "unknown vault", chain
+    for chain in ("linea", "ETH", "solana", "eth,arb", "polygon"):
+        status, body, _ = await get(client, key, f"/v3/vaults/{LOCKED}?chain={chain}")
+        assert (status, body["error"]) == (400, "Invalid chain"), chain

@@ -13,12 +13,14 @@ from dataclasses import dataclass
 
 from ...framework.grading import DEFAULT_SCHEME, SUPPORTED_SCHEMES
 from ...framework.model import DEFAULT_VERSION, SUPPORTED_VERSIONS
+from ...vaults.facts import VAULT_CHAINS
 from ..errors import ApiError
 
 API_VERSION = "3.0"
 SCHEMA_VERSION = "3.0"
-#: The nine V3 vault chains (spec, Limits). v2 vaults cover the first six.
-V3_VAULT_CHAINS = ("eth", "arb", "base", "opt", "pol", "bsc", "avax", "gnosis", "sol")
+#: The nine V3 vault chains (spec, Limits): the chains the vault facts contract accepts.
+#: v2 vaults (E4/E5) cover the first six.
+V3_VAULT_CHAINS = VAULT_CHAINS
 
 
 @dataclass(frozen=True)

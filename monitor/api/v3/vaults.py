@@ -10,14 +10,12 @@ a chain the v2 store has no vault on is simply 404. 1 CU per call.
 
 from __future__ import annotations
 
-import re
-
 from aiohttp import web
 
-from ...chains import normalize_address
 from ...framework.composite import score
 from ...framework.model import load_framework
 from ...storage import vaults_read as reads
+from ...vaults.facts import normalize_vault_address
 from .. import params
 from ..billing import billed
 from ..context import DB, json_response
@@ -26,18 +24,13 @@ from ..vaults.view import item
 from .body import graded
 from .pins import V3_VAULT_CHAINS, parse_chain, parse_pins
 
-#: A Solana account: base58, 32-44 characters (the only non-EVM V3 chain).
-_BASE58 = re.compile(r"^[1-9A-HJ-NP-Za-km-z]{32,44}$")
-
 
 def vault_address(raw: str, chain: str) -> str:
-    if chain == "sol":
-        if not _BASE58.match(raw):
-            raise params.bad("address", "a sol address is 32-44 base58 characters")
-        return raw
-    address = normalize_address(raw)
+    """The vault engine's own address rule: 0x hex on EVM chains, base58 on sol."""
+    address = normalize_vault_address(chain, raw)
     if address is None:
-        raise params.bad("address", "address must be 0x followed by 40 hex digits")
+        raise params.bad("address", f"not a {chain} vault address (0x + 40 hex digits; "
+                                    "base58 on sol)")
     return address
 
 
