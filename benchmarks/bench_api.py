@@ -98,11 +98,13 @@ def _serve(url: str, registry: str, port: int) -> None:
     from aiohttp import web
 
     from monitor.api.app import create_app
-    from monitor.config import Config, RegistryConfig
+    from monitor.config import ApiConfig, Config, RegistryConfig
 
     async def main() -> None:
         db = await connect(url)
-        app = create_app(Config(registry=RegistryConfig(path=registry)), db)
+        # No per-key rate limit: this measures the server, not the limiter's 429s.
+        api = ApiConfig(rate_limit_per_second=0)
+        app = create_app(Config(api=api, registry=RegistryConfig(path=registry)), db)
         runner = web.AppRunner(app, access_log=None)
         await runner.setup()
         await web.TCPSite(runner, "127.0.0.1", port).start()

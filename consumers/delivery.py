@@ -44,7 +44,7 @@ Clock = Callable[[], float]
 def warn_if_loopback(config: Config) -> None:
     if config.delivery.allow_loopback:
         log.warning(
-            "webhook_allow_loopback_enabled",
+            "webhook.allow_loopback_enabled",
             message="DEVELOPMENT SETTING delivery.allow_loopback IS ON: http:// and loopback "
                     "webhook receivers are accepted. Never enable this in production.",
         )
@@ -68,7 +68,7 @@ async def intake(consumer: AIOKafkaConsumer, subs: WebhookStore, deliveries: Del
             # aiokafka retries most broker trouble itself; what reaches us is logged and
             # retried here, so a broker outage never ends the worker.
             metrics.consumer(len(consumer.assignment()), {}, None, False)
-            log.error("tier_change_fetch_failed", error=str(exc))
+            log.error("delivery.fetch_failed", error=str(exc))
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), timeout=1.0)
             continue
@@ -86,7 +86,7 @@ async def intake(consumer: AIOKafkaConsumer, subs: WebhookStore, deliveries: Del
                 except (msgspec.DecodeError, msgspec.ValidationError) as exc:
                     # Not a tier change: say so with enough to find it, and move on.
                     metrics.undecodable()
-                    log.error("tier_change_rejected", topic=record.topic,
+                    log.error("delivery.tier_change_rejected", topic=record.topic,
                               partition=record.partition, offset=record.offset,
                               reason=str(exc)[:300])
                     continue
@@ -98,13 +98,13 @@ async def intake(consumer: AIOKafkaConsumer, subs: WebhookStore, deliveries: Del
                 metrics.deliveries_created(created)
                 if created:
                     wake.set()
-                log.debug("tier_changes_recorded", events=len(events), deliveries=created)
+                log.debug("delivery.tier_changes_recorded", events=len(events), deliveries=created)
             await consumer.commit()
             lag = {tp.partition: max(0, (consumer.highwater(tp) or 0) - (batch[-1].offset + 1))
                    for tp, batch in batches.items() if batch}
             metrics.consumer(len(consumer.assignment()), lag, time.monotonic() - started, True)
         except Exception as exc:
-            log.error("tier_change_intake_failed", error=str(exc), records=len(records))
+            log.error("delivery.intake_failed", error=str(exc), records=len(records))
             with contextlib.suppress(Exception):
                 await consumer.seek_to_committed()
             with contextlib.suppress(TimeoutError):
@@ -121,7 +121,7 @@ async def backlog_gauges(store: DeliveryStore, stop: asyncio.Event) -> None:
         try:
             metrics.backlog(*await store.backlog())
         except Exception as exc:
-            log.warning("webhook_backlog_gauge_failed", error=str(exc))
+            log.warning("delivery.backlog_gauge_failed", error=str(exc))
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(stop.wait(), timeout=GAUGES_EVERY_SECONDS)
 
@@ -134,9 +134,9 @@ async def prune_history(store: DeliveryStore, config: Config, stop: asyncio.Even
         try:
             deleted = await store.prune(clock() - days * 86400.0)
             if deleted:
-                log.info("webhook_history_pruned", deliveries=deleted, retention_days=days)
+                log.info("delivery.history_pruned", deliveries=deleted, retention_days=days)
         except Exception as exc:
-            log.error("webhook_history_prune_failed", error=str(exc))
+            log.error("delivery.history_prune_failed", error=str(exc))
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(stop.wait(), timeout=PRUNE_EVERY_SECONDS)
 
@@ -155,23 +155,31 @@ async def run_worker(config: Config, stop: asyncio.Event, clock: Clock = time.ti
         attempts = DeliveryAttempts(store, sender, SecretBox.from_config(config.delivery),
                                     config.delivery, clock=clock)
         dispatcher = Dispatcher(attempts)
-        consumer = AIOKafkaConsumer(
-            config.kafka.tier_changes_topic,
-            bootstrap_servers=config.kafka.bootstrap_servers or "127.0.0.1:9092",
-            group_id=config.kafka.delivery_group,
-            enable_auto_commit=False,
-            auto_offset_reset="earliest",
-        )
-        await consumer.start()
-        log.info("delivery_worker_started", topic=config.kafka.tier_changes_topic,
-                 group=config.kafka.delivery_group)
+        # Due retries are in the database: send them at once, without waiting for the
+        # Kafka consumer to start (a restart after a crash can take a session timeout).
         tasks = [
-            asyncio.create_task(intake(consumer, WebhookStore(db), store, config, stop,
-                                       dispatcher.wake, clock)),
             asyncio.create_task(dispatcher.run(stop)),
             asyncio.create_task(prune_history(store, config, stop, clock)),
             asyncio.create_task(backlog_gauges(store, stop)),
         ]
+        try:
+            consumer = AIOKafkaConsumer(
+                config.kafka.tier_changes_topic,
+                bootstrap_servers=config.kafka.bootstrap_servers or "127.0.0.1:9092",
+                group_id=config.kafka.delivery_group,
+                enable_auto_commit=False,
+                auto_offset_reset="earliest",
+            )
+            await consumer.start()
+        except BaseException:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            raise
+        log.info("delivery.worker_started", topic=config.kafka.tier_changes_topic,
+                 group=config.kafka.delivery_group)
+        tasks.append(asyncio.create_task(intake(consumer, WebhookStore(db), store, config,
+                                                stop, dispatcher.wake, clock)))
         with health.checking("deliver.store", health.store_check(db)):
             await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
             stop.set()
@@ -183,7 +191,7 @@ async def run_worker(config: Config, stop: asyncio.Event, clock: Clock = time.ti
         await sender.close()
         if own_db:
             await db.close()
-        log.info("delivery_worker_stopped")
+        log.info("delivery.worker_stopped")
 
 
 def _add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -48,13 +48,20 @@ def _redacted(tree: Any) -> Any:
 def _config_command() -> Command:
     def add(parser: argparse.ArgumentParser) -> None:
         parser.add_argument("--defaults", action="store_true",
-                            help="print the built-in defaults instead of the effective config")
+                            help="print every setting's default, with what it means (TOML)")
+        parser.add_argument("--example", action="store_true",
+                            help="print depeg-monitor.example.toml (the defaults, commented "
+                                 "out, ready to copy and edit)")
 
     def run(args: argparse.Namespace, config: object) -> int:
         import msgspec
 
-        if args.defaults:
-            print(to_toml_comments())
+        if args.example:
+            from .config_doc import example
+
+            print(example(), end="")
+        elif args.defaults:
+            print(to_toml_comments(), end="")
         else:
             shown = _redacted(msgspec.to_builtins(config))
             print(msgspec.json.format(msgspec.json.encode(shown)).decode())

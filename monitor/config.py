@@ -66,17 +66,41 @@ class ModelConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     oracle_divergence_full: float = 0.02
     oracle_max_age_seconds: int = 3600
     #: Tier bands on the 0-100 rating (spec: critical >= 80, warning 60-79, watch 40-59).
+    #: The published tier is always the band of the published rating (premium aside).
     watch_at: float = 40.0
     warning_at: float = 60.0
     critical_at: float = 80.0
-    #: Premium: the 5-minute deviation must be at least this far above peg (a token at
-    #: 1.0001 is not premium) and falls back once it is below ``premium_exit``.
+    #: Premium (the above-peg state, shown instead of ok): the 5-minute deviation must be
+    #: at least this far above peg (a token at 1.0001 is not premium) and falls back once
+    #: it is below ``premium_exit`` ...
     premium_enter: float = 0.005
     premium_exit: float = 0.0025
-    #: Anti-flapping: escalate at once; step down only when the rating sits below the lower
-    #: band by ``deescalate_margin`` points for ``deescalate_dwell_seconds`` of event time.
-    deescalate_margin: float = 15.0
-    deescalate_dwell_seconds: int = 14400
+    #: ... and only after at least this many whole minutes of the last hour more than
+    #: ``premium_enter`` above peg (one oracle round at 1.006 is not a premium).
+    premium_minutes: int = 60
+    #: Anti-flapping lives in the published rating: it is the highest of the raw rating,
+    #: the hard floors and the previous published rating decayed linearly. While the token
+    #: is under stress the decay is ``hold_decay_per_hour`` points an hour and stops at the
+    #: lower edge of the current band as long as the raw rating is within ``hold_margin``
+    #: points of that edge; once the price has not been more than ``persistence_low``
+    #: below peg for ``calm_window_seconds`` (calm) it decays at ``calm_decay_per_hour``
+    #: with no stop, so 100 falls below 40 in 1.5 hours: the all-clear.
+    hold_decay_per_hour: float = 10.0
+    hold_margin: float = 20.0
+    hold_seconds: int = 3600
+    calm_window_seconds: int = 900
+    calm_decay_per_hour: float = 40.0
+    #: Hard floors (monotone in evidence): a token whose price spent at least
+    #: ``floor_<tier>_minutes`` whole minutes of the last ``floor_window_seconds`` more than
+    #: ``floor_<tier>_below`` below peg is rated at least at that tier's band, whatever the
+    #: other signals say. 0 minutes switches a floor off.
+    floor_window_seconds: int = 3600
+    floor_critical_below: float = 0.05
+    floor_critical_minutes: int = 30
+    floor_warning_below: float = 0.02
+    floor_warning_minutes: int = 45
+    floor_watch_below: float = 0.01
+    floor_watch_minutes: int = 30
     #: A rating refresh every this many seconds of event time (aligned to the epoch).
     #: 0 means refresh on every tick.
     refresh_seconds: int = 300
@@ -88,6 +112,29 @@ class ModelConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     future_tolerance_seconds: int = 300
     #: A token with no tick for this long (event time at refresh) is reported stale.
     stale_after_seconds: int = 900
+
+    def __post_init__(self) -> None:
+        floors = [(self.floor_critical_below, self.floor_critical_minutes),
+                  (self.floor_warning_below, self.floor_warning_minutes),
+                  (self.floor_watch_below, self.floor_watch_minutes)]
+        checks = [
+            (0 < self.watch_at <= self.warning_at <= self.critical_at <= 100,
+             "need 0 < watch_at <= warning_at <= critical_at <= 100"),
+            (self.hold_decay_per_hour > 0 and self.calm_decay_per_hour > 0,
+             "hold_decay_per_hour and calm_decay_per_hour must be > 0 (else a tier never "
+             "steps down)"),
+            (0 <= self.premium_minutes <= 60, "premium_minutes must be within 0-60"),
+            (self.hold_margin >= 0 and self.hold_seconds >= 0,
+             "hold_margin and hold_seconds must be >= 0"),
+            (self.floor_window_seconds >= self.bucket_seconds > 0,
+             "need floor_window_seconds >= bucket_seconds > 0"),
+            (all(below > 0 and 0 <= minutes * 60 <= self.floor_window_seconds
+                 for below, minutes in floors),
+             "floor_*_below must be > 0 and floor_*_minutes within floor_window_seconds"),
+        ]
+        for ok, message in checks:
+            if not ok:
+                raise ValueError(f"model.{message}")
 
 
 class KafkaConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -156,10 +203,34 @@ class StorageConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     retention_days: int = 30
 
 
+class KeyRateLimit(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """One API key's own limits (``[api.key_rate_limits.<key name, id or prefix>]``);
+    an unset field keeps the default."""
+
+    per_second: float | None = None
+    burst: int | None = None
+    max_concurrent_test_sends: int | None = None
+
+
 class ApiConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     host: str = "127.0.0.1"
     port: int = 8080
     max_body_bytes: int = 65536
+    #: Token bucket per API key on every authenticated route (monitor/api/ratelimit.py):
+    #: ``rate_limit_burst`` requests at once, refilled at ``rate_limit_per_second``; over
+    #: it, 429 with Retry-After. 0 per second: no limit.
+    rate_limit_per_second: float = 50.0
+    rate_limit_burst: int = 100
+    #: E12 test sends (each waits for the receiver) in flight at once per API key.
+    max_concurrent_test_sends: int = 2
+    #: Per-key overrides, keyed by the key's name, id or display prefix (dpm_xxxxxxxx).
+    key_rate_limits: dict[str, KeyRateLimit] = msgspec.field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.rate_limit_per_second < 0 or self.rate_limit_burst < 0:
+            raise ValueError("api.rate_limit_per_second and rate_limit_burst must be >= 0")
+        if self.max_concurrent_test_sends < 1:
+            raise ValueError("api.max_concurrent_test_sends must be >= 1")
 
 
 class DeliveryConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -185,6 +256,9 @@ class DeliveryConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     #: Key file created (mode 0600) on first use when no key is configured. Empty:
     #: ``secret-key`` in the data directory (storage.data_dir).
     secret_key_file: str = ""
+    #: A claimed delivery's lease is timeout_seconds plus this margin, so a live sender
+    #: never loses its claim; a crashed sender's deliveries are retried after it.
+    lease_margin_seconds: float = 30.0
     #: E15: a delivery may be re-sent by hand at most once per this many seconds.
     manual_retry_interval_seconds: float = 300.0
     #: E13: the previous secret keeps signing (X-Webhook-Previous-Signature) this long.
@@ -203,6 +277,7 @@ class DeliveryConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
             (self.max_concurrency >= 1, "max_concurrency must be >= 1"),
             (self.per_endpoint_concurrency >= 1, "per_endpoint_concurrency must be >= 1"),
             (self.poll_interval_seconds > 0, "poll_interval_seconds must be > 0"),
+            (self.lease_margin_seconds >= 0, "lease_margin_seconds must be >= 0"),
             (self.manual_retry_interval_seconds >= 0,
              "manual_retry_interval_seconds must be >= 0"),
             (self.previous_secret_seconds >= 0, "previous_secret_seconds must be >= 0"),
@@ -234,6 +309,54 @@ class RegistryConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     path: str = ""
 
 
+class ChainConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """One chain's RPC access for the on-chain adapters (producers/chainsvc.py)."""
+
+    #: Endpoints in priority order; a TOML list, or one string of comma-separated URLs (env).
+    #: Empty: the chain is not polled.
+    rpc_urls: list[str] | str = []
+    poll_interval_seconds: float = 30.0
+    #: Reads happen this many blocks behind the best head (reorg safety).
+    confirmations: int = 2
+    timeout_seconds: float = 10.0
+    #: Rounds over all endpoints before a poll's request fails.
+    retries: int = 2
+    #: Requests per second per endpoint (0 = unlimited).
+    rate_limit: float = 25.0
+    #: An endpoint this many blocks behind the best head is skipped (lagging node).
+    max_lag_blocks: int = 5
+
+    @property
+    def urls(self) -> list[str]:
+        raw = self.rpc_urls.split(",") if isinstance(self.rpc_urls, str) else self.rpc_urls
+        return [u.strip() for u in raw if u.strip()]
+
+
+class ChainsConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """The on-chain adapters: a section per chain plus what to watch (docs/chain-adapters.md)."""
+
+    eth: ChainConfig = ChainConfig()
+    arb: ChainConfig = ChainConfig()
+    pol: ChainConfig = ChainConfig()
+    opt: ChainConfig = ChainConfig()
+    base: ChainConfig = ChainConfig()
+    bsc: ChainConfig = ChainConfig()
+    linea: ChainConfig = ChainConfig()
+    #: Token List whose extensions.sources name feeds, pools and vaults to poll; empty: the
+    #: registry file (registry.path) when it is a .json Token List.
+    tokens_file: str = ""
+    #: JSON array of vaults to index: {"chain", "vault", ...off-chain facts}; empty: none.
+    vaults_file: str = ""
+    #: A feed whose last update is older than this is stale: no oracle price is published.
+    oracle_heartbeat_seconds: float = 90000.0
+    #: /readyz fails for a chain whose last successful poll is this many intervals old.
+    stale_after_polls: float = 3.0
+
+    def chain(self, name: str) -> ChainConfig:
+        value: ChainConfig = getattr(self, name)
+        return value
+
+
 class V3Config(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """The versioned surface (docs/v3.md). v2 deprecation headers start at ``ga_date``."""
 
@@ -255,6 +378,7 @@ class Config(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     logging: LoggingConfig = LoggingConfig()
     metrics: MetricsConfig = MetricsConfig()
     registry: RegistryConfig = RegistryConfig()
+    chains: ChainsConfig = ChainsConfig()
     v3: V3Config = V3Config()
     #: The vault side: tag thresholds, rating, verdict, topics (monitor/vaults/config.py).
     vaults: VaultsConfig = VaultsConfig()
@@ -304,24 +428,8 @@ def load_config(path: str | Path | None = None, env: Mapping[str, str] | None = 
 
 
 def to_toml_comments() -> str:
-    """The defaults as a commented TOML document, for ``depeg-monitor config``."""
-    lines: list[str] = []
+    """The defaults as a commented TOML document, for ``depeg-monitor config --defaults``
+    (generated from this module's field comments: monitor/config_doc.py)."""
+    from .config_doc import render
 
-    def emit(prefix: str, struct: msgspec.Struct) -> None:
-        nested: list[tuple[str, msgspec.Struct]] = []
-        lines.append(f"[{prefix}]")
-        for field in msgspec.structs.fields(struct):
-            value = getattr(struct, field.name)
-            if isinstance(value, msgspec.Struct):
-                nested.append((f"{prefix}.{field.name}", value))
-            elif value is None:  # TOML has no null: an unset optional stays commented out
-                lines.append(f"# {field.name} = (unset)")
-            else:
-                lines.append(f"{field.name} = {msgspec.json.encode(value).decode()}")
-        lines.append("")
-        for name, child in nested:
-            emit(name, child)
-
-    for field in msgspec.structs.fields(Config):
-        emit(field.name, getattr(Config(), field.name))
-    return "\n".join(lines)
+    return render()

@@ -2,7 +2,7 @@
 
 Every process logs through structlog into the standard library's root logger, so aiokafka
 and aiohttp messages come out in the same format. Log with fields, not formatted strings:
-``log.info("delivery_succeeded", event_id=..., token=..., subscription_id=...)``.
+``log.info("delivery.succeeded", event_id=..., token=..., subscription_id=...)``.
 
 Secrets are kept out two ways, because one is not enough:
 
@@ -18,6 +18,7 @@ Secrets are kept out two ways, because one is not enough:
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 import sys
@@ -99,6 +100,29 @@ def redact_secrets(
     return event_dict
 
 
+class SqlParameterFilter(logging.Filter):
+    """At debug level aiosqlite logs every call it runs, as ``functools.partial`` reprs that
+    hold the SQL *and its parameters* (API-key hashes, sealed webhook secrets). Keep the
+    statement, drop the values: ``execute('SELECT ... WHERE key_hash = ?1', <1 parameter
+    redacted>)``. (asyncpg logs no parameters.)"""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.name.startswith("aiosqlite") and record.args:
+            args = record.args if isinstance(record.args, tuple) else (record.args,)
+            record.args = tuple(describe_call(a) if isinstance(a, functools.partial) else a
+                                for a in args)
+        return True
+
+
+def describe_call(call: functools.partial[Any]) -> str:
+    name = getattr(call.func, "__name__", "call")
+    sql = next((a for a in call.args if isinstance(a, str)), None)
+    rest = [a for a in call.args if a is not sql]
+    count = sum(len(a) if isinstance(a, list | tuple) else 1 for a in rest) + len(call.keywords)
+    shown = f"{sql!r}, " if sql is not None else ""
+    return f"{name}({shown}<{count} parameter{'s' if count != 1 else ''} redacted>)"
+
+
 def configure_logging(
     level: str = "info", fmt: str = "auto", stream: IO[str] | None = None
 ) -> None:
@@ -125,6 +149,7 @@ def configure_logging(
         cache_logger_on_first_use=True,
     )
     handler = logging.StreamHandler(stream)
+    handler.addFilter(SqlParameterFilter())
     handler.setFormatter(
         structlog.stdlib.ProcessorFormatter(
             foreign_pre_chain=shared,

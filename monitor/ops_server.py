@@ -44,7 +44,7 @@ class OpsServer:
         sockets = getattr(server, "sockets", None) or []
         if sockets:
             self.port = sockets[0].getsockname()[1]
-        log.info("ops_server_started", host=self.host, port=self.port)
+        log.info("ops.server_started", host=self.host, port=self.port)
 
     async def stop(self) -> None:
         if self._runner is not None:

@@ -111,11 +111,32 @@ def parse_registry(text: str, source: str = "registry") -> list[TokenInfo]:
 
 
 def load_registry(path: str | Path | None) -> list[TokenInfo]:
-    """An empty path means no registry (every token is then ``registered: false``)."""
+    """An empty path means no registry (every token is then ``registered: false``).
+
+    A ``.json`` file is a Token List with the peg extension (monitor/tokenlist.py), any
+    other file the TOML format above.
+    """
     if not path:
         return []
     try:
         text = Path(path).read_text(encoding="utf-8")
     except OSError as exc:
         raise RegistryError(f"cannot read token registry {path}: {exc}") from None
+    if str(path).endswith(".json"):
+        return _load_tokenlist(text, str(path))
     return parse_registry(text, str(path))
+
+
+def _load_tokenlist(text: str, source: str) -> list[TokenInfo]:
+    import json
+
+    from .tokenlist import check_tokenlist, tokens_from_tokenlist
+
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise RegistryError(f"{source}: not JSON: {exc}") from None
+    report = check_tokenlist(doc, max_errors=5)
+    if not report.ok:
+        raise RegistryError(f"{source}: " + "; ".join(report.errors))
+    return tokens_from_tokenlist(doc)

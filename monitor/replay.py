@@ -20,6 +20,7 @@ from typing import TextIO
 from .commands import Command
 from .config import Config, ModelConfig
 from .engine import Engine, Output
+from .paths import data_dir
 from .progress import Progress
 from .records import RatingSnapshot, TierChangeEvent, encode
 from .tickfiles import BadRow, Row, merge_by_time, read_file
@@ -42,6 +43,9 @@ class ReplaySummary:
     no_peg: int = 0
     snapshots: int = 0
     transitions: Counter[str] = field(default_factory=Counter)
+    #: Where the outputs went ("" when not written).
+    transitions_path: str = ""
+    ratings_path: str = ""
 
     def render(self) -> str:
         lines = [
@@ -56,10 +60,14 @@ class ReplaySummary:
         lines += [
             f"late ticks dropped: {self.late}, duplicates dropped: {self.duplicates}, "
             f"prices without a peg: {self.no_peg}",
-            f"tokens: {self.tokens}, rating snapshots: {self.snapshots}, "
-            f"transitions: {sum(self.transitions.values())}",
+            f"tokens: {self.tokens}, transitions: {sum(self.transitions.values())}",
         ]
         lines += [f"  {key}: {n}" for key, n in sorted(self.transitions.items())]
+        if self.transitions_path:
+            lines.append(f"transitions written to {self.transitions_path}")
+        lines.append(f"rating snapshots: {self.snapshots} written to {self.ratings_path}"
+                     if self.ratings_path else
+                     "rating snapshots: not written (pass --ratings [FILE])")
         return "\n".join(lines)
 
 
@@ -133,21 +141,62 @@ def _with_progress(paths: list[Path], rows: Iterator[Row], stream: TextIO) -> It
             yield row
 
 
-def write_jsonl(path: Path, records: Iterable[TierChangeEvent | RatingSnapshot]) -> None:
-    with path.open("wb") as fh:
+def write_jsonl(path: Path, records: Iterable[TierChangeEvent | RatingSnapshot]) -> int:
+    """Write to a temporary file beside ``path``, then rename: an interrupted replay never
+    leaves half a file under the name asked for. Returns the records written."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.partial")
+    count = 0
+    with tmp.open("wb") as fh:
         for record in records:
             fh.write(encode(record))
             fh.write(b"\n")
+            count += 1
+    tmp.replace(path)
+    return count
+
+
+#: ``--ratings`` given without a file name.
+DEFAULT_NAME = "-"
 
 
 def _add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("files", nargs="+", type=Path, metavar="FILE",
                    help="canonical tick CSV (ts,chain,token,symbol,price_usd,peg_usd,"
                         "slippage_bps) or JSON-lines tick files; several are merged by time")
-    p.add_argument("--out", type=Path, required=True,
-                   help="write DEPEG_TIER_CHANGE event objects here, one per line")
-    p.add_argument("--ratings", type=Path,
-                   help="also write every rating snapshot here, one per line")
+    p.add_argument("--out", type=Path,
+                   help="write DEPEG_TIER_CHANGE event objects here, one per line (default: "
+                        "replays/<first file>.transitions.jsonl in the data directory)")
+    p.add_argument("--ratings", type=Path, nargs="?", const=Path(DEFAULT_NAME),
+                   help="also write every rating snapshot here, one per line (no FILE: "
+                        "replays/<first file>.ratings.jsonl in the data directory)")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace output files that already exist (default: refuse)")
+
+
+def output_paths(args: argparse.Namespace, config: Config) -> tuple[Path, Path | None]:
+    """``--out`` and ``--ratings`` with their defaults in the data directory."""
+    folder = data_dir(config) / "replays"
+    stem = args.files[0].name.split(".")[0] or "replay"
+    out = args.out or folder / f"{stem}.transitions.jsonl"
+    ratings = args.ratings
+    if ratings is not None and str(ratings) == DEFAULT_NAME:
+        ratings = folder / f"{stem}.ratings.jsonl"
+    return out, ratings
+
+
+def clash(out: Path, ratings: Path | None, inputs: list[Path], overwrite: bool) -> str | None:
+    """Why these outputs must not be written, or None."""
+    outputs = [p for p in (out, ratings) if p is not None]
+    resolved = [p.resolve() for p in outputs]
+    if len(set(resolved)) < len(resolved):
+        return f"--out and --ratings are the same file ({out})"
+    for path, real in zip(outputs, resolved, strict=True):
+        if any(real == f.resolve() for f in inputs):
+            return f"{path} is one of the input files; it would be overwritten"
+        if path.exists() and not overwrite:
+            return f"{path} already exists; pass --overwrite to replace it, or another name"
+    return None
 
 
 def _run(args: argparse.Namespace, config: Config) -> int:
@@ -155,13 +204,20 @@ def _run(args: argparse.Namespace, config: Config) -> int:
     if missing:
         print(f"replay: no such file: {', '.join(missing)}", file=sys.stderr)
         return 2
+    out, ratings_path = output_paths(args, config)
+    problem = clash(out, ratings_path, args.files, args.overwrite)
+    if problem is not None:
+        print(f"replay: {problem}", file=sys.stderr)
+        return 2
     rows = merge_by_time(read_file(p) for p in args.files)
     rows = _with_progress(args.files, rows, sys.stderr)
     events, snapshots, summary = run_replay(rows, config.model,
-                                            snapshots=args.ratings is not None)
-    write_jsonl(args.out, events)
-    if args.ratings:
-        write_jsonl(args.ratings, snapshots)
+                                            snapshots=ratings_path is not None)
+    write_jsonl(out, events)
+    summary.transitions_path = str(out)
+    if ratings_path is not None:
+        write_jsonl(ratings_path, snapshots)
+        summary.ratings_path = str(ratings_path)
     print(summary.render(), file=sys.stderr)
     return 0
 
@@ -172,8 +228,10 @@ command = Command(
     description=(
         "Reads canonical CSV or JSON-lines tick files (tokens may be mixed), runs the same "
         "engine as the daemon in event time, and writes one DEPEG_TIER_CHANGE event object "
-        "per line to --out in event-time order. The output is byte-identical on every run. "
-        "Model settings come from the [model] section of --config."
+        "per line to --out in event-time order (default: replays/ in the data directory, "
+        "never the current directory unless asked). The output is byte-identical on every "
+        "run; an existing file is not overwritten without --overwrite. Model settings come "
+        "from the [model] section of --config."
     ),
     add_arguments=_add_arguments,
     run=_run,

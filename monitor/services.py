@@ -61,11 +61,11 @@ def run_until_signalled(run: Callable[[Config, asyncio.Event], Awaitable[None]],
             try:
                 await server.start()
             except OSError as exc:
-                log.error("ops_listen_failed", host=config.metrics.host,
+                log.error("ops.listen_failed", host=config.metrics.host,
                           port=config.metrics.port, error=str(exc),
                           hint="set metrics.port (DEPEG_METRICS__PORT; 0 = any free port)")
                 return 2
-            log.info("ops_listening", url=f"http://{server.host}:{server.port}",
+            log.info("ops.listening", url=f"http://{server.host}:{server.port}",
                      paths=["/metrics", "/healthz", "/readyz"])
         try:
             await run(config, stop)

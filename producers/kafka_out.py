@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 from collections import deque
 from types import TracebackType
+from typing import Any
 
 from aiokafka import TopicPartition
 
@@ -68,7 +69,7 @@ class TickSender:
         self.sent = 0
         self.failed = 0
         self._max_pending = max_pending
-        self._pending: deque[asyncio.Future[object]] = deque()
+        self._pending: deque[asyncio.Future[Any]] = deque()
         self._first_error: BaseException | None = None
         #: partition -> the highest offset the broker acknowledged there.
         self._acked: dict[int, int] = {}
@@ -111,7 +112,8 @@ class TickSender:
             if isinstance(result, BaseException):
                 self._fail(result)
                 continue
-            partition, offset = int(result.partition), int(result.offset)
+            meta: Any = result  # aiokafka's RecordMetadata (the futures are typed object)
+            partition, offset = int(meta.partition), int(meta.offset)
             previous = self._acked.get(partition, -1)
             if offset <= previous:
                 self._lost_by_broker += previous + 1
@@ -124,7 +126,7 @@ class TickSender:
         self.failed += 1
         if self._first_error is None:
             self._first_error = error
-            log.error("publish_failed", topic=self.topic, error=str(error))
+            log.error("produce.publish_failed", topic=self.topic, error=str(error))
 
     async def flush(self) -> None:
         await self._producer.flush()

@@ -80,7 +80,7 @@ def run(args: argparse.Namespace, config: Config) -> int:
             bootstrap = bootstrap_from(args.bootstrap_servers, config.kafka, config)
             summary = await replay(paths, bootstrap, config, args.speed, stop)
             print(summary.describe(f"replay to {config.kafka.ticks_topic}"))
-            log.info("replay_done", published=summary.published, bad=summary.bad,
+            log.info("produce.replay_done", published=summary.published, bad=summary.bad,
                      interrupted=summary.interrupted)
             return stop.exit_code(0 if summary.published or not summary.bad else 1)
 

@@ -101,7 +101,7 @@ def run(args: argparse.Namespace, config: Config) -> int:
         bootstrap = bootstrap_from(args.bootstrap_servers, config.kafka, config)
         with StopSignal() as stop:
             sender = await open_sender(bootstrap, config.kafka)
-            log.info("simulate_started", tokens=len(tokens), rate=args.rate,
+            log.info("produce.simulate_started", tokens=len(tokens), rate=args.rate,
                      time_scale=args.time_scale, interval_s=interval,
                      topic=config.kafka.ticks_topic)
             total = int(args.duration * args.rate) if args.duration is not None else 0

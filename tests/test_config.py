@@ -34,7 +34,7 @@ def test_cli_help_lists_commands_and_config_prints_defaults() -> None:
     assert "replay" in out and "config" in out
     out = subprocess.run([sys.executable, "-m", "monitor", "config", "--defaults"],
                          capture_output=True, text=True, check=True).stdout
-    assert "[model]" in out and "deescalate_dwell_seconds = 14400" in out
+    assert "[model]" in out and "calm_decay_per_hour = 40.0" in out
 
 
 def test_config_command_masks_secrets() -> None:

@@ -88,3 +88,13 @@ def test_no_default_path_is_relative() -> None:
     assert Path(db).is_absolute() and Path(config.delivery.secret_key_file).is_absolute()
     assert db.startswith("/home/someone/.local/share/depeg-monitor/")
     assert Path(config.storage.data_dir) == Path("/home/someone/.local/share/depeg-monitor")
+
+
+def test_the_session_guard_flags_runtime_files_in_the_checkout() -> None:
+    """The guard in conftest.py (the whole suite runs under it) would catch these."""
+    from conftest import _edited_source
+
+    for line in ("?? transitions.jsonl", "!! depeg-monitor.db", "!! depeg-monitor.secret-key",
+                 "?? run.json", "!! data/"):
+        assert not _edited_source(line), line
+    assert _edited_source(" M monitor/cli.py") and _edited_source("?? monitor/new_module.py")

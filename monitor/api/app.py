@@ -14,7 +14,7 @@ from aiohttp import web
 from ..config import Config
 from ..logs import get_logger
 from ..storage import Database
-from . import auth, context, deprecation, observe, openapi, resources
+from . import auth, context, deprecation, observe, openapi, ratelimit, resources
 from .context import Handler
 from .errors import ApiError, error_response
 
@@ -48,6 +48,7 @@ def create_app(config: Config, db: Database) -> web.Application:
         client_max_size=config.api.max_body_bytes,
     )
     context.install(app, config, db)
+    ratelimit.install(app, config.api, db)  # its middleware runs inside auth's
     for module in (*resources.ROUTE_MODULES, openapi):
         module.add_routes(app)
     return app

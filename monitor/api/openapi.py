@@ -67,6 +67,12 @@ def route_modules() -> list[ModuleType]:
 
 
 def build_document(modules: list[ModuleType] | None = None) -> dict[str, Any]:
+    from .ratelimit import document
+
+    return document(_assemble(modules))
+
+
+def _assemble(modules: list[ModuleType] | None = None) -> dict[str, Any]:
     paths: dict[str, Any] = dict(OPENAPI_PATHS)
     schemas: dict[str, Any] = {"Error": ERROR_SCHEMA}
     for module in modules if modules is not None else route_modules():
@@ -78,7 +84,8 @@ def build_document(modules: list[ModuleType] | None = None) -> dict[str, Any]:
         "info": {
             "title": "depeg-monitor",
             "version": __version__,
-            "description": "Depeg ratings of pegged tokens (stablecoins, RWAs) and webhook "
+            "description": "Depeg ratings of pegged tokens (stablecoins, RWAs), risk "
+                           "ratings of ERC-4626 vaults, and webhook "
                            "subscriptions for tier changes. Every endpoint but the "
                            "health, metrics and this document takes the `x-api-key` header. "
                            "Every error is JSON: `{\"error\": ..., details}`.",

@@ -65,7 +65,7 @@ class MonitorDaemon:
         self._set_aside: dict[int, PartitionState] = {}
         self._lock = asyncio.Lock()
         self._clock = LiveClock(config.model.stale_after_seconds)
-        self._sweeper = Sweeper(self._clock)
+        self._sweeper = Sweeper(self._clock, config.model.refresh_seconds)
         self._consumer: AIOKafkaConsumer | None = None
         self._out: OutputWriter | None = None
         self._stop = asyncio.Event()
@@ -317,19 +317,20 @@ class MonitorDaemon:
             part.dirty.clear()
         offsets = {TopicPartition(k.ticks_topic, part.partition): part.next_offset
                    for part in parts if part.next_offset != part.committed}
-        if offsets:
-            await self._commit(offsets)
+        if offsets and await self._commit(offsets):
             for part in parts:
                 part.committed = part.next_offset
+                # Only offsets the group really took count as "ours" for lost.py.
                 self._losses.committed(part.partition, part.committed)
         if written or offsets:
             self.stats.checkpoints += 1
 
-    async def _commit(self, offsets: dict[TopicPartition, int]) -> None:
+    async def _commit(self, offsets: dict[TopicPartition, int]) -> bool:
+        """Commit; False when the group had moved on (fenced), True when committed."""
         consumer = self._consumer
         assert consumer is not None
 
-        async def op() -> None:
+        async def op() -> bool:
             try:
                 await consumer.commit(offsets)
             except (CommitFailedError, IllegalStateError) as exc:
@@ -337,8 +338,10 @@ class MonitorDaemon:
                 # just written (they are exact at their offsets), so nothing is lost.
                 log.warning("monitor.commit_fenced", error=str(exc)[:200],
                             partitions=sorted(tp.partition for tp in offsets))
+                return False
+            return True
 
-        await self._retry(op, "commit")
+        return await self._retry(op, "commit")
 
     # -- rebalancing ------------------------------------------------------------------
     async def on_revoked(self, revoked: list[TopicPartition]) -> None:

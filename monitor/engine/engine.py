@@ -27,7 +27,7 @@ from ..records import (
 )
 from ..ticks import Tick
 from ..timefmt import format_ts
-from .rating import combine
+from .rating import Held, combine, floor_rating, publish
 from .signals import Observations, evaluate
 from .tiers import TierState, band, step
 from .windows import Windows, WindowState
@@ -43,6 +43,8 @@ class EngineStats:
     duplicates: int = 0
     no_peg: int = 0
     refreshes: int = 0
+    #: Refreshes skipped because the token had no price with a peg yet.
+    unrated: int = 0
     transitions: int = 0
 
 
@@ -65,10 +67,14 @@ class _Saved(msgspec.Struct, array_like=True):
     last_tick_ts: float | None
     last_sig: tuple[float | None, float | None, float | None] | None
     pending: list[Tick]
+    #: Added in version 2 (a version 1 state restores with an empty memory).
+    held: Held = msgspec.field(default_factory=Held)
 
 
 _OBS_FIELDS = ("peg", "slippage_bps", "slippage_ts", "oracle_price", "oracle_ts", "price",
                "price_ts")
+#: 2: the tier state lost its de-escalation fields and the held rating was added.
+STATE_VERSION = 2
 _state_encoder = msgspec.msgpack.Encoder()
 _state_decoder = msgspec.msgpack.Decoder(_Saved)
 
@@ -90,6 +96,7 @@ class _Token:
     last_tick_ts: float | None = None
     last_sig: tuple[float | None, float | None, float | None] | None = None
     pending: list[tuple[float, int, Tick]] = field(default_factory=list)
+    held: Held = field(default_factory=Held)
 
 
 class Engine:
@@ -104,8 +111,10 @@ class Engine:
         self.snapshots = snapshots
         c = self.config
         longest = max(c.persistence_window_seconds, c.volatility_window_seconds,
-                      c.deviation_window_seconds, 3600)
-        self._ring = math.ceil(longest / c.bucket_seconds)
+                      c.deviation_window_seconds, c.floor_window_seconds, 3600)
+        # One bucket more than the longest window: a tick exactly on a refresh boundary
+        # opens its bucket, and the window ending there still needs its oldest bucket.
+        self._ring = math.ceil(longest / c.bucket_seconds) + 1
         self._tokens: dict[str, _Token] = {}
         self._seq = 0
         self.stats = EngineStats()
@@ -152,13 +161,13 @@ class Engine:
     def export_state(self, key: str) -> bytes:
         t = self._tokens[key]
         saved = _Saved(
-            version=1, chain=t.chain, token=t.token, symbol=t.symbol,
+            version=STATE_VERSION, chain=t.chain, token=t.token, symbol=t.symbol,
             windows=t.windows.export(), tier=t.tier,
             obs=tuple(getattr(t.obs, f) for f in _OBS_FIELDS),
             price_text=t.price_text, peg_text=t.peg_text, next_refresh=t.next_refresh,
             last_applied=t.last_applied, last_eval=t.last_eval, max_seen=t.max_seen,
             last_tick_ts=t.last_tick_ts, last_sig=t.last_sig,
-            pending=[tick for _, _, tick in sorted(t.pending)],
+            pending=[tick for _, _, tick in sorted(t.pending)], held=t.held,
         )
         return _state_encoder.encode(saved)
 
@@ -171,7 +180,7 @@ class Engine:
                    obs=Observations(**dict(zip(_OBS_FIELDS, s.obs, strict=True))),
                    price_text=s.price_text, peg_text=s.peg_text, next_refresh=s.next_refresh,
                    last_applied=s.last_applied, last_eval=s.last_eval, max_seen=s.max_seen,
-                   last_tick_ts=s.last_tick_ts, last_sig=s.last_sig)
+                   last_tick_ts=s.last_tick_ts, last_sig=s.last_sig, held=s.held)
         for tick in s.pending:
             self._seq += 1
             t.pending.append((tick.ts, self._seq, tick))
@@ -256,21 +265,35 @@ class Engine:
             obs.oracle_ts = tick.ts
         if t.next_refresh is None and self.config.refresh_seconds > 0:
             every = self.config.refresh_seconds
-            t.next_refresh = float((math.floor(tick.ts / every) + 1) * every)
+            # The first boundary at or after the first tick (a tick exactly on a boundary
+            # is part of that boundary's refresh, as it is for every later boundary).
+            t.next_refresh = float(math.ceil(tick.ts / every) * every)
 
     def _evaluate(self, t: _Token, now: float, out: list[Output]) -> None:
         c = self.config
         self.stats.refreshes += 1
         t.last_eval = now
+        if t.windows.last_dev is None:
+            # No price with a peg yet: the token is unrated. Rating it from slippage or
+            # oracle ticks alone would publish a tier with no price behind it.
+            self.stats.unrated += 1
+            return
         ev = evaluate(t.windows, t.obs, c, now, detail=self.snapshots)
-        rating, signals = combine(ev.signals, c.weights)
+        raw, signals = combine(ev.signals, c.weights)
+        floor = floor_rating(t.windows, now, c)
+        deviation = ev.deviation if ev.deviation is not None else t.windows.last_dev
+        # Calm: no price more than persistence_low below peg in the calm window.
+        calm = t.windows.window(now, c.calm_window_seconds).min_dev >= -c.persistence_low
+        rating = publish(t.held, raw, floor, calm, now, c)
         old = t.tier.tier
-        changed = step(t.tier, rating, ev.deviation, now, c)
+        above = t.windows.buckets_above(now, 3600, c.premium_enter)
+        changed = step(t.tier, rating, deviation, above, now, c)
         if not self.snapshots and changed is None:
             return
         stamp = format_ts(now)
-        deviation_pct = round(ev.deviation * 100.0, 4) if ev.deviation is not None else None
+        deviation_pct = round(deviation * 100.0, 4)
         if self.snapshots:
+            ev.metrics.update(rating_raw=raw, rating_floor=floor, calm=float(calm))
             out.append(self._snapshot(t, now, stamp, rating, signals, ev.metrics,
                                       deviation_pct))
         if changed is not None:
@@ -282,7 +305,7 @@ class Engine:
                 data=TierChangeData(
                     token_address=t.token, chain=t.chain, symbol=t.symbol,
                     old_tier=old.value, new_tier=changed.value, risk_score=rating,
-                    deviation_pct=deviation_pct if deviation_pct is not None else 0.0,
+                    deviation_pct=deviation_pct,
                     price_usd=t.price_text or "", peg_usd=t.peg_text or "",
                 ),
             ))
@@ -292,12 +315,14 @@ class Engine:
                   deviation_pct: float | None) -> RatingSnapshot:
         c = self.config
         staleness = now - t.last_tick_ts if t.last_tick_ts is not None else 0.0
+        price_age = now - t.obs.price_ts if t.obs.price_ts is not None else staleness
         metrics["rating"] = rating
         metrics["staleness_seconds"] = staleness
+        # Stale: the *price* is older than stale_after_seconds (slippage or oracle ticks
+        # alone do not make a rating fresh); the rating is still the model's best estimate
+        # from the last price held, and says so.
+        metrics["stale"] = 1.0 if price_age >= c.stale_after_seconds else 0.0
         metrics["seconds_in_tier"] = now - t.tier.since if t.tier.since is not None else None
-        metrics["deescalation_pending_seconds"] = (
-            now - t.tier.lower_since if t.tier.lower_since is not None else None
-        )
         metrics["observed_weight_pct"] = sum(s.weight for s in signals if s.observed)
         return RatingSnapshot(
             chain=t.chain, token_address=t.token, symbol=t.symbol, timestamp=stamp,

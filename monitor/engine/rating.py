@@ -1,4 +1,9 @@
-"""Signals and weights to a 0-100 rating, renormalised over the signals actually observed.
+"""Signals and weights to a 0-100 rating, then the published rating (floors and held peak).
+
+The raw rating is the weighted mean of the signals, renormalised over the signals actually
+observed. The published rating adds two things on top: hard floors on the price alone
+(more data never hides a clear depeg) and a decaying memory of the recent peak (the
+anti-flapping). The tier is the band of the published rating; see ``tiers.py``.
 
 A price-only feed has no slippage or oracle data; scoring their absence as zero would cap
 it at 70 and a token at 0.88 could never be critical. So the rating is the weighted mean
@@ -7,9 +12,12 @@ over observed signals only.
 
 from __future__ import annotations
 
-from ..config import Weights
+import msgspec
+
+from ..config import ModelConfig, Weights
 from ..records import SignalValue
 from .signals import Signal
+from .windows import Windows
 
 
 def weight_of(weights: Weights, name: str) -> float:
@@ -30,3 +38,77 @@ def combine(signals: tuple[Signal, ...], weights: Weights) -> tuple[float, list[
             contribution=round(points, 4), observed=s.observed,
         ))
     return round(min(100.0, max(0.0, total)), 2), values
+
+
+def floors(cfg: ModelConfig) -> tuple[tuple[float, int, float], ...]:
+    """``(fraction below peg, whole minutes, rating floor)`` per hard floor, worst first."""
+    return tuple(
+        (below, minutes, at) for below, minutes, at in (
+            (cfg.floor_critical_below, cfg.floor_critical_minutes, cfg.critical_at),
+            (cfg.floor_warning_below, cfg.floor_warning_minutes, cfg.warning_at),
+            (cfg.floor_watch_below, cfg.floor_watch_minutes, cfg.watch_at),
+        ) if minutes > 0
+    )
+
+
+def floor_rating(windows: Windows, now: float, cfg: ModelConfig) -> float:
+    """The lowest rating the price alone guarantees: the band edge of the worst floor met.
+
+    Built on prices only (never slippage or oracle ticks), so adding healthy liquidity or an
+    agreeing oracle can soften the weighted rating but never pull a clear depeg below it.
+    """
+    for below, minutes, at in floors(cfg):
+        if windows.buckets_below(now, cfg.floor_window_seconds, below) >= minutes:
+            return at
+    return 0.0
+
+
+class Held(msgspec.Struct, array_like=True):
+    """The published rating of the last refresh and when it was made (state topic)."""
+
+    rating: float = 0.0
+    at: float | None = None
+    #: Last event time the raw rating came within ``hold_margin`` of the current band.
+    support_at: float | None = None
+
+
+def band_edge(rating: float, cfg: ModelConfig) -> float:
+    """The lower edge of the band ``rating`` is in (0 for ok)."""
+    for edge in (cfg.critical_at, cfg.warning_at, cfg.watch_at):
+        if rating >= edge:
+            return edge
+    return 0.0
+
+
+def publish(held: Held, raw: float, floor: float, calm: bool, now: float,
+            cfg: ModelConfig) -> float:
+    """The published rating: the highest of the raw rating, the floor and the previous
+    published rating decayed linearly since it was made.
+
+    Escalation is therefore immediate (the raw rating or the floor lifts it at once) and
+    de-escalation gradual. Under stress the memory decays slowly and stops at its band's
+    lower edge while the raw rating came within ``hold_margin`` of that edge in the last
+    ``hold_seconds`` (a depeg swinging around a band edge does not flip the tier every
+    hour); once calm it decays fast with no stop, so a token back at peg is ok within
+    2 hours.
+    """
+    decayed = 0.0
+    edge = band_edge(held.rating, cfg)
+    if held.at is not None:
+        rate = cfg.calm_decay_per_hour if calm else cfg.hold_decay_per_hour
+        decayed = held.rating - rate * max(0.0, now - held.at) / 3600.0
+        supported = raw >= edge - cfg.hold_margin or (
+            held.support_at is not None and now - held.support_at <= cfg.hold_seconds)
+        if not calm and edge > 0 and supported:
+            decayed = max(decayed, edge)
+    rating = round(min(100.0, max(raw, floor, decayed, 0.0)), 2)
+    new_edge = band_edge(rating, cfg)
+    if calm:
+        held.support_at = None
+    elif raw >= new_edge - cfg.hold_margin:
+        held.support_at = now
+    elif new_edge != edge:
+        held.support_at = None
+    held.rating = rating
+    held.at = now
+    return rating

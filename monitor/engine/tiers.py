@@ -1,8 +1,11 @@
-"""The tier machine: bands on the rating, premium above peg, and anti-flapping.
+"""The tier: the band of the published rating, with premium as the above-peg ok.
 
-Escalation is immediate: a missed alert costs money. Stepping down waits until the rating
-has stayed below the lower band by a margin for a dwell time: measured on real feeds, the
-plain band rule flips watch/ok every few minutes, which users rightly call spam.
+There is no anti-flapping state here any more: it lives in the published rating (a
+decaying memory of the recent peak, see ``rating.py``), so every record satisfies
+``tier == band(rating)``, except that a token in the ok band trading at least
+``premium_enter`` above peg is ``premium`` (and stays so until it falls below
+``premium_exit``). Any risk band outranks premium: a token still carrying a depeg's
+rating is not shown as premium because its price overshot.
 """
 
 from __future__ import annotations
@@ -10,7 +13,7 @@ from __future__ import annotations
 import msgspec
 
 from ..config import ModelConfig
-from ..records import SEVERITY, Tier
+from ..records import Tier
 
 
 def band(rating: float, cfg: ModelConfig) -> Tier:
@@ -25,55 +28,33 @@ def band(rating: float, cfg: ModelConfig) -> Tier:
 
 class TierState(msgspec.Struct, array_like=True):
     tier: Tier = Tier.OK
+    #: Event time the current tier was entered (None: never left the initial ok).
     since: float | None = None
-    #: Event time since when a lower tier has been continuously indicated, and the highest
-    #: rating seen since then (the step down goes no lower than that rating allows).
-    lower_since: float | None = None
-    lower_peak: float = 0.0
 
 
-def target_tier(rating: float, deviation: float | None, current: Tier, cfg: ModelConfig) -> Tier:
-    """The tier the rating and deviation indicate right now, before anti-flapping."""
+def target_tier(rating: float, deviation: float | None, above_minutes: int, current: Tier,
+                cfg: ModelConfig) -> Tier:
+    """The tier a published rating gives, with the premium state for the ok band.
+
+    Premium is entered when the price spent at least ``premium_minutes`` whole minutes of
+    the last hour more than ``premium_enter`` above peg (a single oracle round at 1.006 is
+    not a premium), and left once the 5-minute deviation is below ``premium_exit``.
+    """
     raw = band(rating, cfg)
-    if SEVERITY[raw] >= SEVERITY[Tier.WARNING] or deviation is None:
-        return raw  # a real risk outranks trading above peg
-    threshold = cfg.premium_exit if current is Tier.PREMIUM else cfg.premium_enter
-    return Tier.PREMIUM if deviation >= threshold else raw
+    if raw is not Tier.OK or deviation is None:
+        return raw
+    if current is Tier.PREMIUM:
+        return Tier.PREMIUM if deviation >= cfg.premium_exit else Tier.OK
+    entered = above_minutes >= cfg.premium_minutes and deviation >= cfg.premium_enter
+    return Tier.PREMIUM if entered else Tier.OK
 
 
-def step(state: TierState, rating: float, deviation: float | None, now: float,
-         cfg: ModelConfig) -> Tier | None:
-    """Advance the machine at one refresh; returns the new tier when it changes."""
-    current = state.tier
-    target = target_tier(rating, deviation, current, cfg)
-    if target is current:
-        state.lower_since = None
+def step(state: TierState, rating: float, deviation: float | None, above_minutes: int,
+         now: float, cfg: ModelConfig) -> Tier | None:
+    """Set the tier for a published rating; returns the new tier when it changes."""
+    target = target_tier(rating, deviation, above_minutes, state.tier, cfg)
+    if target is state.tier:
         return None
-    if SEVERITY[target] > SEVERITY[current] or (
-        SEVERITY[target] == SEVERITY[current] == 0  # ok <-> premium: hysteresis is enough
-    ):
-        return _move(state, target, now)
-    # De-escalation: only once the rating clears the band edge by the margin ...
-    relaxed = target_tier(rating + cfg.deescalate_margin, deviation, current, cfg)
-    if SEVERITY[relaxed] >= SEVERITY[current]:
-        state.lower_since = None
-        return None
-    # ... and has stayed clear for the dwell time; then it steps down to the tier that the
-    # highest rating of the dwell indicates, not to wherever the last refresh happened to be.
-    if state.lower_since is None:
-        state.lower_since = now
-        state.lower_peak = rating
-    else:
-        state.lower_peak = max(state.lower_peak, rating)
-    if now - state.lower_since >= cfg.deescalate_dwell_seconds:
-        settled = target_tier(state.lower_peak + cfg.deescalate_margin, deviation, current, cfg)
-        return _move(state, settled, now) if settled is not current else None
-    return None
-
-
-def _move(state: TierState, tier: Tier, now: float) -> Tier:
-    state.tier = tier
+    state.tier = target
     state.since = now
-    state.lower_since = None
-    state.lower_peak = 0.0
-    return tier
+    return target

@@ -184,6 +184,45 @@ class Windows:
                 acc[_MAX] = max(acc[_MAX], dev)
         return Sums(*acc)
 
+    def buckets_below(self, now: float, seconds: float, level: float) -> int:
+        """Buckets of [now - seconds, now) in which the price was known and *every* price
+        held was more than ``level`` below peg (the highest deviation of the bucket is
+        below ``-level``). Conservative on purpose: a bucket that touched the line does
+        not count, so a hard floor built on this never fires on a brief dip."""
+        return self._buckets_beyond(now, seconds, level, above=False)
+
+    def buckets_above(self, now: float, seconds: float, level: float) -> int:
+        """Buckets in which every price held was more than ``level`` *above* peg."""
+        return self._buckets_beyond(now, seconds, level, above=True)
+
+    def _buckets_beyond(self, now: float, seconds: float, level: float, *, above: bool) -> int:
+        bucket = self.bucket
+        end_b = int(now // bucket)
+        if now == end_b * bucket:
+            end_b -= 1
+        first_b = max(math.ceil((now - seconds) / bucket), end_b - self.size + 1)
+        head = self.head
+        dev, since = self.last_dev, self.last_price_ts
+        # Buckets from the one holding the last tick onwards also hold ``dev`` (the step
+        # function keeps the last price until the next tick), which the ring lacks yet.
+        held_from = int(since // bucket) if since is not None else None
+        f_cov = self._f[_COV]
+        # The extreme that must clear the line: the lowest price for "above", the highest
+        # for "below"; compared as ``sign * dev > level``.
+        f_ext, sign = (self._f[_MIN], 1.0) if above else (self._f[_MAX], -1.0)
+        count = 0
+        for b in range(first_b, end_b + 1):
+            covered, worst = 0.0, math.inf
+            if head is not None and head - self.size < b <= head:
+                slot = b % self.size
+                covered, worst = f_cov[slot], sign * f_ext[slot]
+            if dev is not None and held_from is not None and b >= held_from:
+                covered += 1.0
+                worst = min(worst, sign * dev)
+            if covered > 0 and worst > level:
+                count += 1
+        return count
+
     def baseline_rate(self, now: float) -> float:
         """Baseline variance of deviation changes per second, decayed to ``now``."""
         if self.base_ts is None:
@@ -200,10 +239,20 @@ class Windows:
         )
 
     def load(self, state: WindowState) -> None:
-        if any(len(v) != self.size for v in state.values):
-            raise ValueError("window state was saved with another ring size")
+        sizes = {len(v) for v in state.values}
+        if len(sizes) != 1 or not 0 < (old := sizes.pop()) <= self.size:
+            raise ValueError("window state was saved with a larger ring")
         self.head = state.head
-        self._f = [array("d", v) for v in state.values]
+        if old == self.size:
+            self._f = [array("d", v) for v in state.values]
+        else:
+            # A smaller ring (saved before the ring grew by one bucket): re-lay its
+            # buckets on this ring's slots; the extra older slots stay empty.
+            self._f = [array("d", [empty]) * self.size for empty in _EMPTY]
+            if state.head is not None:
+                for b in range(state.head - old + 1, state.head + 1):
+                    for field, values in zip(self._f, state.values, strict=True):
+                        field[b % self.size] = values[b % old]
         self.last_price_ts = state.last_price_ts
         self.last_dev = state.last_dev
         self.base_s = state.base_s

@@ -8,7 +8,11 @@ Crash safety comes from three rules:
   restart or ``kill -9``;
 * a sender first *claims* a delivery (``lease_token`` + ``lease_until``), and records the
   attempt only while it still holds that claim and the delivery is not already a success —
-  no two workers send it at once, and no delivery is recorded a success twice.
+  no two workers send it at once, and no delivery is recorded a success twice;
+* an attempt is counted *before* its request is sent (:meth:`DeliveryStore.begin_attempt`:
+  its row says "interrupted" until the outcome replaces it), so a worker killed mid-send
+  has still used one of the ``max_attempts``: a crash-looping worker cannot send a
+  delivery more than ``max_attempts`` times.
 
 Statuses: ``pending`` (no attempt yet), ``failed`` (last attempt failed, another is
 scheduled), ``success``, ``max_retries_exceeded`` (attempts used up) and ``cancelled``
@@ -27,6 +31,8 @@ from .webhooks import Subscription, charge
 
 DELIVERY_NAMESPACE = uuid.UUID("0b9c2f7a-41d2-4b6e-8f0e-5c3a7d9e1f20")
 RETRYABLE = ("pending", "failed")
+#: The history of an attempt whose sender died before recording the outcome.
+INTERRUPTED = "interrupted: the sender stopped before the outcome was recorded"
 STATUSES = ("pending", "success", "failed", "max_retries_exceeded", "cancelled")
 
 
@@ -163,13 +169,45 @@ class DeliveryStore:
             token, float(now), float(lease_until), *delivery_ids)
         return {r["id"] for r in rows}
 
+    async def begin_attempt(self, delivery: DueDelivery, token: str, manual: bool,
+                            started_at: float) -> int | None:
+        """Count the attempt about to be sent, before it is sent; its number, or None when
+        the claim was lost (then nothing is sent). Its history row reads as interrupted
+        until :meth:`record_attempt` stores the outcome."""
+        async with self.db.transaction() as tx:
+            row = await tx.fetchrow(
+                "UPDATE webhook_deliveries SET attempts = attempts + 1, updated_at = $3"
+                " WHERE id = $1 AND lease_token = $2 AND status <> 'success' RETURNING attempts",
+                delivery.id, token, float(started_at))
+            if row is None:
+                return None
+            attempt = int(row["attempts"])
+            await tx.execute(
+                "INSERT INTO webhook_attempts (delivery_id, attempt, manual, started_at,"
+                " status_code, latency_ms, error) VALUES ($1, $2, $3, $4, NULL, 0, $5)",
+                delivery.id, attempt, 1 if manual else 0, float(started_at), INTERRUPTED)
+        return attempt
+
+    async def give_up(self, delivery: DueDelivery, token: str, now: float) -> bool:
+        """Mark a claimed delivery ``max_retries_exceeded`` without another send (its
+        attempts were used up by sends that crashed before recording an outcome)."""
+        row = await self.db.fetchrow(
+            "UPDATE webhook_deliveries SET status = 'max_retries_exceeded',"
+            " next_attempt_at = NULL, updated_at = $3, completed_at = $3, lease_token = NULL,"
+            " lease_until = NULL, last_error = COALESCE(last_error, $4)"
+            " WHERE id = $1 AND lease_token = $2 AND status <> 'success' RETURNING id",
+            delivery.id, token, float(now), INTERRUPTED)
+        return row is not None
+
     async def record_attempt(
         self, *, delivery: DueDelivery, token: str, manual: bool, started_at: float,
         status_code: int | None, latency_ms: float, error: str | None, new_status: str,
-        next_attempt_at: float | None, now: float,
+        next_attempt_at: float | None, now: float, attempt: int | None = None,
     ) -> bool:
-        """Record one attempt and the delivery's new state; False if the claim was lost."""
-        attempt = delivery.attempts + 1
+        """Record one attempt's outcome and the delivery's new state; False if the claim
+        was lost. ``attempt``: the number :meth:`begin_attempt` gave (its row is updated);
+        without it the attempt is counted here."""
+        attempt = attempt if attempt is not None else delivery.attempts + 1
         completed = float(now) if new_status in ("success", "max_retries_exceeded") else None
         async with self.db.transaction() as tx:
             updated = await tx.fetchrow(
@@ -185,7 +223,10 @@ class DeliveryStore:
                 return False
             await tx.execute(
                 "INSERT INTO webhook_attempts (delivery_id, attempt, manual, started_at,"
-                " status_code, latency_ms, error) VALUES ($1, $2, $3, $4, $5, $6, $7)",
+                " status_code, latency_ms, error) VALUES ($1, $2, $3, $4, $5, $6, $7)"
+                " ON CONFLICT (delivery_id, attempt) DO UPDATE SET"
+                " status_code = excluded.status_code, latency_ms = excluded.latency_ms,"
+                " error = excluded.error",
                 delivery.id, attempt, 1 if manual else 0, float(started_at), status_code,
                 float(latency_ms), error)
         return True

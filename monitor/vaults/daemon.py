@@ -152,6 +152,10 @@ class VaultDaemon:
             await reader.start()
             await reader.topics()  # fills the metadata partitions_for_topic reads
             partitions = reader.partitions_for_topic(k.tier_changes_topic) or set()
+            if not partitions:
+                log.warning("vaults.no_depeg_topic", topic=k.tier_changes_topic,
+                            note="the depeg link stays off until the topic exists and the "
+                                 "vault daemon restarts")
             tps = [TopicPartition(k.tier_changes_topic, p) for p in sorted(partitions)]
             reader.assign(tps)
             await reader.seek_to_beginning(*tps)

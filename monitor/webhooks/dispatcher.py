@@ -30,8 +30,6 @@ from .sender import AttemptResult, Sender
 log = get_logger(__name__)
 
 Clock = Callable[[], float]
-#: Extra lease time past the HTTP timeout, so a live sender never loses its claim.
-LEASE_MARGIN_SECONDS = 30.0
 
 
 def backoff_delay(attempt: int, config: DeliveryConfig, rand: Callable[[], float]) -> float:
@@ -52,7 +50,7 @@ class DeliveryAttempts:
     rand: Callable[[], float] = field(default=random.random)
 
     def lease_until(self, now: float) -> float:
-        return now + self.config.timeout_seconds + LEASE_MARGIN_SECONDS
+        return now + self.config.timeout_seconds + self.config.lease_margin_seconds
 
     def secrets_for(self, subscription_id: str, sealed: str, previous_sealed: str | None,
                     rotated_at: float | None, now: float) -> tuple[str, str | None]:
@@ -65,17 +63,31 @@ class DeliveryAttempts:
         return secret, previous
 
     async def attempt(self, d: DueDelivery, token: str, manual: bool = False) -> AttemptResult:
-        """Send ``d`` (already claimed with ``token``) once and record the outcome."""
+        """Send ``d`` (already claimed with ``token``) once and record the outcome.
+
+        The attempt is counted before the request goes out, so however often the worker
+        dies mid-send, a delivery gets at most ``max_attempts`` automatic sends."""
         started = self.clock()
+        if not manual and d.attempts >= self.config.max_attempts:
+            # Every attempt was used by sends cut off before their outcome was recorded.
+            gave_up = await self.store.give_up(d, token, started)
+            if gave_up:
+                metrics.status("max_retries_exceeded")
+            log.warning("webhook.attempts_exhausted", delivery_id=d.id,
+                        subscription_id=d.subscription_id, event_id=d.event_id,
+                        attempts=d.attempts, recorded=gave_up)
+            return AttemptResult(None, 0.0, "attempts used up by interrupted sends")
         secret, previous = self.secrets_for(d.subscription_id, d.secret_sealed,
                                             d.previous_secret_sealed, d.rotated_at, started)
+        attempts = await self.store.begin_attempt(d, token, manual, started)
+        if attempts is None:
+            return AttemptResult(None, 0.0, "claim lost before sending")
         with metrics.in_flight():
             result = await self.sender.send(
                 d.webhook_url, d.payload, event_type=d.event_type, event_id=d.event_id,
                 secret=secret, previous_secret=previous, delivered_at=started)
         metrics.attempt(result.status_code, result.error, result.latency_ms / 1000.0)
         now = self.clock()
-        attempts = d.attempts + 1
         next_at: float | None = None
         if result.ok:
             status = "success"
@@ -90,15 +102,17 @@ class DeliveryAttempts:
         recorded = await self.store.record_attempt(
             delivery=d, token=token, manual=manual, started_at=started,
             status_code=result.status_code, latency_ms=result.latency_ms, error=result.error,
-            new_status=status, next_attempt_at=next_at, now=now)
+            new_status=status, next_attempt_at=next_at, now=now, attempt=attempts)
         if recorded and (status == "failed" or status != d.status):
             metrics.status(status)
             if status == "success":
                 metrics.delivered(now - d.created_at)
-        log.info("webhook_attempt", delivery_id=d.id, subscription_id=d.subscription_id,
-                 event_id=d.event_id, attempt=attempts, manual=manual, outcome=status,
-                 status_code=result.status_code, latency_ms=round(result.latency_ms, 1),
-                 error=result.error, recorded=recorded)
+        # A failed attempt is a warning: the operator's signal that a receiver is in trouble.
+        (log.info if result.ok else log.warning)(
+            "webhook.attempt", delivery_id=d.id, subscription_id=d.subscription_id,
+            event_id=d.event_id, attempt=attempts, manual=manual, outcome=status,
+            status_code=result.status_code, latency_ms=round(result.latency_ms, 1),
+            error=result.error, recorded=recorded)
         return result
 
 
@@ -157,7 +171,7 @@ class Dispatcher:
             raise
         except Exception as exc:
             # A database or secret failure: the claim expires and the delivery is retried.
-            log.error("webhook_attempt_error", delivery_id=d.id, error=str(exc))
+            log.error("webhook.attempt_error", delivery_id=d.id, error=str(exc))
         finally:
             self._inflight[d.endpoint] -= 1
             if not self._inflight[d.endpoint]:
@@ -177,7 +191,7 @@ class Dispatcher:
                 try:
                     await self.dispatch_due()
                 except Exception as exc:
-                    log.error("webhook_dispatch_error", error=str(exc))
+                    log.error("webhook.dispatch_error", error=str(exc))
                 wake_wait = asyncio.create_task(self.wake.wait())
                 await asyncio.wait({stop_wait, wake_wait},
                                    timeout=self.config.poll_interval_seconds,

@@ -37,6 +37,10 @@ _EXTRA_BLOCKED = tuple(ipaddress.ip_network(n) for n in (
 ))
 
 MAX_URL_LENGTH = 2048
+#: Appended where a development receiver on this machine is refused: the way out is named.
+LOOPBACK_HINT = ("; for a receiver on this machine during development set "
+                 "delivery.allow_loopback = true (DEPEG_DELIVERY__ALLOW_LOOPBACK=true), "
+                 "never in production")
 
 
 class UnsafeUrl(ValueError):
@@ -57,7 +61,7 @@ def check_ip(ip: IPAddress, allow_loopback: bool = False) -> None:
     if allow_loopback and ip.is_loopback:
         return
     if ip.is_loopback:
-        raise UnsafeUrl(f"loopback address {ip} is not allowed")
+        raise UnsafeUrl(f"loopback address {ip} is not allowed{LOOPBACK_HINT}")
     if ip.is_link_local:
         raise UnsafeUrl(f"link-local address {ip} is not allowed")
     if ip.is_multicast:
@@ -68,6 +72,11 @@ def check_ip(ip: IPAddress, allow_loopback: bool = False) -> None:
         raise UnsafeUrl(f"private address {ip} is not allowed")
     if any(ip in net for net in _EXTRA_BLOCKED) or not ip.is_global:
         raise UnsafeUrl(f"non-public address {ip} is not allowed")
+
+
+def _is_local(host: str) -> bool:
+    ip = _ip_literal(host)
+    return host.lower() == "localhost" if ip is None else ip.is_loopback
 
 
 def _ip_literal(host: str) -> IPAddress | None:
@@ -83,13 +92,20 @@ def check_url(url: str, allow_loopback: bool = False) -> URL:
         raise UnsafeUrl("webhookUrl must be a non-empty string")
     if len(url) > MAX_URL_LENGTH:
         raise UnsafeUrl(f"webhookUrl is longer than {MAX_URL_LENGTH} characters")
+    bad = next((c for c in url if c.isspace() or ord(c) < 0x20 or ord(c) == 0x7F), None)
+    if bad is not None:
+        # yarl would quietly strip or encode these, so the URL stored and shown would not
+        # be the one requested (CR/LF: header injection tries; a space: a typo).
+        raise UnsafeUrl(f"webhookUrl must not contain spaces or control characters "
+                        f"(found {bad!r} at position {url.index(bad)})")
     try:
         parsed = URL(url)
     except (ValueError, TypeError) as exc:
         raise UnsafeUrl(f"webhookUrl is not a valid URL: {exc}") from None
     schemes = {"https", "http"} if allow_loopback else {"https"}
     if parsed.scheme not in schemes:
-        raise UnsafeUrl("webhookUrl must use https")
+        local = parsed.scheme == "http" and _is_local(parsed.host or "")
+        raise UnsafeUrl("webhookUrl must use https" + (LOOPBACK_HINT if local else ""))
     if not parsed.host:
         raise UnsafeUrl("webhookUrl has no host")
     if parsed.user is not None or parsed.password is not None:

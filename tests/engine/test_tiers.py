@@ -1,12 +1,15 @@
-"""The tier machine: bands, premium hysteresis, immediate escalation, slow de-escalation."""
+"""The tier is the band of the published rating; the published rating holds and decays."""
 
 from __future__ import annotations
 
+import itertools
+
 from monitor.config import ModelConfig
+from monitor.engine.rating import Held, publish
 from monitor.engine.tiers import TierState, band, step
 from monitor.records import Tier
 
-CFG = ModelConfig(deescalate_margin=10.0, deescalate_dwell_seconds=1800)
+CFG = ModelConfig()
 
 
 def test_bands_follow_the_spec() -> None:
@@ -16,42 +19,52 @@ def test_bands_follow_the_spec() -> None:
     ]
 
 
-def test_escalation_is_immediate_and_can_skip_tiers() -> None:
+def test_tier_is_the_band_and_can_skip_tiers() -> None:
     s = TierState()
-    assert step(s, 85.0, -0.1, 0.0, CFG) is Tier.CRITICAL
+    assert step(s, 85.0, -0.1, 0, 0.0, CFG) is Tier.CRITICAL
+    assert step(s, 79.99, -0.1, 0, 300.0, CFG) is Tier.WARNING
+    assert step(s, 10.0, -0.001, 0, 600.0, CFG) is Tier.OK
 
 
-def test_deescalation_needs_margin_and_dwell() -> None:
+def test_escalation_is_immediate_and_stress_decay_is_slow() -> None:
+    h = Held()
+    assert publish(h, 90.0, 0.0, False, 0.0, CFG) == 90.0
+    # Raw collapses to 50 (within the 20-point margin of the critical edge): the rating
+    # decays 10 points an hour but stops at 80 while the raw rating keeps within margin.
+    assert publish(h, 50.0, 0.0, False, 1800.0, CFG) == 85.0
+    assert publish(h, 65.0, 0.0, False, 5 * 3600.0, CFG) == 80.0
+    # Raw far below (35 < 80 - 20) but it supported the band within the last hour: held.
+    assert publish(h, 35.0, 0.0, False, 5 * 3600.0 + 1800, CFG) == 80.0
+    # An hour without support: the decay resumes, one band in two hours.
+    assert publish(h, 35.0, 0.0, False, 6 * 3600.0 + 1800, CFG) == 70.0
+    # Into warning, where a raw 35 is not within margin of 60 either: on down to watch,
+    # which a raw 35 does support (35 >= 40 - 20), so the rating rests at its edge.
+    assert publish(h, 35.0, 0.0, False, 8 * 3600.0 + 1800, CFG) == 50.0
+    assert publish(h, 35.0, 0.0, False, 12 * 3600.0, CFG) == 40.0
+
+
+def test_calm_decays_fast_to_ok_within_two_hours() -> None:
+    h = Held()
+    publish(h, 100.0, 80.0, False, 0.0, CFG)
+    ratings = [publish(h, 3.0, 0.0, True, t * 300.0, CFG) for t in range(1, 25)]
+    assert all(a >= b for a, b in itertools.pairwise(ratings))
+    assert band(ratings[-1], CFG) is Tier.OK  # 2 hours of calm: 100 - 80
+    # 40 points an hour: 100 is below 40 at the first refresh after 90 minutes.
+    assert (next(i for i, r in enumerate(ratings) if r < 40) + 1) * 300 == 5700
+
+
+def test_floor_and_raw_lift_at_once() -> None:
+    h = Held()
+    assert publish(h, 10.0, 80.0, False, 0.0, CFG) == 80.0
+    assert publish(h, 95.0, 60.0, False, 300.0, CFG) == 95.0
+
+
+def test_premium_needs_a_sustained_premium_and_only_replaces_ok() -> None:
     s = TierState()
-    step(s, 65.0, -0.03, 0.0, CFG)
-    assert s.tier is Tier.WARNING
-    # Below the band but inside the margin: never steps down.
-    for t in range(1, 20):
-        assert step(s, 55.0, -0.02, t * 300.0, CFG) is None
-    # Clear of the margin, but not for long enough yet.
-    assert step(s, 45.0, -0.01, 6000.0, CFG) is None
-    assert step(s, 45.0, -0.01, 6000.0 + 1500, CFG) is None
-    # A bounce back resets the dwell.
-    assert step(s, 52.0, -0.01, 6000.0 + 1600, CFG) is None
-    assert step(s, 45.0, -0.01, 8000.0, CFG) is None
-    assert step(s, 45.0, -0.01, 8000.0 + 1800, CFG) is Tier.WATCH
-
-
-def test_steps_down_only_as_far_as_the_dwell_peak_allows() -> None:
-    s = TierState()
-    step(s, 90.0, -0.08, 0.0, CFG)
-    step(s, 45.0, -0.01, 300.0, CFG)   # peak of the dwell: watch territory (45 + 10 < 60)
-    assert step(s, 5.0, 0.0, 300.0 + 1800, CFG) is Tier.WATCH
-
-
-def test_premium_needs_a_real_premium_and_has_hysteresis() -> None:
-    s = TierState()
-    assert step(s, 0.0, 0.0001, 0.0, CFG) is None            # 1.0001 is not premium
-    assert step(s, 0.0, 0.006, 300.0, CFG) is Tier.PREMIUM
-    assert step(s, 0.0, 0.003, 600.0, CFG) is None            # inside the hysteresis band
-    assert step(s, 0.0, 0.001, 900.0, CFG) is Tier.OK
-
-
-def test_risk_outranks_premium() -> None:
-    s = TierState()
-    assert step(s, 70.0, 0.02, 0.0, CFG) is Tier.WARNING
+    assert step(s, 0.0, 0.0001, 60, 0.0, CFG) is None            # 1.0001 is not premium
+    assert step(s, 0.0, 0.006, 59, 300.0, CFG) is None            # not long enough yet
+    assert step(s, 0.0, 0.006, 60, 600.0, CFG) is Tier.PREMIUM
+    assert step(s, 0.0, 0.003, 0, 900.0, CFG) is None             # inside the hysteresis
+    assert step(s, 0.0, 0.001, 0, 1200.0, CFG) is Tier.OK
+    # A rating in a risk band outranks trading above peg.
+    assert step(TierState(), 45.0, 0.02, 60, 0.0, CFG) is Tier.WATCH

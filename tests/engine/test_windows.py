@@ -85,3 +85,17 @@ def test_memory_is_bounded_by_the_ring() -> None:
     for i in range(100_000):
         w.add_price(float(i * 7), -0.001 * (i % 5))
     assert all(len(f) == SIZE for f in w._f)
+
+
+def test_a_smaller_saved_ring_loads_into_a_larger_one() -> None:
+    ticks = [(float(60 * i + 5), -0.01 * (i % 3)) for i in range(90)]
+    small, large, fresh = (Windows(BUCKET, SIZE, LOW, HIGH, TAU),
+                           Windows(BUCKET, SIZE + 1, LOW, HIGH, TAU),
+                           Windows(BUCKET, SIZE + 1, LOW, HIGH, TAU))
+    for ts, dev in ticks:
+        small.add_price(ts, dev)
+        fresh.add_price(ts, dev)
+    large.load(small.export())
+    now = 60.0 * 91
+    # Everything the smaller ring held is there (its windows reach 59 buckets back).
+    assert large.window(now, 59 * 60) == fresh.window(now, 59 * 60)

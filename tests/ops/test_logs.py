@@ -35,9 +35,9 @@ def lines(stream: io.StringIO) -> list[dict[str, object]]:
 
 def test_json_lines_carry_fields(captured: io.StringIO) -> None:
     log = get_logger("test.fields")
-    log.info("delivery_succeeded", event_id="e-1", token="0xabc", subscription_id="s-1")
+    log.info("delivery.succeeded", event_id="e-1", token="0xabc", subscription_id="s-1")
     [record] = lines(captured)
-    assert record["event"] == "delivery_succeeded"
+    assert record["event"] == "delivery.succeeded"
     assert record["level"] == "info" and record["logger"] == "test.fields"
     assert record["event_id"] == "e-1" and record["subscription_id"] == "s-1"
     assert record["token"] == "0xabc"  # a token address is not a secret

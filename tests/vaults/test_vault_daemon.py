@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from monitor.config import Config
 from monitor.kafka.topics import ensure_topics, ensure_vault_topics
@@ -74,6 +75,20 @@ def linked_tokens(updates: list[FactUpdate]) -> list[tuple[str, str]]:
     return sorted(found)
 
 
+async def committed_any(bootstrap: str, group: str, topic: str) -> bool:
+    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, group_id=group,
+                                enable_auto_commit=False)
+    await consumer.start()
+    try:
+        await consumer.topics()
+        for p in consumer.partitions_for_topic(topic) or ():
+            if await consumer.committed(TopicPartition(topic, p)):
+                return True
+        return False
+    finally:
+        await consumer.stop()
+
+
 async def setup_topics(config: Config) -> None:
     await ensure_topics(config.kafka)
     await ensure_vault_topics(config.kafka, config.vaults)
@@ -124,10 +139,13 @@ async def test_daemon_publishes_what_replay_writes(broker, tmp_path: Path) -> No
 
 async def test_kill9_mid_stream_loses_nothing_and_invents_nothing(broker, tmp_path: Path
                                                                  ) -> None:
-    kafka = fast_kafka(broker.bootstrap_servers, batch_max_records=50)
+    # Small batches and a 1 s checkpoint: the kill lands after some checkpoints (states to
+    # restore, offsets committed) and before the end (records to re-produce).
+    kafka = fast_kafka(broker.bootstrap_servers, batch_max_records=10,
+                       checkpoint_interval_seconds=1.0)
     config = Config(kafka=kafka, vaults=VaultsConfig(group="vaults-kill9"))
     await setup_topics(config)
-    updates = synthetic_updates(vaults=40, hours=24)
+    updates = synthetic_updates(vaults=60, hours=48)
     events: list[TierChangeEvent] = []
     for n, token in enumerate(linked_tokens(updates)[:3]):
         events += depeg_episode(*token, START + (2 + 5 * n) * 3600)
@@ -140,7 +158,10 @@ async def test_kill9_mid_stream_loses_nothing_and_invents_nothing(broker, tmp_pa
     first = MonitorProcess(kafka, tmp_path / "first.log", "vaults", env)
     try:
         async with TopicReader(broker.bootstrap_servers, config.vaults.ratings_topic) as out:
-            await out.until(lambda r: len(r) >= 0.4 * len(expected), 120, "40 % of records")
+            await out.until(lambda r: len(r) >= 0.25 * len(expected), 120, "25 % of records")
+            await wait_for(lambda: committed_any(broker.bootstrap_servers, "vaults-kill9",
+                                                 config.vaults.facts_topic),
+                           60, "a first checkpoint")
             first.kill9()
         assert not await group_caught_up(broker.bootstrap_servers, "vaults-kill9",
                                          config.vaults.facts_topic)
@@ -163,3 +184,46 @@ async def test_kill9_mid_stream_loses_nothing_and_invents_nothing(broker, tmp_pa
         assert sum(e["restored_vaults"] for e in second.events("vaults.partitions_assigned"))
     finally:
         assert second.stop() == 0
+
+
+async def test_two_instances_split_the_vaults_and_agree_with_replay(broker, tmp_path: Path
+                                                                   ) -> None:
+    """Scale-out: a second instance joins mid-stream; partitions move with their vault
+    states; together they publish exactly replay's records."""
+    kafka = fast_kafka(broker.bootstrap_servers)
+    config = Config(kafka=kafka, vaults=VaultsConfig(group="vaults-two"))
+    await setup_topics(config)
+    updates = synthetic_updates(vaults=24, hours=8)
+    events = depeg_episode(*linked_tokens(updates)[0], START + 3600)
+    await produce(broker.bootstrap_servers, kafka.tier_changes_topic,
+                  [(f"{e.data.chain}:{e.data.token_address}".encode(), encode(e))
+                   for e in events])
+    half = START + 4 * 3600
+    await produce(broker.bootstrap_servers, config.vaults.facts_topic,
+                  fact_records([u for u in updates if u.ts <= half]))
+    expected = replay_records(tmp_path, updates, events)
+    stop = asyncio.Event()
+    first = VaultDaemon(config, check_name="vaults-a")
+    second = VaultDaemon(config, check_name="vaults-b")
+    tasks = [asyncio.create_task(first.run(stop))]
+    try:
+        await asyncio.wait_for(first.joined.wait(), 60)
+        tasks.append(asyncio.create_task(second.run(stop)))
+        await asyncio.wait_for(second.joined.wait(), 60)
+        await produce(broker.bootstrap_servers, config.vaults.facts_topic,
+                      fact_records([u for u in updates if u.ts > half]))
+        await wait_for(lambda: group_caught_up(broker.bootstrap_servers, "vaults-two",
+                                               config.vaults.facts_topic),
+                       90, "the group to commit every fact")
+        async with TopicReader(broker.bootstrap_servers, config.vaults.ratings_topic) as out:
+            await out.until(lambda r: len({x.value for x in r}) >= len(expected), 60,
+                            "every record")
+            while await out.poll(500):
+                pass
+            values = [r.value for r in out.records]
+    finally:
+        stop.set()
+        await asyncio.wait_for(asyncio.gather(*tasks), 60)
+    assert set(values) == set(expected)
+    assert per_vault(values) == per_vault(expected)
+    assert first.stats.facts > 0 and second.stats.facts > 0  # both did work

@@ -23,7 +23,7 @@ from ...storage import ratings_read as reads
 from ...storage.db import Row
 from ...storage.ratings import RatingsStore
 from ...timefmt import format_ts
-from .. import params
+from .. import jsonbody, params
 from ..context import CONFIG, DB, json_response
 from ..errors import ApiError
 from .openapi import OPENAPI_PATHS, OPENAPI_SCHEMAS
@@ -50,8 +50,8 @@ def encode_cursor(sort: str, order: str, key: tuple[Any, str, str]) -> str:
 def decode_cursor(cursor: str, sort: str, order: str) -> tuple[Any, str, str]:
     try:
         raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
-        c_sort, c_order, value, chain, address = msgspec.json.decode(raw)
-    except (binascii.Error, ValueError, TypeError, msgspec.DecodeError):
+        c_sort, c_order, value, chain, address = jsonbody.decode(raw)
+    except (binascii.Error, ValueError, TypeError):  # JsonError is a ValueError
         raise params.bad("cursor", "invalid cursor: pass nextCursor from a previous page"
                          ) from None
     if (c_sort, c_order) != (sort, order):

@@ -11,12 +11,11 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-import msgspec
-
 from ...chains import CHAINS, normalize_address
 from ...records import EVENT_TYPE, Tier
 from ...storage.deliveries import STATUSES
 from ...webhooks.filters import Filters
+from .. import jsonbody
 from ..errors import ApiError
 
 EVENT_TYPES = (EVENT_TYPE,)
@@ -34,9 +33,9 @@ def parse_object(raw: bytes) -> dict[str, Any]:
     if not raw.strip():
         raise invalid("body", "a JSON object is required")
     try:
-        value = msgspec.json.decode(raw)
-    except msgspec.DecodeError as exc:
-        raise invalid("body", f"not valid JSON ({exc})") from None
+        value = jsonbody.decode(raw)
+    except jsonbody.JsonError as exc:
+        raise invalid("body", str(exc)) from None
     if not isinstance(value, dict):
         raise invalid("body", "must be a JSON object")
     return value

@@ -111,7 +111,7 @@ async def create_subscription(request: web.Request) -> web.Response:
         sub_id=sub_id, api_key_id=api_key_id(request), webhook_url=url, endpoint=origin(url),
         event_types=body.event_types, filters=body.filters.normalized(),
         secret_sealed=box.seal(secret, sub_id), now=now)
-    log.info("webhook_subscription_created", subscription_id=sub_id)
+    log.info("webhook.subscription_created", subscription_id=sub_id)
     return _json(subscription_json(sub, secret), status=201)
 
 
@@ -189,7 +189,7 @@ async def rotate_secret(request: web.Request) -> web.Response:
     if updated is None:
         raise ApiError(404, "subscription not found")
     window = request.app[ATTEMPTS].config.previous_secret_seconds
-    log.info("webhook_secret_rotated", subscription_id=sub.id)
+    log.info("webhook.secret_rotated", subscription_id=sub.id)
     return _json(subscription_json(updated, secret)
                  | {"previous_secret_expires_at": format_ts(now + window)})
 
@@ -252,7 +252,7 @@ async def retry_delivery(request: web.Request) -> web.Response:
 async def _attempts_ctx(app: web.Application) -> AsyncIterator[None]:
     config = app[CONFIG]
     if config.delivery.allow_loopback:
-        log.warning("webhook_allow_loopback_enabled",
+        log.warning("webhook.allow_loopback_enabled",
                     message="DEVELOPMENT SETTING delivery.allow_loopback IS ON: http:// and "
                             "loopback webhook URLs are accepted. Never enable in production.")
     await migrate_webhooks(app[DB])
