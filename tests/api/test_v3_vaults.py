@@ -152,9 +152,12 @@ async def test_clean_vault_and_legacy_scheme(live: Any) -> None:
 ])
 async def test_error_rows(live: Any, path: str, status: int, check: Any) -> None:
     client, key = live
-    got, body, _ = await get(client, key, path)
+    got, body, headers = await get(client, key, path)
     assert got == status, body
     assert check(body)
+    assert headers["Service-Api-Version"] == "3.0"  # on errors too
+    if "supported_versions" not in body and "supported_schemes" not in body:
+        assert headers["Service-Grading-Scheme"] == "v2"  # the pins in force, echoed
 
 
 async def test_one_cu_per_call(live: Any) -> None:

@@ -22,7 +22,7 @@ from ..context import DB, json_response
 from ..errors import ApiError
 from ..vaults.view import item
 from .body import graded
-from .pins import V3_VAULT_CHAINS, parse_chain, parse_pins
+from .pins import V3_VAULT_CHAINS, echoing, parse_chain, parse_pins
 
 
 def vault_address(raw: str, chain: str) -> str:
@@ -37,23 +37,24 @@ def vault_address(raw: str, chain: str) -> str:
 @billed("E8")
 async def get_v3_vault(request: web.Request) -> web.Response:
     query = request.rel_url.query
-    params.known(query, ("chain", "framework_version", "grading_scheme"))
     pins = parse_pins(query)
-    chain = parse_chain(query, V3_VAULT_CHAINS, required=True)
-    assert chain is not None
-    address = vault_address(request.match_info["address"], chain)
-    vault = await reads.get_vault(request.app[DB], chain, address)
-    if vault is None:
-        raise ApiError(404, "unknown vault", address=address, chain=chain)
-    metadata = item(vault)
-    risk = metadata.pop("risk")
-    # Upstream = risk.overallRisk (the spec's rule); null for an unrated vault, which then
-    # gets the framework composite alone.
-    upstream = risk.get("overallRisk") if isinstance(risk, dict) else None
-    result = score(load_framework(pins.framework_version, "vault"), set(vault.tags),
-                   vault.facts, float(upstream) if upstream is not None else None,
-                   pins.grading_scheme)
-    return json_response(graded(result, risk, metadata), headers=pins.headers())
+    with echoing(pins):
+        params.known(query, ("chain", "framework_version", "grading_scheme"))
+        chain = parse_chain(query, V3_VAULT_CHAINS, required=True)
+        assert chain is not None
+        address = vault_address(request.match_info["address"], chain)
+        vault = await reads.get_vault(request.app[DB], chain, address)
+        if vault is None:
+            raise ApiError(404, "unknown vault", address=address, chain=chain)
+        metadata = item(vault)
+        risk = metadata.pop("risk")
+        # Upstream = risk.overallRisk (the spec's rule); null for an unrated vault, which then
+        # gets the framework composite alone.
+        upstream = risk.get("overallRisk") if isinstance(risk, dict) else None
+        result = score(load_framework(pins.framework_version, "vault"), set(vault.tags),
+                       vault.facts, float(upstream) if upstream is not None else None,
+                       pins.grading_scheme)
+        return json_response(graded(result, risk, metadata), headers=pins.headers())
 
 
 def add_routes(app: web.Application) -> None:
