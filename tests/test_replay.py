@@ -7,7 +7,7 @@ import itertools
 import os
 import subprocess
 import sys
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 
 import pytest
