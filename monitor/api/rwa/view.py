@@ -99,7 +99,9 @@ def item(row: Row, snap: RatingSnapshot, stale_after: float) -> dict[str, Any]:
         "updated_at": snap.timestamp,
         "tier_since": iso(row["tier_since"]),
         "staleness_seconds": snap.staleness_seconds,
-        "stale": snap.staleness_seconds >= stale_after,
+        # Stale when the feed went quiet, or when the engine said the *price* behind the
+        # rating is old (slippage or oracle ticks alone do not make a rating fresh).
+        "stale": snap.staleness_seconds >= stale_after or snap.metrics.get("stale") == 1.0,
         "collapsed": bool(row["collapsed"]),
         "risk": risk_envelope(snap.rating, snap.tier, iso(detected), snap.deviation_pct),
     }
