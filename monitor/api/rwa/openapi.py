@@ -59,12 +59,15 @@ OPENAPI_SCHEMAS: dict[str, Any] = {
             rating={"type": "number", "minimum": 0, "maximum": 100},
             tier={"type": "string", "enum": _TIERS},
             band_tier={"type": "string", "enum": _TIERS,
-                       "description": "The tier of the rating band alone, before "
-                                      "anti-flapping"},
+                       "description": "band(rating): the tier itself, or ok when the "
+                                      "tier is premium (docs/model.md)"},
             deviation_pct=_NUM_OR_NULL, price_usd=_STR_OR_NULL, peg_usd=_STR_OR_NULL,
             updated_at=_TIME, tier_since=_TIME,
             staleness_seconds={"type": "number", "minimum": 0},
-            stale={"type": "boolean"},
+            stale={"type": "boolean",
+                   "description": "No tick for model.stale_after_seconds, or the price "
+                                  "behind the rating is that old: the last known rating, "
+                                  "not a fresh one"},
             collapsed={"type": "boolean",
                        "description": "Critical for 7+ days, or critical below half its "
                                       "peg (see collapsedOnly)"},
