@@ -89,8 +89,24 @@ OPENAPI_SCHEMAS: dict[str, Any] = {
             **_obj(["total", "collapsed", "byTier", "byChain"],
                    total={"type": "integer"}, collapsed={"type": "integer"},
                    byTier={"type": "object", "additionalProperties": {"type": "integer"}},
-                   byChain={"type": "object", "additionalProperties": {"type": "integer"}})},
-        sort={"type": "string"}, order={"type": "string", "enum": ["asc", "desc"]}),
+                   byChain={"type": "object", "additionalProperties": {"type": "integer"}},
+                   unrated={"type": "integer", "description": "Registered tokens matching "
+                            "the filters that have no rating yet"})},
+        sort={"type": "string"}, order={"type": "string", "enum": ["asc", "desc"]},
+        unrated={"type": "array", "description": "Registered tokens matching the filters "
+                 "with no rating yet (no price with a peg received): rating and tier null, "
+                 "never ok/0; at most 500, outside the pagination. Empty when the filter "
+                 "asks for a tier or collapsed tokens.",
+                 "items": _ref("UnratedToken")}),
+    "UnratedToken": _obj(
+        ["address", "chain", "symbol", "rating", "tier", "unrated_reason"],
+        address={"type": "string"}, chain={"type": "string", "enum": list(CHAINS)},
+        symbol={"type": "string"}, name={"type": "string"},
+        registered={"type": "boolean"}, peg_type={"type": "string"},
+        peg_reference={"type": "string"}, market_cap_usd=_NUM_OR_NULL,
+        tags={"type": "array", "items": {"type": "string"}},
+        rating={"type": "null"}, tier={"type": "null"},
+        unrated_reason={"type": "string"}),
     "SignalValue": _obj(
         ["name", "value", "score", "weight", "contribution", "observed"],
         name={"type": "string"}, value=_NUM_OR_NULL, score={"type": "number"},

@@ -107,6 +107,21 @@ def item(row: Row, snap: RatingSnapshot, stale_after: float) -> dict[str, Any]:
     }
 
 
+#: Why a registered token has no rating (the engine rates nothing without a price and a peg).
+UNRATED_REASON = "no price with a peg received yet"
+
+
+def unrated_item(row: Row) -> dict[str, Any]:
+    """A registered token the monitor cannot rate yet: listed, rating null, never ok/0."""
+    return {
+        "address": row["token_address"], "chain": row["chain"], "symbol": row["symbol"],
+        "name": row["name"], "registered": True, "peg_type": row["peg_type"],
+        "peg_reference": row["peg_reference"], "market_cap_usd": row["market_cap_usd"],
+        "tags": list(tags_for(row["peg_type"])), "rating": None, "tier": None,
+        "unrated_reason": UNRATED_REASON,
+    }
+
+
 def _num(value: str | None) -> float | None:
     try:
         parsed = float(value) if value is not None else None
