@@ -15,7 +15,7 @@ import asyncio
 import contextlib
 import sqlite3
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,6 +29,7 @@ from monitor import health, metrics
 from monitor.chains import is_chain, normalize_address
 from monitor.commands import Command, add_bootstrap_servers, with_bootstrap_servers
 from monitor.config import Config
+from monitor.kafka.topics import TopicError, ensure_topics, ensure_vault_topics
 from monitor.logs import get_logger
 from monitor.metrics import STORE_WRITE_ERRORS, STORE_WRITE_SECONDS, STORE_WRITES
 from monitor.records import (
@@ -175,40 +176,36 @@ class StoreWriter:
     async def _write(self, snaps: list[RatingSnapshot], events: list[TierChangeEvent],
                      stop: asyncio.Event) -> bool:
         """Write until it succeeds (True) or the writer is stopped first (False)."""
-        delay = 0.5
-        while True:
-            try:
-                try:
-                    await self.store.write_batch(snaps, events)
-                except Exception as exc:
-                    if not is_data_error(exc):
-                        raise
-                    await self._write_one_by_one(snaps, events)
-                return True
-            except Exception as exc:  # database down or failing: keep offsets, retry
-                STORE_WRITE_ERRORS.labels("rating" if snaps else "tier_change").inc()
-                log.error("store_writer.batch_write_failed", error=str(exc)[:300],
-                          retry_in_seconds=delay)
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), delay)
-            if stop.is_set():
-                return False
-            delay = min(delay * 2, 30.0)
+        return await self._until_written(
+            lambda: self.store.write_batch(snaps, events),
+            lambda: self._write_one_by_one(snaps, events),
+            "rating" if snaps else "tier_change", stop)
 
     async def _write_vaults(self, batch: VaultBatch, stop: asyncio.Event) -> bool:
         """As :meth:`_write`, for the vault half of a batch."""
+        return await self._until_written(
+            lambda: self.vaults.write(batch),
+            lambda: self.vaults.write_one_by_one(batch, is_data_error),
+            "vault_facts" if batch.facts else "vault_rating", stop)
+
+    async def _until_written(self, write: Callable[[], Awaitable[Any]],
+                             one_by_one: Callable[[], Awaitable[None]], kind: str,
+                             stop: asyncio.Event) -> bool:
+        """Run ``write`` until it succeeds; after a data error, ``one_by_one`` instead (it
+        skips the refused records). A failing database is retried with backoff, nothing is
+        committed meanwhile. False when the writer was stopped first."""
         delay = 0.5
         while True:
             try:
                 try:
-                    await self.vaults.write(batch)
+                    await write()
                 except Exception as exc:
                     if not is_data_error(exc):
                         raise
-                    await self.vaults.write_one_by_one(batch, is_data_error)
+                    await one_by_one()
                 return True
             except Exception as exc:  # database down or failing: keep offsets, retry
-                STORE_WRITE_ERRORS.labels("vault_facts" if batch.facts else "vault_rating").inc()
+                STORE_WRITE_ERRORS.labels(kind).inc()
                 log.error("store_writer.batch_write_failed", error=str(exc)[:300],
                           retry_in_seconds=delay)
             with contextlib.suppress(TimeoutError):
@@ -238,6 +235,15 @@ class StoreWriter:
         # The vault tables are this writer's own addition: created here (idempotent), so a
         # caller that migrated only the ratings store does not stall on a missing table.
         await self.vaults.store.migrate()
+        if k.create_topics:
+            # The topics it reads may not exist yet (the vault daemon creates its own at its
+            # start): a consumer subscribed to a missing topic only sees it at its next
+            # metadata refresh, minutes later. Creating them is idempotent.
+            try:
+                await ensure_topics(k, self.bootstrap)
+                await ensure_vault_topics(k, self.config.vaults, self.bootstrap)
+            except (KafkaError, OSError, TopicError) as exc:
+                log.warning("store_writer.ensure_topics_failed", error=str(exc)[:300])
         # Range assignment gives one consumer the same partition numbers of both topics,
         # so a token's snapshots and tier changes (same key, same partition number) are
         # written by one writer when the group is scaled out.

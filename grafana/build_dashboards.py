@@ -320,15 +320,39 @@ def vaults() -> dict[str, Any]:
         row("Vaults in the store (what E4 lists)"),
         panel("Rated vaults", "stat", [q(f"sum({stored})", "vaults")], w=6, h=5),
         panel("do_not_list", "stat", [
-            q(f"sum({stored_where('verdict', 'do_not_list')})", "do_not_list")], w=6, h=5, extra=thresholds((None, "green"), (1, "red"))),
+            q(f"sum({stored_where('verdict', 'do_not_list')})", "do_not_list")],
+            w=6, h=5, extra=thresholds((None, "green"), (1, "red"))),
         panel("Critical tier", "stat", [
-            q(f"sum({stored_where('tier', 'critical')})", "critical")], w=6, h=5, extra=thresholds((None, "green"), (1, "red"))),
+            q(f"sum({stored_where('tier', 'critical')})", "critical")],
+            w=6, h=5, extra=thresholds((None, "green"), (1, "red"))),
         panel("Unrated (tier unknown)", "stat", [
-            q(f"sum({stored_where('tier', 'unknown')})", "unknown")], w=6, h=5, desc="Too few facts known to rate."),
+            q(f"sum({stored_where('tier', 'unknown')})", "unknown")],
+            w=6, h=5, desc="Too few facts known to rate."),
         panel("Vaults by tier", "timeseries", [q(f"sum by (tier) ({stored})", "{{tier}}")],
               stack=True),
         panel("Vaults by listing verdict", "timeseries",
               [q(f"sum by (verdict) ({stored})", "{{verdict}}")], stack=True),
+        row("Vault daemon (vaults.facts in, vaults.ratings out)"),
+        panel("Fact records /s by result", "timeseries", [
+            q(f"sum by (result) (rate(depeg_vault_facts_total[{RI}]))", "{{result}}")],
+            unit="ops", desc="decoded: given to the engine; dead_lettered: sent to "
+                             "vaults.facts.dlq with the reason."),
+        panel("Facts dead-lettered /s by reason", "timeseries", [
+            q(f"sum by (reason) (rate(depeg_vault_facts_dead_lettered_total[{RI}]))",
+              "{{reason}}")], unit="ops"),
+        panel("Rating changes published /s", "timeseries", [
+            q(f"sum(rate(depeg_vault_ratings_total[{RI}]))", "vaults.ratings"),
+            q(f"sum by (result) (rate(depeg_vault_depeg_changes_total[{RI}]))",
+              "depeg changes {{result}}")], unit="ops",
+            desc="Every record is a change of a vault's rating, tier, verdict or tags; depeg "
+                 "tier changes re-rate the vaults holding the token."),
+        panel("Rated by the daemons, by tier", "timeseries", [
+            q("sum by (tier) (depeg_vaults_by_tier)", "{{tier}}"),
+            q("sum(depeg_vaults_attention_needed)", "attention needed")],
+            desc="Each daemon counts the vaults of its partitions: summed."),
+        panel("Vault consumer lag", "timeseries", [
+            q('sum by (partition) (depeg_consumer_lag_records{consumer="vaults"})',
+              "p{{partition}}")]),
         row("Store writer (vaults.facts, vaults.ratings)"),
         panel("Vault rows written /s", "timeseries", [
             q(f'sum by (kind) (rate(depeg_store_writes_total{{kind=~"vault_.*"}}[{RI}]))',

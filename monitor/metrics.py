@@ -32,17 +32,18 @@ from prometheus_client import (
 
 from .records import RatingSnapshot, Tier
 from .ticks import BAD_TICK_REASONS
+from .vaults.facts import BAD_FACT_REASONS
 
 NS: Final = "depeg"
 
 # ---- bounded label values -------------------------------------------------------------
 TIERS: Final = tuple(t.value for t in Tier)
 #: Components that consume a topic (label ``consumer``).
-CONSUMERS: Final = ("monitor", "deliver", "store")
+CONSUMERS: Final = ("monitor", "deliver", "store", "spread")
 #: Kafka clients (label ``client``).
 CLIENTS: Final = ("monitor", "deliver", "store", "producer")
 #: What the monitor publishes (label ``kind``).
-PUBLISH_KINDS: Final = ("tier_change", "rating", "dead_letter", "state")
+PUBLISH_KINDS: Final = ("tier_change", "rating", "dead_letter", "state", "spread")
 #: BadTick reason codes (monitor/ticks.py) plus ``other`` for anything new.
 DEAD_LETTER_REASONS: Final = (*BAD_TICK_REASONS, "other")
 #: Delivery statuses of the spec (label ``status``).
@@ -89,6 +90,21 @@ TICKS_LATE = Counter(f"{NS}_ticks_late_total", "Ticks dropped for arriving too l
 LAST_TICK_TIME = Gauge(
     f"{NS}_last_tick_timestamp_seconds", "Unix time (wall clock) the last tick was consumed.")
 #: Records between the committed position and the end of each assigned partition.
+#: The cross-chain spread stage (monitor/spread/service.py, docs/cross-chain-spread.md).
+SPREAD_BOUNDARIES = Counter(
+    f"{NS}_spread_boundaries_total",
+    "Refresh boundaries the spread stage published (one observation per token of the asset).")
+SPREAD_LATE = Counter(
+    f"{NS}_spread_late_ticks_total",
+    "Ticks at or before a boundary the spread stage had already published (not used).")
+SPREAD_WAITING = Gauge(
+    f"{NS}_spread_waiting_seconds",
+    "Event time the newest tick of an asset is ahead of its last published spread boundary; "
+    "grows while a chain holds the asset (and its gated tokens' ratings) up.", ["asset"])
+SPREAD_GATES_OPENED = Counter(
+    f"{NS}_spread_gates_opened_total",
+    "Gated tokens the monitor rated without waiting for the spread stage any longer "
+    "(spread.gate_timeout_seconds); nonzero means the stage is down or far behind.")
 CONSUMER_LAG = Gauge(
     f"{NS}_consumer_lag_records",
     "Records not yet consumed per assigned partition (high watermark - position).",
@@ -243,6 +259,28 @@ PRODUCER_ERRORS = Counter(
 #: 1 while the client's last broker call succeeded, 0 after a failure. Each Kafka client.
 BROKER_CONNECTED = Gauge(
     f"{NS}_broker_connected", "1 if the Kafka client reaches the broker, else 0.", ["client"])
+# ---- on-chain sources (producers/rpc.py, producers/chainsvc.py) ----------------------------
+# ``endpoint`` is "{chain}#{index}" (position in chains.<chain>.rpc_urls), never the URL:
+# RPC URLs often carry an API key.
+RPC_CALLS = Counter(
+    f"{NS}_rpc_calls_total", "JSON-RPC calls sent (a batch counts each call).",
+    ["chain", "endpoint"])
+RPC_ERRORS = Counter(
+    f"{NS}_rpc_errors_total", "JSON-RPC request failures, by kind (timeout, http, transport, "
+    "rpc, lagging).", ["chain", "endpoint", "kind"])
+RPC_SECONDS = Histogram(
+    f"{NS}_rpc_request_seconds", "Time per JSON-RPC HTTP request (single or batch).",
+    ["chain", "endpoint"], buckets=(0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10))
+RPC_FAILOVERS = Counter(
+    f"{NS}_rpc_failovers_total", "Requests moved to another endpoint of the chain.", ["chain"])
+RPC_HEAD_BLOCK = Gauge(
+    f"{NS}_rpc_head_block", "Latest block an endpoint reported.", ["chain", "endpoint"])
+#: Unix time of a source's last successful poll; source = "{chain}:{adapter}" (config-bounded).
+SOURCE_LAST_POLL = Gauge(
+    f"{NS}_source_last_success_timestamp_seconds",
+    "When an on-chain source last completed a poll.", ["source"])
+SOURCE_POLL_FAILURES = Counter(
+    f"{NS}_source_poll_failures_total", "On-chain source polls that failed.", ["source"])
 BUILD_INFO = Gauge(
     f"{NS}_build_info", "Always 1; labels carry the version.", ["version", "python"])
 
@@ -383,6 +421,13 @@ def _init() -> None:
     for kind in CU_KINDS:
         CU_CONSUMED.labels(kind)
     set_stored_vaults([])
+    set_vault_counts({}, {}, 0)
+    for result in ("decoded", "dead_lettered"):
+        VAULT_FACTS.labels(result)
+    for reason in BAD_FACT_REASONS:
+        VAULT_FACTS_DEAD_LETTERED.labels(reason)
+    for result in ("applied", "duplicate", "undecodable"):
+        VAULT_DEPEG_CHANGES.labels(result)
     for consumer in ("deliver", "store"):
         RECORDS_UNDECODABLE.labels(consumer)
 

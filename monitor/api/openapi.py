@@ -84,7 +84,8 @@ def _assemble(modules: list[ModuleType] | None = None) -> dict[str, Any]:
         "info": {
             "title": "depeg-monitor",
             "version": __version__,
-            "description": "Depeg ratings of pegged tokens (stablecoins, RWAs) and webhook "
+            "description": "Depeg ratings of pegged tokens (stablecoins, RWAs), risk "
+                           "ratings of ERC-4626 vaults, and webhook "
                            "subscriptions for tier changes. Every endpoint but the "
                            "health, metrics and this document takes the `x-api-key` header. "
                            "Every error is JSON: `{\"error\": ..., details}`.",

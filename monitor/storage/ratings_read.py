@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .db import Database, Row
+from .sqlparts import Params, like_pattern
 
 #: Sort name -> SQL expression over ``rating_latest l`` joined with ``token_registry r``.
 SORT_EXPRESSIONS = {
@@ -64,21 +65,7 @@ class ListResult:
     last_key: tuple[Any, str, str] | None = field(default=None)
 
 
-class _Params:
-    def __init__(self) -> None:
-        self.values: list[Any] = []
-
-    def __call__(self, value: Any) -> str:
-        self.values.append(value)
-        return f"${len(self.values)}"
-
-
-def _like(text: str) -> str:
-    escaped = text.lower().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-    return f"%{escaped}%"
-
-
-def _where(f: ListFilter, p: _Params) -> str:
+def _where(f: ListFilter, p: Params) -> str:
     clauses: list[str] = []
     if f.chain:
         clauses.append(f"l.chain = {p(f.chain)}")
@@ -89,7 +76,7 @@ def _where(f: ListFilter, p: _Params) -> str:
     if f.min_mcap is not None:
         clauses.append(f"r.market_cap_usd >= {p(f.min_mcap)}")
     if f.q:
-        pattern = p(_like(f.q))
+        pattern = p(like_pattern(f.q))
         clauses.append(
             f"(lower(COALESCE(r.symbol, l.symbol)) LIKE {pattern} ESCAPE '\\'"
             f" OR lower(COALESCE(r.name, '')) LIKE {pattern} ESCAPE '\\'"
@@ -115,7 +102,7 @@ def sort_expression(sort: str, order: str, dialect: str) -> str:
 
 
 async def list_tokens(db: Database, f: ListFilter, page: PageRequest) -> ListResult:
-    p = _Params()
+    p = Params()
     where = _where(f, p)
     filter_args = list(p.values)
     by_tier = {r["k"]: int(r["n"]) for r in await db.fetch(

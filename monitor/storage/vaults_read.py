@@ -20,6 +20,7 @@ from typing import Any
 import msgspec
 
 from .db import Database, Row
+from .sqlparts import Params, like_pattern
 
 #: Sort value -> (SQL expression over ``vaults v``, direction, nullable).
 SORTS: dict[str, tuple[str, str, bool]] = {
@@ -108,20 +109,6 @@ class VaultListResult:
     last_key: tuple[Any, str, str] | None = field(default=None)
 
 
-class _Params:
-    def __init__(self) -> None:
-        self.values: list[Any] = []
-
-    def __call__(self, value: Any) -> str:
-        self.values.append(value)
-        return f"${len(self.values)}"
-
-
-def _like(text: str) -> str:
-    escaped = text.lower().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-    return f"%{escaped}%"
-
-
 #: Filters the ``vaults_aggregates`` index does not cover (see :func:`_table`).
 def _uncovered(f: VaultFilter) -> bool:
     return any(x is not None for x in (f.contract_type, f.underlying, f.underlying_risk,
@@ -135,7 +122,7 @@ def _table(f: VaultFilter, dialect: str) -> str:
     return "vaults v NOT INDEXED" if dialect == "sqlite" and _uncovered(f) else "vaults v"
 
 
-def _where(f: VaultFilter, p: _Params, dialect: str = "postgresql") -> str:
+def _where(f: VaultFilter, p: Params, dialect: str = "postgresql") -> str:
     clauses = [_RATED]
     for column, value in (("v.chain", f.chain), ("v.tier", f.tier),
                           ("v.protocol", f.protocol), ("v.contract_type", f.contract_type),
@@ -157,7 +144,7 @@ def _where(f: VaultFilter, p: _Params, dialect: str = "postgresql") -> str:
         clauses.append("(" + glue.join(f"v.tags LIKE {p(f'%,{t},%')}"
                                        for t in f.risk_flags) + ")")
     if f.q:
-        pattern = p(_like(f.q))
+        pattern = p(like_pattern(f.q))
         # SQLite's LIKE already ignores ASCII case (and its lower() knows only ASCII).
         low = "{}" if dialect == "sqlite" else "lower({})"
         clauses.append(f"({low.format('v.name')} LIKE {pattern} ESCAPE '\\'"
@@ -190,8 +177,11 @@ def _vault(row: Row) -> StoredVault:
         record=msgspec.json.decode(row["record"]) if row["record"] else {})
 
 
-async def list_vaults(db: Database, f: VaultFilter, page: VaultPage) -> VaultListResult:
-    p = _Params()
+async def list_vaults(db: Database, f: VaultFilter, page: VaultPage,
+                      with_facts: bool = False) -> VaultListResult:
+    """One page and the aggregates over every vault matching ``f``. The merged facts are
+    read only ``with_facts`` (E4 items do not show them); otherwise ``facts`` is empty."""
+    p = Params()
     where = _where(f, p, db.dialect)
     groups = await db.fetch(
         "SELECT v.tier AS tier, v.chain AS chain, v.protocol AS protocol, COUNT(*) AS n,"
@@ -225,7 +215,8 @@ async def list_vaults(db: Database, f: VaultFilter, page: VaultPage) -> VaultLis
     inner += f" LIMIT {p(page.limit + 1)}"
     if page.offset is not None:
         inner += f" OFFSET {p(page.offset)}"
-    sql = (f"SELECT p.*, d.facts, d.record FROM ({inner}) p{_DOCS}"
+    facts = "d.facts" if with_facts else "NULL AS facts"
+    sql = (f"SELECT p.*, {facts}, d.record FROM ({inner}) p{_DOCS}"
            f" ORDER BY p.sort_key {order}, p.chain {order}, p.vault {order}")
     rows = await db.fetch(sql, *p.values)
     more = len(rows) > page.limit

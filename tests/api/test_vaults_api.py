@@ -234,6 +234,7 @@ async def test_items_carry_the_published_record(api: Api) -> None:
         assert (it["rating"], it["tier"], it["verdict"], it["tags"]) == (
             row["rating"], row["tier"], row["verdict"], row["tags"])
         assert it["risk"] == row["risk"] and "contributions" not in it
+        assert repr(it["rating"]) == repr(row["rating"])  # 78, as on the topic, not 78.0
         assert it["explanation"] == row["explanation"]
         assert it["underlying"]["symbol"] == row["underlying_symbol"]
 

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
+from helpers import T0, USDC, price_ticks
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from helpers import T0, USDC, price_ticks
 
 from monitor.config import ModelConfig
 from monitor.engine import Engine

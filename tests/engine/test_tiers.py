@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 from monitor.config import ModelConfig
 from monitor.engine.rating import Held, publish
 from monitor.engine.tiers import TierState, band, step
@@ -45,7 +47,7 @@ def test_calm_decays_fast_to_ok_within_two_hours() -> None:
     h = Held()
     publish(h, 100.0, 80.0, False, 0.0, CFG)
     ratings = [publish(h, 3.0, 0.0, True, t * 300.0, CFG) for t in range(1, 25)]
-    assert all(a >= b for a, b in zip(ratings, ratings[1:], strict=False))
+    assert all(a >= b for a, b in itertools.pairwise(ratings))
     assert band(ratings[-1], CFG) is Tier.OK  # 2 hours of calm: 100 - 80
     # 40 points an hour: 100 is below 40 at the first refresh after 90 minutes.
     assert (next(i for i, r in enumerate(ratings) if r < 40) + 1) * 300 == 5700

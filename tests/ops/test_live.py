@@ -264,6 +264,11 @@ async def test_live_prometheus_sees_every_panel_and_alert(
                 CLI, "produce", "simulate", "--tokens", "8", "--rate", "200",
                 "--time-scale", "600", "--bootstrap-servers", f"127.0.0.1:{broker_port}",
             ], env, tmp_path / "producer.log"))
+            procs.append(spawn([
+                CLI, "produce", "vaults", "simulate", "--vaults", "12", "--tokens", "8",
+                "--rate", "20", "--time-scale", "600",
+                "--bootstrap-servers", f"127.0.0.1:{broker_port}",
+            ], env, tmp_path / "vault-producer.log"))
 
             async def flowing() -> bool:
                 # Some API traffic too, so the API panels have series.
@@ -274,6 +279,8 @@ async def test_live_prometheus_sees_every_panel_and_alert(
                 for name, expr in (("up", 'sum(up{job="depeg-monitor"})'),
                                    ("ticks", "sum(depeg_ticks_consumed_total)"),
                                    ("tier_changes", "sum(depeg_tier_changes_total)"),
+                                   ("vault_ratings", "sum(depeg_vault_ratings_total)"),
+                                   ("vaults_stored", "sum(depeg_store_vaults)"),
                                    ("delivered", 'sum(depeg_deliveries_total{status="success"})')):
                     seen[name] = await prom.value(expr)
                 seen["received"] = len(receiver.bodies)
@@ -352,7 +359,7 @@ def update_like_every_component(step: int) -> None:
     m.dead_lettered("bad_json")
     m.TICKS_LATE.inc()
     m.LAST_TICK_TIME.set(time.time())
-    for consumer in m.CONSUMERS:
+    for consumer in (*m.CONSUMERS, "vaults"):
         m.ASSIGNED_PARTITIONS.labels(consumer).set(2)
         for partition in ("0", "1"):
             m.CONSUMER_LAG.labels(consumer, partition).set(step % 5)
@@ -392,6 +399,12 @@ def update_like_every_component(step: int) -> None:
     m.api_request("/vaults", "GET", 200, 0.004)
     m.set_stored_vaults([("low", "safe_to_list", 3), ("critical", "do_not_list", step % 2),
                          ("unknown", "caution", 1)])
+    m.VAULT_FACTS.labels("decoded").inc(5)
+    m.VAULT_FACTS.labels("dead_lettered").inc()
+    m.VAULT_FACTS_DEAD_LETTERED.labels("bad_json").inc()
+    m.VAULT_RATINGS.inc(2)
+    m.VAULT_DEPEG_CHANGES.labels("applied").inc()
+    m.set_vault_counts({"low": 3, "critical": step % 2}, {"safe_to_list": 3}, 1)
     m.api_request("/webhooks/subscriptions", "POST", 201, 0.01)
 
 

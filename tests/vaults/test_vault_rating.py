@@ -97,3 +97,50 @@ def test_explanation_names_the_floor_and_the_biggest_reasons():
     assert result.rating == 80
     assert result.explanation.startswith("80 because users cannot withdraw (floor 80)")
     assert "externally owned account" in result.explanation
+
+
+_flag = st.one_of(st.none(), st.booleans())
+_amount = st.one_of(st.none(), st.floats(0, 1e9, allow_nan=False))
+_fraction = st.one_of(st.none(), st.floats(0, 1, allow_nan=False))
+random_facts = st.fixed_dictionaries({
+    "underlying_risk": risks, "owner_kind": st.one_of(st.none(), st.sampled_from(
+        ("eoa", "multisig", "timelock", "dao", "unknown"))),
+    "upgradeable": _flag, "emergency_shutdown": _flag, "redemption_open": _flag,
+    "source_verified": _flag, "exploit_history": _flag, "pausable": _flag,
+    "timelock_seconds": st.one_of(st.none(), st.sampled_from((0.0, 3600.0, 864000.0))),
+    "tvl_usd": _amount, "bad_debt_usd": _amount, "utilization": _fraction,
+    "looping_rate": _fraction, "event_count": st.one_of(st.none(), st.integers(0, 200)),
+    "audit_count": st.one_of(st.none(), st.integers(0, 3)),
+    "fee_bps": _amount, "peer_fee_bps": _amount,
+})
+
+
+@settings(max_examples=150)
+@given(random_facts, st.one_of(st.none(), st.sampled_from(
+    ("ok", "watch", "warning", "critical", "premium"))))
+def test_engine_records_take_tier_and_verdict_from_rating_and_tags_only(
+        fields: dict[str, object], depeg_tier: str | None):
+    """Whatever the facts, a published record's tier and verdict are the spec's functions of
+    its own rating and tags, and its rating is the formula over its own tags."""
+    import msgspec
+
+    from monitor.vaults.depeg_link import DepegChange
+    from monitor.vaults.engine import VaultEngine
+    from monitor.vaults.facts import FactsMessage, make_update
+
+    usdc = "0xa0b86991c6218b36c1d19d4a2e9eb0ce3606eb48"
+    engine = VaultEngine(CONFIG)
+    if depeg_tier is not None:
+        engine.on_depeg(DepegChange(1.0, "eth", usdc, depeg_tier))
+    message = {"ts": 100.0, "chain": "eth", "vault": "0x" + "9" * 40,
+               "underlying_address": usdc,
+               **{k: v for k, v in fields.items() if v is not None}}
+    records = engine.process(make_update(msgspec.convert(message, FactsMessage)))
+    assert len(records) == 1
+    record = records[0]
+    state = engine.state(record.key)
+    assert state is not None
+    tags = frozenset(record.tags)
+    assert record.tier == spec_tier(record.rating)
+    assert record.verdict == spec_verdict(record.rating, tags)
+    assert record.rating == score(tags, state.facts.underlying_risk, record.known_facts, CONFIG)

@@ -9,6 +9,10 @@ from typing import Any
 from ...chains import CHAINS
 from ...records import Tier
 from ...registry import TAGS
+from ..openapi_parts import obj as _obj
+from ..openapi_parts import query as _q
+from ..openapi_parts import ref as _ref
+from ..openapi_parts import resp as _resp
 
 _TIERS = [t.value for t in Tier]
 _NUM_OR_NULL: dict[str, Any] = {"type": ["number", "null"]}
@@ -16,24 +20,6 @@ _STR_OR_NULL: dict[str, Any] = {"type": ["string", "null"]}
 _TIME: dict[str, Any] = {"type": "string", "format": "date-time"}
 _TIME_OR_NULL: dict[str, Any] = {"type": ["string", "null"], "format": "date-time"}
 _TAG_ALT = "|".join(TAGS)
-
-
-def _ref(name: str) -> dict[str, str]:
-    return {"$ref": f"#/components/schemas/{name}"}
-
-
-def _resp(name: str) -> dict[str, str]:
-    return {"$ref": f"#/components/responses/{name}"}
-
-
-def _q(name: str, schema: dict[str, Any], description: str) -> dict[str, Any]:
-    return {"name": name, "in": "query", "required": False, "schema": schema,
-            "description": description}
-
-
-def _obj(required: list[str], **props: Any) -> dict[str, Any]:
-    return {"type": "object", "required": required, "properties": props}
-
 
 OPENAPI_SCHEMAS: dict[str, Any] = {
     "RiskTag": _obj(

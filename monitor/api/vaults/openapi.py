@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...storage.vaults_read import SORTS
+from ..openapi_parts import obj, query, ref, resp
 from .catalogue import (
     CONTRACT_TYPES,
     PROTOCOLS,
@@ -26,25 +27,8 @@ _TAG_ALT = "|".join(TAG_KEYS)
 _OBJECTS: dict[str, Any] = {"type": "array", "items": {"type": "object"}}
 
 
-def _ref(name: str) -> dict[str, str]:
-    return {"$ref": f"#/components/schemas/{name}"}
-
-
-def _resp(name: str) -> dict[str, str]:
-    return {"$ref": f"#/components/responses/{name}"}
-
-
-def _q(name: str, schema: dict[str, Any], description: str) -> dict[str, Any]:
-    return {"name": name, "in": "query", "required": False, "schema": schema,
-            "description": description}
-
-
-def _obj(required: list[str], **props: Any) -> dict[str, Any]:
-    return {"type": "object", "required": required, "properties": props}
-
-
 OPENAPI_SCHEMAS: dict[str, Any] = {
-    "VaultRiskTag": _obj(
+    "VaultRiskTag": obj(
         ["key", "name", "type", "severity", "description"],
         key={"type": "string"}, name={"type": "string"}, type={"type": "string"},
         severity={"type": "number", "minimum": 0, "maximum": 10},
@@ -52,28 +36,28 @@ OPENAPI_SCHEMAS: dict[str, Any] = {
     "VaultRiskEnvelope": {
         "description": "The shared risk envelope, as the engine published it on "
                        "vaults.ratings.",
-        **_obj(["count", "medium", "high", "issues"],
+        **obj(["count", "medium", "high", "issues"],
                score=_NUM_OR_NULL, count={"type": "integer", "minimum": 0},
                medium={"type": "integer", "minimum": 0},
                high={"type": "integer", "minimum": 0}, overallRisk=_NUM_OR_NULL,
-               issues={"type": "array", "items": _obj(
+               issues={"type": "array", "items": obj(
                    ["tags", "categories"], score=_NUM_OR_NULL,
-                   tags={"type": "array", "items": _ref("VaultRiskTag")},
+                   tags={"type": "array", "items": ref("VaultRiskTag")},
                    categories={"type": "object"})})},
-    "VaultContribution": _obj(
+    "VaultContribution": obj(
         ["category", "name", "points", "tags", "facts"], category={"type": "string"},
         name={"type": "string"}, points={"type": "number"},
         tags={"type": "array", "items": {"type": "string"}}, facts={"type": "object"}),
     "Vault": {
         "description": "A rated vault: facts it is filtered on, the latest rating record.",
-        **_obj(
+        **obj(
             ["address", "chain", "name", "symbol", "protocol", "contract_type", "underlying",
              "tvl_usd", "apy_pct", "looping_rate", "rating", "tier", "verdict", "tags",
              "attention_needed", "updated_at", "facts_updated_at", "risk", "explanation"],
             address=_ADDRESS, chain={"type": "string", "enum": list(VAULT_CHAINS)},
             name=_STR_OR_NULL, symbol=_STR_OR_NULL, protocol=_STR_OR_NULL,
             contract_type=_STR_OR_NULL,
-            underlying=_obj(["symbol", "address", "risk"], symbol=_STR_OR_NULL,
+            underlying=obj(["symbol", "address", "risk"], symbol=_STR_OR_NULL,
                             address=_STR_OR_NULL, risk=_STR_OR_NULL),
             tvl_usd=_NUM_OR_NULL, apy_pct=_NUM_OR_NULL, looping_rate=_NUM_OR_NULL,
             rating={"type": ["number", "null"], "minimum": 0, "maximum": 100,
@@ -83,13 +67,13 @@ OPENAPI_SCHEMAS: dict[str, Any] = {
             tags={"type": "array", "items": {"type": "string"}},
             attention_needed={"type": "boolean"},
             updated_at=_TIME, facts_updated_at=_TIME_OR_NULL,
-            risk=_ref("VaultRiskEnvelope"),
+            risk=ref("VaultRiskEnvelope"),
             explanation={"type": ["string", "null"],
                          "description": "Why the rating is what it is, in one sentence"})},
-    "VaultList": _obj(
+    "VaultList": obj(
         ["items", "pagination", "aggregates", "sort"],
-        items={"type": "array", "items": _ref("Vault")},
-        pagination=_obj(
+        items={"type": "array", "items": ref("Vault")},
+        pagination=obj(
             ["mode", "total", "hasMore"], mode={"type": "string", "enum": ["offset", "cursor"]},
             total={"type": "integer", "minimum": 0}, hasMore={"type": "boolean"},
             page={"type": "integer"}, pageSize={"type": "integer"},
@@ -99,7 +83,7 @@ OPENAPI_SCHEMAS: dict[str, Any] = {
         aggregates={
             "description": "Ecosystem aggregates over every vault matching the filters "
                            "(not only this page).",
-            **_obj(["total", "totalTvlUsd", "attentionNeeded", "byTier", "byChain",
+            **obj(["total", "totalTvlUsd", "attentionNeeded", "byTier", "byChain",
                     "byProtocol"],
                    total={"type": "integer"}, totalTvlUsd={"type": "number"},
                    attentionNeeded={"type": "integer"},
@@ -108,11 +92,11 @@ OPENAPI_SCHEMAS: dict[str, Any] = {
                    byProtocol={"type": "object",
                                "additionalProperties": {"type": "integer"}})},
         sort={"type": "string", "enum": list(SORTS)}),
-    "VaultDetail": {"allOf": [_ref("Vault"), _obj(
+    "VaultDetail": {"allOf": [ref("Vault"), obj(
         ["contributions", "floor", "known_facts", "underlying_depeg_tier", "looping_markets",
          "composition", "lending_market", "code_findings", "lst_collateral_markets", "facts",
          "history"],
-        contributions={"type": "array", "items": _ref("VaultContribution"),
+        contributions={"type": "array", "items": ref("VaultContribution"),
                        "description": "Per-category contributions to the rating"},
         floor={"type": ["object", "null"], "description": "The hard floor that set the "
                "rating (tag and minimum), when one did",
@@ -123,7 +107,7 @@ OPENAPI_SCHEMAS: dict[str, Any] = {
                                               "last saw it on depeg.tier-changes"},
         looping_markets=_OBJECTS, code_findings=_OBJECTS, lst_collateral_markets=_OBJECTS,
         lending_market={"type": ["object", "null"]},
-        composition={"type": "array", "items": _obj(
+        composition={"type": "array", "items": obj(
             ["symbol", "address", "share_pct", "depeg"], symbol=_STR_OR_NULL,
             address=_STR_OR_NULL, share_pct={"type": ["number", "string", "null"]},
             depeg={"type": ["object", "null"],
@@ -132,10 +116,10 @@ OPENAPI_SCHEMAS: dict[str, Any] = {
                    "properties": {"rating": {"type": "number"},
                                   "tier": {"type": "string"}, "updated_at": _TIME}})},
         facts={"type": "object", "description": "The merged facts (DESIGN: Vault facts)"},
-        history=_obj(
+        history=obj(
             ["days", "from", "to", "truncated", "points"], days={"type": "integer"},
             to=_TIME, truncated={"type": "boolean"},
-            points={"type": "array", "items": _obj(
+            points={"type": "array", "items": obj(
                 ["timestamp", "rating", "tier", "verdict", "tags", "attention_needed"],
                 timestamp=_TIME, rating=_NUM_OR_NULL,
                 tier={"type": "string", "enum": list(VAULT_TIERS)},
@@ -145,8 +129,8 @@ OPENAPI_SCHEMAS: dict[str, Any] = {
             **{"from": _TIME}))]},
 }
 
-_ERRORS = {"400": _resp("BadRequest"), "401": _resp("Unauthorized"),
-           "429": _resp("TooManyRequests")}
+_ERRORS = {"400": resp("BadRequest"), "401": resp("Unauthorized"),
+           "429": resp("TooManyRequests")}
 
 OPENAPI_PATHS: dict[str, Any] = {
     "/vaults": {"get": {
@@ -159,42 +143,42 @@ OPENAPI_PATHS: dict[str, Any] = {
             "the sort key (no TVL, unrated) sort last."),
         "tags": ["vaults"],
         "parameters": [
-            _q("chain", {"type": "string", "enum": list(VAULT_CHAINS)}, "Only this chain"),
-            _q("tier", {"type": "string", "enum": list(VAULT_TIERS)}, "Only this tier"),
-            _q("protocol", {"type": "string", "enum": list(PROTOCOLS)}, "Only this protocol"),
-            _q("contractType", {"type": "string", "enum": list(CONTRACT_TYPES)},
+            query("chain", {"type": "string", "enum": list(VAULT_CHAINS)}, "Only this chain"),
+            query("tier", {"type": "string", "enum": list(VAULT_TIERS)}, "Only this tier"),
+            query("protocol", {"type": "string", "enum": list(PROTOCOLS)}, "Only this protocol"),
+            query("contractType", {"type": "string", "enum": list(CONTRACT_TYPES)},
                "Only this contract type"),
-            _q("underlying", {"type": "string", "maxLength": 40},
+            query("underlying", {"type": "string", "maxLength": 40},
                "Underlying asset symbol (exact, case-insensitive)"),
-            _q("underlyingRisk", {"type": "string", "enum": list(UNDERLYING_RISKS)},
+            query("underlyingRisk", {"type": "string", "enum": list(UNDERLYING_RISKS)},
                "Only this underlying risk tier"),
-            _q("minTvl", {"type": "number", "minimum": 0},
+            query("minTvl", {"type": "number", "minimum": 0},
                "Minimum TVL in USD (vaults without a known TVL are excluded)"),
-            _q("minScore", {"type": "number", "minimum": 0, "maximum": 100},
+            query("minScore", {"type": "number", "minimum": 0, "maximum": 100},
                "Minimum rating (unrated vaults are excluded)"),
-            _q("maxScore", {"type": "number", "minimum": 0, "maximum": 100},
+            query("maxScore", {"type": "number", "minimum": 0, "maximum": 100},
                "Maximum rating (unrated vaults are excluded)"),
-            _q("attentionNeeded", {"type": "boolean", "default": False},
+            query("attentionNeeded", {"type": "boolean", "default": False},
                "true: only vaults needing attention"),
-            _q("riskFlags", {"type": "string", "pattern": f"^({_TAG_ALT})(,({_TAG_ALT}))*$"},
+            query("riskFlags", {"type": "string", "pattern": f"^({_TAG_ALT})(,({_TAG_ALT}))*$"},
                "Comma-separated risk tag keys"),
-            _q("riskFlagsMode", {"type": "string", "enum": ["any", "all"], "default": "any"},
+            query("riskFlagsMode", {"type": "string", "enum": ["any", "all"], "default": "any"},
                "any: a vault carries at least one of riskFlags; all: every one"),
-            _q("q", {"type": "string", "maxLength": 100},
+            query("q", {"type": "string", "maxLength": 100},
                "Case-insensitive substring of name, symbol or address"),
-            _q("sort", {"type": "string", "enum": list(SORTS), "default": "score_desc"},
+            query("sort", {"type": "string", "enum": list(SORTS), "default": "score_desc"},
                "score = rating; looping = looping rate; name_asc falls back to symbol, "
                "then address"),
-            _q("page", {"type": "integer", "minimum": 1, "maximum": 1_000_000, "default": 1},
+            query("page", {"type": "integer", "minimum": 1, "maximum": 1_000_000, "default": 1},
                "Offset mode page number"),
-            _q("pageSize", {"type": "integer", "minimum": 1, "maximum": 500, "default": 50},
+            query("pageSize", {"type": "integer", "minimum": 1, "maximum": 500, "default": 50},
                "Offset mode page size"),
-            _q("cursor", {"type": "string", "maxLength": 512}, "Keyset mode: nextCursor"),
-            _q("limit", {"type": "integer", "minimum": 1, "maximum": 500, "default": 100},
+            query("cursor", {"type": "string", "maxLength": 512}, "Keyset mode: nextCursor"),
+            query("limit", {"type": "integer", "minimum": 1, "maximum": 500, "default": 100},
                "Keyset mode page size"),
         ],
         "responses": {"200": {"description": "A page of vaults",
-                              "content": {"application/json": {"schema": _ref("VaultList")}}},
+                              "content": {"application/json": {"schema": ref("VaultList")}}},
                       **_ERRORS},
     }},
     "/vaults/{address}": {"get": {
@@ -215,7 +199,7 @@ OPENAPI_PATHS: dict[str, Any] = {
              "description": "The vault's chain"},
         ],
         "responses": {"200": {"description": "The vault",
-                              "content": {"application/json": {"schema": _ref("VaultDetail")}}},
-                      "404": _resp("NotFound"), **_ERRORS},
+                              "content": {"application/json": {"schema": ref("VaultDetail")}}},
+                      "404": resp("NotFound"), **_ERRORS},
     }},
 }

@@ -15,6 +15,12 @@ from ...storage.db import Row
 from ...storage.vaults_read import HistoryPoint, StoredVault
 from ..rwa.view import iso
 
+
+def _rating(value: float | None) -> float | int | None:
+    """Ratings are whole numbers on the topic; the store keeps doubles: 78.0 -> 78."""
+    return int(value) if value is not None and float(value).is_integer() else value
+
+
 _EMPTY_RISK: dict[str, Any] = {"score": 0, "count": 0, "medium": 0, "high": 0,
                                "overallRisk": 0, "issues": []}
 
@@ -32,7 +38,7 @@ def item(v: StoredVault) -> dict[str, Any]:
         "tvl_usd": v.tvl_usd,
         "apy_pct": v.apy_pct,
         "looping_rate": v.looping_rate,
-        "rating": v.rating,
+        "rating": _rating(v.rating),
         "tier": v.tier,
         "verdict": v.verdict,
         "tags": list(v.tags),
@@ -92,7 +98,7 @@ def detail(v: StoredVault, depeg: dict[str, Row], history: list[HistoryPoint],
         "facts": v.facts,
         "history": {
             "days": days, "from": iso(start), "to": iso(end), "truncated": truncated,
-            "points": [{"timestamp": iso(p.ts), "rating": p.rating, "tier": p.tier,
+            "points": [{"timestamp": iso(p.ts), "rating": _rating(p.rating), "tier": p.tier,
                         "verdict": p.verdict, "tags": list(p.tags),
                         "attention_needed": p.attention_needed} for p in history],
         },
