@@ -80,4 +80,10 @@ CREATE TABLE token_registry (
 );
 """
 
-MIGRATIONS = [Migration(1, "ratings, history, tier changes, episodes, registry", _V1)]
+#: When the store writer stored a token's latest rating (wall clock): a rating that nothing
+#: has refreshed for ``model.stale_after_seconds`` is stale whatever its own event time says
+#: (the monitor stopped, or a restarted service serves the previous run's ratings).
+_V2 = "ALTER TABLE rating_latest ADD COLUMN received_at DOUBLE PRECISION"
+
+MIGRATIONS = [Migration(1, "ratings, history, tier changes, episodes, registry", _V1),
+              Migration(2, "rating_latest.received_at", _V2)]

@@ -24,7 +24,7 @@ from ...storage.db import Row
 from ...storage.ratings import RatingsStore
 from ...timefmt import format_ts
 from .. import jsonbody, params
-from ..context import CONFIG, DB, json_response
+from ..context import CONFIG, DB, json_response, now
 from ..errors import ApiError
 from .openapi import OPENAPI_PATHS, OPENAPI_SCHEMAS
 from .view import decode_snapshot, episode, flat_metrics, item, point, unrated_item
@@ -98,7 +98,8 @@ async def list_rwa(request: web.Request) -> web.Response:
     flt, page, mode = parse_list(request.rel_url.query)
     stale_after = request.app[CONFIG].model.stale_after_seconds
     result = await reads.list_tokens(request.app[DB], flt, page)
-    items = [item(r, decode_snapshot(r), stale_after) for r in result.rows]
+    wall = now(request)
+    items = [item(r, decode_snapshot(r), stale_after, wall) for r in result.rows]
     pagination: dict[str, Any] = {"mode": mode, "total": result.total, "hasMore": result.more}
     if mode == "cursor":
         pagination["limit"] = page.limit
@@ -138,7 +139,7 @@ async def get_rwa(request: web.Request) -> web.Response:
     points = await reads.history(db, row["chain"], address, start, end, MAX_POINTS)
     changes = await reads.tier_changes(db, row["chain"], address, start, end, MAX_CHANGES)
     eps = await reads.episodes(db, row["chain"], address, MAX_EPISODES)
-    body = item(row, snap, request.app[CONFIG].model.stale_after_seconds)
+    body = item(row, snap, request.app[CONFIG].model.stale_after_seconds, now(request))
     body["snapshot"] = {
         "timestamp": snap.timestamp,
         "signals": [msgspec.structs.asdict(s) for s in snap.signals],
