@@ -65,6 +65,10 @@ class ModelConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     #: Headroom: oracle divergence |price - oracle| / peg that gives the full signal.
     oracle_divergence_full: float = 0.02
     oracle_max_age_seconds: int = 3600
+    #: Headroom: cross-chain spread (max - min of price/peg over the asset's chains) that
+    #: gives the full signal, and how long a spread observation counts (docs/cross-chain-spread.md).
+    cross_chain_spread_full: float = 0.02
+    cross_chain_spread_max_age_seconds: int = 900
     #: Tier bands on the 0-100 rating (spec: critical >= 80, warning 60-79, watch 40-59).
     #: The published tier is always the band of the published rating (premium aside).
     watch_at: float = 40.0
@@ -309,6 +313,25 @@ class RegistryConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     path: str = ""
 
 
+class SpreadConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """The cross-chain spread stage (docs/cross-chain-spread.md)."""
+
+    #: Off: no spread observations, and no token waits for them.
+    enabled: bool = True
+    #: A chain's price older than this at a boundary is not part of that boundary's spread.
+    price_max_age_seconds: int = 900
+    #: A chain whose ticks stopped is left out of a boundary once the asset's other chains
+    #: are this far past it (event time), so one quiet chain does not hold the others. The
+    #: trade-off: a sparse chain delays its asset's boundaries by up to this much; a
+    #: producer publishing more than this late can make the daemon differ from a replay.
+    quiet_after_seconds: int = 300
+    #: The monitor rates a gated token without waiting for its spread once it has waited
+    #: this long (wall clock) past the normal lag: the stage is down or far behind.
+    gate_timeout_seconds: float = 120.0
+    #: Compacted topic of the stage's own state (offsets + per-asset state; internal).
+    state_topic: str = "depeg.spread-state"
+
+
 class ChainConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """One chain's RPC access for the on-chain adapters (producers/chainsvc.py)."""
 
@@ -382,6 +405,7 @@ class Config(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     v3: V3Config = V3Config()
     #: The vault side: tag thresholds, rating, verdict, topics (monitor/vaults/config.py).
     vaults: VaultsConfig = VaultsConfig()
+    spread: SpreadConfig = SpreadConfig()
 
 
 class ConfigError(ValueError):

@@ -39,11 +39,11 @@ NS: Final = "depeg"
 # ---- bounded label values -------------------------------------------------------------
 TIERS: Final = tuple(t.value for t in Tier)
 #: Components that consume a topic (label ``consumer``).
-CONSUMERS: Final = ("monitor", "deliver", "store")
+CONSUMERS: Final = ("monitor", "deliver", "store", "spread")
 #: Kafka clients (label ``client``).
 CLIENTS: Final = ("monitor", "deliver", "store", "producer")
 #: What the monitor publishes (label ``kind``).
-PUBLISH_KINDS: Final = ("tier_change", "rating", "dead_letter", "state")
+PUBLISH_KINDS: Final = ("tier_change", "rating", "dead_letter", "state", "spread")
 #: BadTick reason codes (monitor/ticks.py) plus ``other`` for anything new.
 DEAD_LETTER_REASONS: Final = (*BAD_TICK_REASONS, "other")
 #: Delivery statuses of the spec (label ``status``).
@@ -90,6 +90,21 @@ TICKS_LATE = Counter(f"{NS}_ticks_late_total", "Ticks dropped for arriving too l
 LAST_TICK_TIME = Gauge(
     f"{NS}_last_tick_timestamp_seconds", "Unix time (wall clock) the last tick was consumed.")
 #: Records between the committed position and the end of each assigned partition.
+#: The cross-chain spread stage (monitor/spread/service.py, docs/cross-chain-spread.md).
+SPREAD_BOUNDARIES = Counter(
+    f"{NS}_spread_boundaries_total",
+    "Refresh boundaries the spread stage published (one observation per token of the asset).")
+SPREAD_LATE = Counter(
+    f"{NS}_spread_late_ticks_total",
+    "Ticks at or before a boundary the spread stage had already published (not used).")
+SPREAD_WAITING = Gauge(
+    f"{NS}_spread_waiting_seconds",
+    "Event time the newest tick of an asset is ahead of its last published spread boundary; "
+    "grows while a chain holds the asset (and its gated tokens' ratings) up.", ["asset"])
+SPREAD_GATES_OPENED = Counter(
+    f"{NS}_spread_gates_opened_total",
+    "Gated tokens the monitor rated without waiting for the spread stage any longer "
+    "(spread.gate_timeout_seconds); nonzero means the stage is down or far behind.")
 CONSUMER_LAG = Gauge(
     f"{NS}_consumer_lag_records",
     "Records not yet consumed per assigned partition (high watermark - position).",
@@ -264,6 +279,8 @@ RPC_HEAD_BLOCK = Gauge(
 SOURCE_LAST_POLL = Gauge(
     f"{NS}_source_last_success_timestamp_seconds",
     "When an on-chain source last completed a poll.", ["source"])
+ORACLE_STALE_FEEDS = Gauge(
+    f"{NS}_oracle_stale_feeds", "Oracle feeds past their heartbeat at the last poll.", ["chain"])
 SOURCE_POLL_FAILURES = Counter(
     f"{NS}_source_poll_failures_total", "On-chain source polls that failed.", ["source"])
 BUILD_INFO = Gauge(

@@ -12,6 +12,8 @@ sources        optional object: ``priceFeed`` (token/USD Chainlink-style feed),
                ``pool`` (a Uniswap v3 pool of the token), ``quoteFeed`` (USD feed of the
                pool's other token), ``navVault`` (ERC-4626 whose share price is the NAV)
 lists          the public token lists the entry was found in (provenance)
+asset          optional id shared by the same asset on several chains ("usdc"); the
+               cross-chain spread stage compares their prices (docs/cross-chain-spread.md)
 ============== ==========================================================================
 
 :func:`check_tokenlist` validates a file completely (schema, checksummed addresses, the
@@ -32,7 +34,7 @@ from typing import Any, Final
 from eth_utils.address import is_checksum_address, to_checksum_address
 
 from .chains import CHAINS
-from .registry import PEG_TYPES, TokenInfo
+from .registry import ASSET_ID, PEG_TYPES, TokenInfo
 
 #: EIP-155 chain ids of the seven chains (Token Lists identify chains by id).
 CHAIN_IDS: Final = {"eth": 1, "arb": 42161, "pol": 137, "opt": 10, "base": 8453, "bsc": 56,
@@ -117,6 +119,10 @@ def check_tokenlist(doc: Any, *, max_errors: int = 200) -> CheckReport:
         if peg not in PEG_TYPES:
             report.errors.append(f"{label}: extensions.pegType {peg!r} is not one of "
                                  f"{', '.join(PEG_TYPES)}")
+        asset = ext.get("asset") if isinstance(ext, dict) else None
+        if asset is not None and not (isinstance(asset, str) and ASSET_ID.fullmatch(asset)):
+            report.errors.append(f"{label}: extensions.asset {asset!r} must be lowercase "
+                                 "letters, digits, '-' or '_'")
         sources = ext.get("sources") if isinstance(ext, dict) else None
         if sources is not None:
             if not isinstance(sources, dict):
@@ -145,7 +151,8 @@ def tokens_from_tokenlist(doc: dict[str, Any]) -> list[TokenInfo]:
         out.append(TokenInfo(chain=CHAIN_BY_ID[tok["chainId"]], address=tok["address"].lower(),
                              symbol=tok["symbol"], name=tok.get("name", ""),
                              peg_type=ext.get("pegType", "usd"),
-                             peg_reference=ext.get("pegReference", "")))
+                             peg_reference=ext.get("pegReference", ""),
+                             asset=ext.get("asset", "")))
     return out
 
 

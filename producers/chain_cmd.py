@@ -26,11 +26,14 @@ registry.path) with extensions.sources, and chains.vaults_file. See docs/chain-a
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--chain", choices=CHAINS, help="poll only this chain")
     parser.add_argument("--once", action="store_true", help="one poll per chain, then exit")
+    parser.add_argument("--backfill-blocks", type=int, default=0, metavar="N",
+                        help="first publish the oracle history (AnswerUpdated logs) of the "
+                             "last N blocks as oracle_price_usd ticks")
     add_kafka_arguments(parser)
 
 
 async def _serve(config: Config, stop: asyncio.Event, *, chain: str | None = None,
-                 once: bool = False, bootstrap: str | None = None) -> int:
+                 once: bool = False, bootstrap: str | None = None, backfill: int = 0) -> int:
     pollers = build_pollers(config, chain)
     if not pollers:
         log.info("chain.idle", reason="no chain has rpc_urls configured")
@@ -38,7 +41,7 @@ async def _serve(config: Config, stop: asyncio.Event, *, chain: str | None = Non
     publisher = Publisher(config, bootstrap_from(bootstrap, config.kafka))
     await publisher.start()
     try:
-        return await run_pollers(pollers, publisher, stop, once=once)
+        return await run_pollers(pollers, publisher, stop, once=once, backfill_blocks=backfill)
     finally:
         await publisher.close()
 
@@ -58,13 +61,15 @@ def run(args: argparse.Namespace, config: Config) -> int:
         if args.once:
             async def once() -> int:
                 return await _serve(config, asyncio.Event(), chain=args.chain, once=True,
-                                    bootstrap=args.bootstrap_servers)
+                                    bootstrap=args.bootstrap_servers,
+                                    backfill=args.backfill_blocks)
 
             failures = asyncio.run(once())
             return 1 if failures else 0
 
         async def forever(cfg: Config, stop: asyncio.Event) -> None:
-            await _serve(cfg, stop, chain=args.chain, bootstrap=args.bootstrap_servers)
+            await _serve(cfg, stop, chain=args.chain, bootstrap=args.bootstrap_servers,
+                         backfill=args.backfill_blocks)
 
         return run_until_signalled(forever, config)
     except (SourcesError, ProduceError) as exc:

@@ -171,6 +171,27 @@ class ChainPoller:
                          slippage_bps=slippage, oracle_price_usd=_num(oracle_price),
                          source=f"onchain:{self.chain}")
 
+    async def backfill_ticks(self, blocks: int) -> list[Tick]:
+        """Oracle history: one ``oracle_price_usd`` tick per ``AnswerUpdated`` of each token's
+        feed in the last ``blocks`` blocks (dated by the round's ``updatedAt``), oldest first."""
+        head = await self.client.pin_block(self.settings.confirmations)
+        ticks: list[Tick] = []
+        for tok in self.tokens:
+            if not tok.price_feed:
+                continue
+            try:
+                updates = await oracle.backfill(self.client, tok.price_feed,
+                                                max(0, head - blocks), head)
+            except (BadReply, RpcError) as exc:
+                log.warning("chain.backfill_failed", chain=self.chain, token=tok.address,
+                            error=str(exc)[:300])
+                continue
+            ticks += [make_tick(u.updated_at, tok.chain, tok.address, tok.symbol,
+                                oracle_price_usd=_num(u.answer),
+                                source=f"onchain:{self.chain}:backfill") for u in updates]
+        ticks.sort(key=lambda t: t.ts)
+        return ticks
+
     async def poll(self) -> tuple[list[Tick], list[dict[str, Any]]]:
         """One poll: ticks and vault facts at one block. Raises NoEndpointAvailable."""
         block = await self.client.pin_block(self.settings.confirmations)
@@ -195,6 +216,7 @@ class ChainPoller:
                 metrics.PRODUCER_ERRORS.labels("vault-indexer").inc()
                 log.warning("chain.vault_failed", chain=self.chain, vault=indexer.vault,
                             error=str(exc)[:300])
+        metrics.ORACLE_STALE_FEEDS.labels(self.chain).set(len(self.stale_feeds))
         self.last_success = time.time()
         self.last_error = ""
         metrics.SOURCE_LAST_POLL.labels(f"{self.chain}:onchain").set(self.last_success)
@@ -278,8 +300,10 @@ class Publisher:
 
 
 async def run_pollers(pollers: list[ChainPoller], publisher: Publisher, stop: asyncio.Event,
-                      *, once: bool = False) -> int:
-    """Poll every chain on its own interval until ``stop``; returns polls that failed."""
+                      *, once: bool = False, backfill_blocks: int = 0) -> int:
+    """Poll every chain on its own interval until ``stop``; returns polls that failed.
+
+    ``backfill_blocks``: first publish the oracle history of that many recent blocks."""
     failures = 0
 
     async def loop(p: ChainPoller) -> None:
@@ -287,6 +311,14 @@ async def run_pollers(pollers: list[ChainPoller], publisher: Publisher, stop: as
         name = f"chain:{p.chain}"
         health.register_check(name, _check(p))
         try:
+            if backfill_blocks > 0:
+                try:
+                    history = await p.backfill_ticks(backfill_blocks)
+                    await publisher.publish(history, [])
+                    log.info("chain.backfilled", chain=p.chain, ticks=len(history))
+                except NoEndpointAvailable as exc:
+                    failures += 1
+                    log.error("chain.backfill_failed", chain=p.chain, error=str(exc)[:300])
             while not stop.is_set():
                 started = time.monotonic()
                 try:

@@ -35,6 +35,11 @@ CHAIN_IDS = {"eth": 1, "arb": 42161, "pol": 137, "opt": 10, "base": 8453, "bsc":
              "linea": 59144}
 CHAIN_BY_ID = {v: k for k, v in CHAIN_IDS.items()}
 
+#: Issuers' own multi-chain tokens: the same asset on every chain, so the cross-chain spread
+#: stage compares them (``extensions.asset``; docs/cross-chain-spread.md). Exact symbols
+#: only: a look-alike symbol is not the same asset.
+MULTICHAIN_ASSETS = {"USDC": "usdc", "USDT": "usdt", "DAI": "dai"}
+
 #: (short code, npm package@version, files inside the package holding token lists), in
 #: priority order: curated DEX lists first, the large aggregated list last.
 LISTS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
@@ -136,6 +141,9 @@ def build(workdir: Path, timestamp: str) -> dict[str, Any]:
             sources["navVault"] = tok["address"]
         ext: dict[str, Any] = {"pegType": peg_type, "pegReference": reference,
                                "lists": ",".join(tok.pop("_lists"))[:42]}
+        asset = MULTICHAIN_ASSETS.get(tok["symbol"])
+        if asset:
+            ext["asset"] = asset
         if sources:
             ext["sources"] = sources
         tok["extensions"] = ext

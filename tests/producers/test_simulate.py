@@ -118,14 +118,16 @@ def test_out_writes_a_replayable_csv(tmp_path: Path):
                         "--out", str(out)]) == 0
     with out.open() as fh:
         assert next(csv.reader(fh)) == ["ts", "chain", "token", "symbol", "price_usd",
-                                         "peg_usd", "slippage_bps"]
+                                         "peg_usd", "slippage_bps", "oracle_price_usd"]
     rows = list(read_file(out))
     assert len(rows) == 500 and all(isinstance(r, Tick) for r in rows)
     # Written prices are the generator's own decimal text: the file replays to the same ticks.
     direct = list(generate(make_tokens(5, 3), seed=3, start=1704067200.0, interval=6.0,
                            duration=600.0))
-    assert [(r.key, r.ts, r.price_text, r.peg_text) for r in rows if isinstance(r, Tick)] == [
-        (t.key, t.ts, t.price_text, t.peg_text) for t in direct]
+    assert [(r.key, r.ts, r.price_text, r.peg_text, r.oracle_text) for r in rows
+            if isinstance(r, Tick)] == [
+        (t.key, t.ts, t.price_text, t.peg_text, t.oracle_text) for t in direct]
+    assert any(r.oracle_price is not None for r in rows if isinstance(r, Tick))
 
 
 @pytest.mark.broker
