@@ -109,11 +109,12 @@ async def publish_rows(
     return summary
 
 
-def add_kafka_arguments(parser: argparse.ArgumentParser) -> None:
+def add_kafka_arguments(parser: argparse.ArgumentParser,
+                        topic: str = "kafka.ticks_topic") -> None:
     add_bootstrap_servers(parser, "Kafka brokers (default: kafka.bootstrap_servers / "
                                   "DEPEG_KAFKA__BOOTSTRAP_SERVERS, else the broker of "
-                                  "a `depeg-monitor run` on this machine); publishes to "
-                                  "kafka.ticks_topic; missing topics are created with "
+                                  f"a `depeg-monitor run` on this machine); publishes to "
+                                  f"{topic}; missing topics are created with "
                                   "kafka.partitions")
 
 

@@ -71,7 +71,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     sim.add_argument("--start", default=None, metavar="TS",
                      help="event time of the first facts (ISO 8601 or epoch; default now)")
     sim.add_argument("--out", metavar="FILE", help="write JSON lines here instead of publishing")
-    add_kafka_arguments(parser)
+    add_kafka_arguments(parser, "vaults.facts_topic")
 
 
 def read_fact_files(paths: list[Path]) -> Iterator[FactUpdate | BadRow]:
