@@ -1,7 +1,8 @@
 """``depeg-monitor run``: everything in one process, for a single machine.
 
 With no ``kafka.bootstrap_servers`` it starts the embedded Tansu broker on loopback
-(memory-only: its data is gone when it stops), creates the topics, then starts every
+(memory-only; its records and offsets are journaled to SQLite in the data directory and put
+back on the next start, ``monitor/kafka/journal.py``), creates the topics, then starts every
 service registered in the ``depeg_monitor.services`` entry-point group (the monitor first,
 then the consumers of its topics and the HTTP API) and logs where each listens. Ctrl-C or
 SIGTERM sets one stop event: every service finishes its in-flight work (the monitor its
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import signal
 from typing import Any
 
@@ -24,11 +26,17 @@ from .commands import Command, add_bootstrap_servers, with_bootstrap_servers
 from .config import Config
 from .daemon.retry import Aborted, Backoff, retry
 from .kafka.embedded import EmbeddedBroker
+from .kafka.journal import FILE_NAME as JOURNAL_FILE
+from .kafka.journal import Journal, JournalError
 from .kafka.topics import ensure_topics
 from .logs import get_logger
+from .paths import data_dir
 from .services import Service, StartupError, discover_services
 
 log = get_logger(__name__)
+
+#: How often the embedded broker's journal copies new records (what a kill -9 can lose).
+JOURNAL_INTERVAL_SECONDS = 1.0
 
 DESCRIPTION = """\
 Run the whole system in one process. Without a broker configured (kafka.bootstrap_servers
@@ -72,7 +80,8 @@ async def run_all(config: Config, only: set[str] | None = None,
         broker = EmbeddedBroker(port=config.kafka.embedded_port)
         await broker.astart()
         log.info("run.embedded_broker", bootstrap_servers=broker.bootstrap_servers,
-                 note="memory-only Tansu broker; data does not survive its stop")
+                 note="memory-only Tansu broker; its records and offsets are journaled to "
+                      "the data directory and put back on the next start")
         config = msgspec.structs.replace(config, kafka=msgspec.structs.replace(
             config.kafka, bootstrap_servers=broker.bootstrap_servers))
     state = runstate.new_state(config, embedded=broker is not None)
@@ -83,10 +92,19 @@ async def run_all(config: Config, only: set[str] | None = None,
         log.info("run.state_written", path=str(path), api_url=state.api_url,
                  metrics_url=state.api_url + "/metrics",
                  note="produce, status and the other commands find this run through it")
+        try:
+            journal = await _open_journal(config) if broker is not None else None
+        except JournalError as exc:
+            log.error("run.journal_mismatch", error=str(exc))
+            return 2
+        copier = asyncio.create_task(_keep_journal(journal, stop)) if journal else None
         broker_ready = health.broker_check(config.kafka.bootstrap_servers)
         watch = asyncio.create_task(_watch_broker(broker, stop)) if broker else None
         with health.checking("run.broker", broker_ready):
             code = await _supervise(config, services, stop)
+        if copier is not None and journal is not None:
+            copier.cancel()
+            await _final_journal_cycle(journal, broker)
         if watch is not None:
             watch.cancel()
             if broker is not None and broker.process is not None \
@@ -98,6 +116,49 @@ async def run_all(config: Config, only: set[str] | None = None,
         if broker is not None:
             await broker.astop()
             log.info("run.embedded_broker_stopped")
+
+
+async def _open_journal(config: Config) -> Journal:
+    """The embedded broker's journal (``monitor/kafka/journal.py``): seed the fresh
+    broker with what the previous run left, before any service starts."""
+    k = config.kafka
+    path = data_dir(config) / JOURNAL_FILE
+    journal = Journal(k, path, {k.monitor_group: [k.ticks_topic],
+                                k.delivery_group: [k.tier_changes_topic],
+                                k.store_group: [k.ratings_topic, k.tier_changes_topic]})
+    seeded = await journal.seed()
+    log.info("run.journal_restored" if seeded else "run.journal_empty", path=str(path),
+             records=seeded,
+             note="topics and consumer offsets of the previous run put back" if seeded
+             else "nothing to restore; every record will be journaled from now on")
+    return journal
+
+
+async def _keep_journal(journal: Journal, stop: asyncio.Event) -> None:
+    while not stop.is_set():
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), JOURNAL_INTERVAL_SECONDS)
+        if stop.is_set():
+            return  # the final cycle runs once every service has stopped
+        try:
+            copied = await journal.cycle()
+            log.debug("run.journal_cycle", records=copied)
+        except (KafkaError, OSError) as exc:
+            log.warning("run.journal_failed", error=f"{type(exc).__name__}: {exc}"[:300])
+
+
+async def _final_journal_cycle(journal: Journal, broker: EmbeddedBroker | None) -> None:
+    """After the services committed their last offsets: copy the rest, then close."""
+    try:
+        if broker is not None and broker.process is not None \
+                and broker.process.poll() is None:
+            copied = await asyncio.wait_for(journal.cycle(), 60)
+            log.info("run.journal_saved", records=copied, path=str(journal.store.path))
+    except (KafkaError, OSError, TimeoutError) as exc:
+        log.error("run.journal_incomplete", error=f"{type(exc).__name__}: {exc}"[:300],
+                  note="the next start restores the previous journal cycle")
+    finally:
+        journal.close()
 
 
 async def _watch_broker(broker: EmbeddedBroker, stop: asyncio.Event) -> None:

@@ -12,7 +12,7 @@ from typing import Any
 
 import msgspec
 
-from . import params
+from . import jsonbody, params
 
 
 def encode_cursor(sort: str, key: tuple[Any, str, str]) -> str:
@@ -26,8 +26,8 @@ def decode_cursor(cursor: str, sort: str, text_key: bool) -> tuple[Any, str, str
     invalid = "invalid cursor: pass nextCursor from a previous page"
     try:
         raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
-        c_sort, value, chain, address = msgspec.json.decode(raw)
-    except (binascii.Error, ValueError, TypeError, msgspec.DecodeError):
+        c_sort, value, chain, address = jsonbody.decode(raw)
+    except (binascii.Error, ValueError, TypeError):  # jsonbody.JsonError is a ValueError
         raise params.bad("cursor", invalid) from None
     if c_sort != sort:
         raise params.bad("cursor", "cursor was made for another sort", sort=str(c_sort)[:40])

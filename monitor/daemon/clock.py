@@ -5,8 +5,10 @@ a quiet token's clock is extrapolated from its own last tick::
 
     event_now = last_event_ts + (wall_now - wall time that tick was received)
 
-and a token counts as quiet (stale) only after ``stale_after`` seconds of *wall* time
-without a tick, so a replay at 60x never trips it while a dead feed does.
+A token quiet for one refresh interval of *wall* time is refreshed up to that extrapolated
+event time on every sweep (so a quiet token is re-evaluated every refresh interval, not
+only once it is stale), and it counts as stale after ``stale_after`` seconds of wall time
+without a tick: a replay at 60x never trips either, while a dead feed does.
 """
 
 from __future__ import annotations
@@ -49,12 +51,18 @@ class LiveClock:
         seen = self._seen.get(key)
         return seen is not None and self._now() - seen[1] > self.stale_after
 
-    def due(self) -> list[tuple[str, int, float]]:
-        """``(key, partition, extrapolated event time)`` for every token quiet past
-        ``stale_after`` seconds of wall time."""
+    def stale(self) -> list[str]:
+        """Every token quiet past ``stale_after`` seconds of wall time."""
         now = self._now()
+        return [key for key, (_, wall, _) in self._seen.items() if now - wall > self.stale_after]
+
+    def due(self, quiet_after: float | None = None) -> list[tuple[str, int, float]]:
+        """``(key, partition, extrapolated event time)`` for every token quiet for more
+        than ``quiet_after`` seconds of wall time (default: ``stale_after``)."""
+        now = self._now()
+        after = self.stale_after if quiet_after is None else quiet_after
         return [
             (key, partition, event_ts + (now - wall))
             for key, (event_ts, wall, partition) in self._seen.items()
-            if now - wall > self.stale_after
+            if now - wall > after
         ]

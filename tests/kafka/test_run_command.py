@@ -34,7 +34,9 @@ def _events(log: Path) -> list[dict[str, object]]:
 
 def _spawn_run(port: int, log: Path) -> subprocess.Popen[bytes]:
     env = {**os.environ, "DEPEG_KAFKA__EMBEDDED_PORT": str(port), "DEPEG_LOGGING__FORMAT": "json",
-           "DEPEG_KAFKA__PARTITIONS": "2", "DEPEG_KAFKA__CHECKPOINT_INTERVAL_SECONDS": "0.5"}
+           "DEPEG_KAFKA__PARTITIONS": "2", "DEPEG_KAFKA__CHECKPOINT_INTERVAL_SECONDS": "0.5",
+           # Its own data directory: the broker journal must not seed another test's run.
+           "DEPEG_STORAGE__DATA_DIR": str(log.parent / "data")}
     env.pop("DEPEG_KAFKA__BOOTSTRAP_SERVERS", None)
     with log.open("ab") as fh:
         return subprocess.Popen([sys.executable, "-m", "monitor", "run", "--only", "monitor"],

@@ -206,6 +206,8 @@ async def test_live_prometheus_sees_every_panel_and_alert(
         "DEPEG_KAFKA__EMBEDDED_PORT": str(broker_port),
         "DEPEG_KAFKA__PARTITIONS": "4",
         "DEPEG_STORAGE__URL": f"sqlite:///{tmp_path / 'store.db'}",
+        # Its own data directory: run's broker journal must not seed another test's run.
+        "DEPEG_STORAGE__DATA_DIR": str(tmp_path / "data"),
         "DEPEG_API__PORT": str(api_port),
         "DEPEG_METRICS__PORT": str(ops_port),
         "DEPEG_DELIVERY__ALLOW_LOOPBACK": "true",
