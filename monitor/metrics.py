@@ -279,6 +279,8 @@ RPC_HEAD_BLOCK = Gauge(
 SOURCE_LAST_POLL = Gauge(
     f"{NS}_source_last_success_timestamp_seconds",
     "When an on-chain source last completed a poll.", ["source"])
+ORACLE_STALE_FEEDS = Gauge(
+    f"{NS}_oracle_stale_feeds", "Oracle feeds past their heartbeat at the last poll.", ["chain"])
 SOURCE_POLL_FAILURES = Counter(
     f"{NS}_source_poll_failures_total", "On-chain source polls that failed.", ["source"])
 BUILD_INFO = Gauge(

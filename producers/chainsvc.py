@@ -216,6 +216,7 @@ class ChainPoller:
                 metrics.PRODUCER_ERRORS.labels("vault-indexer").inc()
                 log.warning("chain.vault_failed", chain=self.chain, vault=indexer.vault,
                             error=str(exc)[:300])
+        metrics.ORACLE_STALE_FEEDS.labels(self.chain).set(len(self.stale_feeds))
         self.last_success = time.time()
         self.last_error = ""
         metrics.SOURCE_LAST_POLL.labels(f"{self.chain}:onchain").set(self.last_success)

@@ -7,6 +7,7 @@ from decimal import Decimal
 
 import pytest
 
+from monitor import metrics
 from monitor.config import ChainConfig, ChainsConfig
 from producers import oracle, peg
 from producers.chainsvc import ChainPoller, WatchedToken
@@ -96,6 +97,10 @@ async def test_one_poll_builds_the_tick_from_pool_oracle_and_quote_feed(chain: C
     poller = ChainPoller("eth", settings, chains, [token], [], RpcClient("eth", [c.url]))
     try:
         ticks, facts = await poller.poll()
+        polled_at = c.latest_timestamp()
+        # Then both feeds stop updating: past the heartbeat their answers are no observation.
+        c.increase_time(HEARTBEAT + 60)
+        [later], _ = await poller.poll()
     finally:
         await poller.client.close()
     [tick] = ticks
@@ -103,6 +108,9 @@ async def test_one_poll_builds_the_tick_from_pool_oracle_and_quote_feed(chain: C
     assert tick.price == pytest.approx(0.995 * 0.9999, rel=1e-4)  # pool price x quote's USD
     assert tick.oracle_price == pytest.approx(0.996) and tick.peg == 1.0
     assert tick.slippage_bps is not None and 1 < tick.slippage_bps < 10_000
-    assert tick.ts == c.latest_timestamp()
+    assert tick.ts == polled_at  # the pinned block's time
+    assert later.oracle_price is None and later.price is None  # no stale price published
+    assert later.slippage_bps is not None  # the pool itself is still read
+    assert metrics.ORACLE_STALE_FEEDS.labels("eth")._value.get() == 2
     ok, detail = poller.readiness()
-    assert ok and "eth#0" in detail
+    assert ok and "eth#0" in detail and "2 stale oracle feed(s)" in detail
