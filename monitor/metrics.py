@@ -158,6 +158,9 @@ TOKEN_DEVIATION = Gauge(
 TOKEN_PRICE = Gauge(f"{NS}_token_price_usd", "Latest price of a token in USD.", _TOKEN)
 TOKEN_STALENESS = Gauge(
     f"{NS}_token_staleness_seconds", "Seconds since the token's last tick.", _TOKEN)
+TOKEN_STALE = Gauge(
+    f"{NS}_token_stale", "1 while the price behind the token's rating is older than "
+    "model.stale_after_seconds (the rating is the last known, not a fresh one).", _TOKEN)
 TOKEN_SERIES_DROPPED = Counter(
     f"{NS}_token_series_dropped_total",
     "Snapshots not exported per token because the per-token series cap was reached.")
@@ -354,6 +357,7 @@ class TokenSeries:
         TOKEN_RATING.labels(*labels).set(snap.rating)
         TOKEN_TIER_LEVEL.labels(*labels).set(TIER_LEVEL.get(snap.tier, 0))
         TOKEN_STALENESS.labels(*labels).set(snap.staleness_seconds)
+        TOKEN_STALE.labels(*labels).set(1.0 if snap.metrics.get("stale") == 1.0 else 0.0)
         if snap.deviation_pct is not None:
             TOKEN_DEVIATION.labels(*labels).set(snap.deviation_pct / 100.0)
         if snap.price_usd is not None:
@@ -370,8 +374,8 @@ class TokenSeries:
         labels = self._labels.pop((chain, token), None)
         if labels is None:
             return
-        for gauge in (TOKEN_RATING, TOKEN_TIER_LEVEL, TOKEN_STALENESS, TOKEN_DEVIATION,
-                      TOKEN_PRICE):
+        for gauge in (TOKEN_RATING, TOKEN_TIER_LEVEL, TOKEN_STALENESS, TOKEN_STALE,
+                      TOKEN_DEVIATION, TOKEN_PRICE):
             try:
                 gauge.remove(*labels)
             except KeyError:

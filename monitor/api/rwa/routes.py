@@ -27,7 +27,7 @@ from .. import jsonbody, params
 from ..context import CONFIG, DB, json_response
 from ..errors import ApiError
 from .openapi import OPENAPI_PATHS, OPENAPI_SCHEMAS
-from .view import decode_snapshot, episode, flat_metrics, item, point
+from .view import decode_snapshot, episode, flat_metrics, item, point, unrated_item
 
 __all__ = ["OPENAPI_PATHS", "OPENAPI_SCHEMAS", "add_routes"]
 
@@ -108,14 +108,17 @@ async def list_rwa(request: web.Request) -> web.Response:
         pagination["page"] = (page.offset or 0) // page.limit + 1
         pagination["pageSize"] = page.limit
         pagination["totalPages"] = -(-result.total // page.limit)
+    unrated, unrated_total = await reads.unrated_tokens(request.app[DB], flt)
     aggregates = {
         "total": result.total,
         "collapsed": result.collapsed,
         "byTier": {t: result.by_tier.get(t, 0) for t in TIERS},
         "byChain": {c: result.by_chain.get(c, 0) for c in CHAINS},
+        "unrated": unrated_total,
     }
     return json_response({"items": items, "pagination": pagination, "aggregates": aggregates,
-                          "sort": page.sort, "order": page.order})
+                          "sort": page.sort, "order": page.order,
+                          "unrated": [unrated_item(r) for r in unrated]})
 
 
 async def get_rwa(request: web.Request) -> web.Response:
