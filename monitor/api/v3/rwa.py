@@ -43,7 +43,8 @@ async def get_v3_rwa(request: web.Request) -> web.Response:
         eps = await reads.episodes(db, row["chain"], address, MAX_EPISODES)
         tags, facts = token_facts(snap, row["peg_type"], bool(row["collapsed"]),
                                   [Episode(e["worst_tier"], e["recovered_at"] is None)
-                                   for e in eps])
+                                   for e in eps],
+                                  request.app[CONFIG].model.oracle_divergence_full)
         result = score(load_framework(pins.framework_version, "rwa"), tags, facts, snap.rating,
                        pins.grading_scheme)
         metadata = item(row, snap, request.app[CONFIG].model.stale_after_seconds,
