@@ -123,7 +123,7 @@ async def throughput(url: str, ports: list[int], subs: int, deliveries: int,
     started = time.perf_counter()
     runner = asyncio.create_task(dispatcher.run(stop))
     deadline = started + 300
-    while await count_status(db, "success") < total:  # noqa: ASYNC110 (polls the database)
+    while await count_status(db, "success") < total:
         if time.perf_counter() > deadline:
             break
         await asyncio.sleep(0.05)

@@ -182,8 +182,9 @@ class Dispatcher:
     transaction shared with the others finishing at the same time, not a fresh due query.
     The claim re-checks every row (still due, unclaimed, same attempts, target and
     secrets), so a buffered row that moved meanwhile is skipped, never sent early or
-    twice. The buffer is re-read when :attr:`wake` is set (new deliveries), every
-    ``poll_interval_seconds``, and when it holds nothing an idle endpoint could take.
+    twice. The buffer is re-read when :attr:`wake` is set (new deliveries), when it is
+    empty, and when it holds nothing a free endpoint could take (then at most every
+    ``poll_interval_seconds`` unless it was cut at the read limit).
     """
 
     def __init__(self, attempts: DeliveryAttempts) -> None:
@@ -227,17 +228,19 @@ class Dispatcher:
 
     async def dispatch_due(self, reread: bool = True) -> int:
         """Claim and start what is due and fits the concurrency bounds; returns how many.
-        ``reread``: read the due rows afresh first (else only when the buffer is stale or
-        has nothing a free endpoint could take)."""
+        ``reread``: read the due rows afresh first (else only when the buffer has nothing
+        a free endpoint could take and may be hiding more)."""
         free = max(self.config.max_concurrency, 1) - len(self._tasks)
         if free <= 0:
             return 0
-        stale = time.monotonic() - self._read_at >= self.config.poll_interval_seconds
-        if reread or stale:
+        if reread:
             await self._read_ahead()
         picked = self._pick(free)
-        if not picked and self._buffer_full:
-            await self._read_ahead()  # the buffer holds only saturated endpoints' rows
+        stale = time.monotonic() - self._read_at >= self.config.poll_interval_seconds
+        if not picked and not reread and (self._buffer_full or stale):
+            # The buffer holds only saturated endpoints' rows (or is old): retries whose
+            # time has come and other endpoints' rows may be waiting behind them.
+            await self._read_ahead()
             picked = self._pick(free)
         if not picked:
             return 0
