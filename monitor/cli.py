@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import configparser
+import importlib
+import os
 import re
 import sys
-from importlib.metadata import EntryPoint, entry_points
+from dataclasses import dataclass
 from typing import Any
 
 from . import __version__
@@ -13,6 +16,48 @@ from .command_index import HELP
 from .commands import Command
 
 GROUP = "depeg_monitor.commands"
+
+
+@dataclass(frozen=True)
+class EntryPoint:
+    """One ``name = module:attribute`` line of an installed distribution."""
+
+    name: str
+    value: str
+
+    def load(self) -> object:
+        module, _, attribute = self.value.partition(":")
+        found: object = importlib.import_module(module.strip())
+        for part in filter(None, attribute.strip().split(".")):
+            found = getattr(found, part)
+        return found
+
+
+def entry_points(group: str) -> list[EntryPoint]:
+    """The group's entry points from every distribution on ``sys.path``, first one of a
+    name winning (as :mod:`importlib.metadata` does). Read directly from the
+    ``entry_points.txt`` files: importing :mod:`importlib.metadata` (it pulls in the
+    email package) cost more than the rest of ``--help``."""
+    found: dict[str, EntryPoint] = {}
+    for entry in sys.path:
+        try:
+            names = sorted(os.listdir(entry or "."))
+        except OSError:
+            continue
+        for name in names:
+            if not name.endswith((".dist-info", ".egg-info")):
+                continue
+            parser = configparser.ConfigParser(delimiters=("=",), interpolation=None)
+            parser.optionxform = str  # type: ignore[assignment,method-assign]
+            try:
+                parser.read(os.path.join(entry or ".", name, "entry_points.txt"),
+                            encoding="utf-8")
+            except configparser.Error:
+                continue
+            if parser.has_section(group):
+                for key, value in parser.items(group):
+                    found.setdefault(key, EntryPoint(key, value))
+    return list(found.values())
 
 
 def _load(ep: EntryPoint) -> Command | None:
@@ -28,7 +73,7 @@ def _load(ep: EntryPoint) -> Command | None:
 def discover() -> dict[str, Command]:
     """Every command, imported (slow: each pulls in its dependencies)."""
     found: dict[str, Command] = {}
-    for ep in entry_points(group=GROUP):
+    for ep in entry_points(GROUP):
         command = _load(ep)
         if command is not None:
             found[command.name] = command
@@ -124,10 +169,8 @@ def main(argv: list[str] | None = None) -> int:
     """Two passes, so only the command that runs is imported: the first parses against
     placeholder subcommands (enough for the top-level --help and to learn the command's
     name), the second against that one command, fully built."""
-    from .config import ConfigError, load_config
-
     argv = sys.argv[1:] if argv is None else argv
-    eps = list(entry_points(group=GROUP))
+    eps = entry_points(GROUP)
     listed = _listed(eps)
     listed.setdefault("config", _config_command())
     first, _ = build_parser(listed, placeholders=True).parse_known_args(argv)
@@ -138,6 +181,8 @@ def main(argv: list[str] | None = None) -> int:
     command = _load(chosen) if chosen is not None else None
     commands = {first.command: command or listed[first.command]}
     args = build_parser(commands).parse_args(argv)
+    from .config import ConfigError, load_config
+
     try:
         config = load_config(args.config, data_dir=args.data_dir)
     except ConfigError as exc:

@@ -56,3 +56,10 @@ def test_usage_errors_are_the_full_parsers(argv: list[str],
     expected = (int(exc.value.code or 0), *capsys.readouterr())
     assert expected[0] == 2
     assert _run(argv, capsys) == expected
+
+
+def test_the_entry_point_reader_agrees_with_importlib_metadata() -> None:
+    from importlib.metadata import entry_points
+
+    standard = {(ep.name, ep.value) for ep in entry_points(group=cli.GROUP)}
+    assert standard and {(ep.name, ep.value) for ep in cli.entry_points(cli.GROUP)} == standard
