@@ -80,4 +80,15 @@ CREATE TABLE token_registry (
 );
 """
 
-MIGRATIONS = [Migration(1, "ratings, history, tier changes, episodes, registry", _V1)]
+#: One row whose ``version`` every write transaction of the ratings store increments, so
+#: a reader can tell in one indexed lookup whether anything it cached may have changed.
+_V2 = """
+CREATE TABLE ratings_version (
+  id INTEGER PRIMARY KEY,
+  version BIGINT NOT NULL
+);
+INSERT INTO ratings_version (id, version) VALUES (1, 0)
+"""
+
+MIGRATIONS = [Migration(1, "ratings, history, tier changes, episodes, registry", _V1),
+              Migration(2, "ratings version counter (read caches)", _V2)]
