@@ -65,6 +65,10 @@ class ModelConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     #: Headroom: oracle divergence |price - oracle| / peg that gives the full signal.
     oracle_divergence_full: float = 0.02
     oracle_max_age_seconds: int = 3600
+    #: Headroom: cross-chain spread (max - min of price/peg over the asset's chains) that
+    #: gives the full signal, and how long a spread observation counts (docs/cross-chain-spread.md).
+    cross_chain_spread_full: float = 0.02
+    cross_chain_spread_max_age_seconds: int = 900
     #: Tier bands on the 0-100 rating (spec: critical >= 80, warning 60-79, watch 40-59).
     #: The published tier is always the band of the published rating (premium aside).
     watch_at: float = 40.0
@@ -309,6 +313,73 @@ class RegistryConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     path: str = ""
 
 
+class SpreadConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """The cross-chain spread stage (docs/cross-chain-spread.md)."""
+
+    #: Off: no spread observations, and no token waits for them.
+    enabled: bool = True
+    #: A chain's price older than this at a boundary is not part of that boundary's spread.
+    price_max_age_seconds: int = 900
+    #: A chain whose ticks stopped is left out of a boundary once the asset's other chains
+    #: are this far past it (event time), so one quiet chain does not hold the others. The
+    #: trade-off: a sparse chain delays its asset's boundaries by up to this much; a
+    #: producer publishing more than this late can make the daemon differ from a replay.
+    quiet_after_seconds: int = 300
+    #: The monitor rates a gated token without waiting for its spread once it has waited
+    #: this long (wall clock) past the normal lag: the stage is down or far behind.
+    gate_timeout_seconds: float = 120.0
+    #: Compacted topic of the stage's own state (offsets + per-asset state; internal).
+    state_topic: str = "depeg.spread-state"
+
+
+class ChainConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """One chain's RPC access for the on-chain adapters (producers/chainsvc.py)."""
+
+    #: Endpoints in priority order; a TOML list, or one string of comma-separated URLs (env).
+    #: Empty: the chain is not polled.
+    rpc_urls: list[str] | str = []
+    poll_interval_seconds: float = 30.0
+    #: Reads happen this many blocks behind the best head (reorg safety).
+    confirmations: int = 2
+    timeout_seconds: float = 10.0
+    #: Rounds over all endpoints before a poll's request fails.
+    retries: int = 2
+    #: Requests per second per endpoint (0 = unlimited).
+    rate_limit: float = 25.0
+    #: An endpoint this many blocks behind the best head is skipped (lagging node).
+    max_lag_blocks: int = 5
+
+    @property
+    def urls(self) -> list[str]:
+        raw = self.rpc_urls.split(",") if isinstance(self.rpc_urls, str) else self.rpc_urls
+        return [u.strip() for u in raw if u.strip()]
+
+
+class ChainsConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """The on-chain adapters: a section per chain plus what to watch (docs/chain-adapters.md)."""
+
+    eth: ChainConfig = ChainConfig()
+    arb: ChainConfig = ChainConfig()
+    pol: ChainConfig = ChainConfig()
+    opt: ChainConfig = ChainConfig()
+    base: ChainConfig = ChainConfig()
+    bsc: ChainConfig = ChainConfig()
+    linea: ChainConfig = ChainConfig()
+    #: Token List whose extensions.sources name feeds, pools and vaults to poll; empty: the
+    #: registry file (registry.path) when it is a .json Token List.
+    tokens_file: str = ""
+    #: JSON array of vaults to index: {"chain", "vault", ...off-chain facts}; empty: none.
+    vaults_file: str = ""
+    #: A feed whose last update is older than this is stale: no oracle price is published.
+    oracle_heartbeat_seconds: float = 90000.0
+    #: /readyz fails for a chain whose last successful poll is this many intervals old.
+    stale_after_polls: float = 3.0
+
+    def chain(self, name: str) -> ChainConfig:
+        value: ChainConfig = getattr(self, name)
+        return value
+
+
 class V3Config(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """The versioned surface (docs/v3.md). v2 deprecation headers start at ``ga_date``."""
 
@@ -330,9 +401,11 @@ class Config(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     logging: LoggingConfig = LoggingConfig()
     metrics: MetricsConfig = MetricsConfig()
     registry: RegistryConfig = RegistryConfig()
+    chains: ChainsConfig = ChainsConfig()
     v3: V3Config = V3Config()
     #: The vault side: tag thresholds, rating, verdict, topics (monitor/vaults/config.py).
     vaults: VaultsConfig = VaultsConfig()
+    spread: SpreadConfig = SpreadConfig()
 
 
 class ConfigError(ValueError):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import inspect
+import sys
 from functools import cache
 
 import msgspec
@@ -29,9 +30,11 @@ HEADER = """\
 
 
 @cache
-def _comments() -> dict[str, tuple[str, dict[str, list[str]]]]:
-    """class name -> (docstring, field -> its ``#:`` comment lines), from the source."""
-    source = inspect.getsource(config_module)
+def _comments(module_name: str) -> dict[str, tuple[str, dict[str, list[str]]]]:
+    """class name -> (docstring, field -> its ``#:`` comment lines), from the source of the
+    module that defines the section (monitor/config.py, monitor/vaults/config.py, ...)."""
+    module = sys.modules.get(module_name, config_module)
+    source = inspect.getsource(module)
     lines = source.splitlines()
     found: dict[str, tuple[str, dict[str, list[str]]]] = {}
     for node in ast.parse(source).body:
@@ -61,7 +64,8 @@ def render(*, commented_values: bool = False, header: bool = False) -> str:
     prefix = "# " if commented_values else ""
 
     def emit(section: str, struct: msgspec.Struct) -> None:
-        doc, notes = _comments().get(type(struct).__name__, ("", {}))
+        cls = type(struct)
+        doc, notes = _comments(cls.__module__).get(cls.__name__, ("", {}))
         nested: list[tuple[str, msgspec.Struct]] = []
         out.extend(f"# {line}".rstrip() for line in doc.splitlines())
         out.append(f"[{section}]")

@@ -39,11 +39,11 @@ NS: Final = "depeg"
 # ---- bounded label values -------------------------------------------------------------
 TIERS: Final = tuple(t.value for t in Tier)
 #: Components that consume a topic (label ``consumer``).
-CONSUMERS: Final = ("monitor", "deliver", "store")
+CONSUMERS: Final = ("monitor", "deliver", "store", "spread")
 #: Kafka clients (label ``client``).
 CLIENTS: Final = ("monitor", "deliver", "store", "producer")
 #: What the monitor publishes (label ``kind``).
-PUBLISH_KINDS: Final = ("tier_change", "rating", "dead_letter", "state")
+PUBLISH_KINDS: Final = ("tier_change", "rating", "dead_letter", "state", "spread")
 #: BadTick reason codes (monitor/ticks.py) plus ``other`` for anything new.
 DEAD_LETTER_REASONS: Final = (*BAD_TICK_REASONS, "other")
 #: Delivery statuses of the spec (label ``status``).
@@ -90,6 +90,21 @@ TICKS_LATE = Counter(f"{NS}_ticks_late_total", "Ticks dropped for arriving too l
 LAST_TICK_TIME = Gauge(
     f"{NS}_last_tick_timestamp_seconds", "Unix time (wall clock) the last tick was consumed.")
 #: Records between the committed position and the end of each assigned partition.
+#: The cross-chain spread stage (monitor/spread/service.py, docs/cross-chain-spread.md).
+SPREAD_BOUNDARIES = Counter(
+    f"{NS}_spread_boundaries_total",
+    "Refresh boundaries the spread stage published (one observation per token of the asset).")
+SPREAD_LATE = Counter(
+    f"{NS}_spread_late_ticks_total",
+    "Ticks at or before a boundary the spread stage had already published (not used).")
+SPREAD_WAITING = Gauge(
+    f"{NS}_spread_waiting_seconds",
+    "Event time the newest tick of an asset is ahead of its last published spread boundary; "
+    "grows while a chain holds the asset (and its gated tokens' ratings) up.", ["asset"])
+SPREAD_GATES_OPENED = Counter(
+    f"{NS}_spread_gates_opened_total",
+    "Gated tokens the monitor rated without waiting for the spread stage any longer "
+    "(spread.gate_timeout_seconds); nonzero means the stage is down or far behind.")
 CONSUMER_LAG = Gauge(
     f"{NS}_consumer_lag_records",
     "Records not yet consumed per assigned partition (high watermark - position).",
@@ -143,6 +158,9 @@ TOKEN_DEVIATION = Gauge(
 TOKEN_PRICE = Gauge(f"{NS}_token_price_usd", "Latest price of a token in USD.", _TOKEN)
 TOKEN_STALENESS = Gauge(
     f"{NS}_token_staleness_seconds", "Seconds since the token's last tick.", _TOKEN)
+TOKEN_STALE = Gauge(
+    f"{NS}_token_stale", "1 while the price behind the token's rating is older than "
+    "model.stale_after_seconds (the rating is the last known, not a fresh one).", _TOKEN)
 TOKEN_SERIES_DROPPED = Counter(
     f"{NS}_token_series_dropped_total",
     "Snapshots not exported per token because the per-token series cap was reached.")
@@ -244,6 +262,30 @@ PRODUCER_ERRORS = Counter(
 #: 1 while the client's last broker call succeeded, 0 after a failure. Each Kafka client.
 BROKER_CONNECTED = Gauge(
     f"{NS}_broker_connected", "1 if the Kafka client reaches the broker, else 0.", ["client"])
+# ---- on-chain sources (producers/rpc.py, producers/chainsvc.py) ----------------------------
+# ``endpoint`` is "{chain}#{index}" (position in chains.<chain>.rpc_urls), never the URL:
+# RPC URLs often carry an API key.
+RPC_CALLS = Counter(
+    f"{NS}_rpc_calls_total", "JSON-RPC calls sent (a batch counts each call).",
+    ["chain", "endpoint"])
+RPC_ERRORS = Counter(
+    f"{NS}_rpc_errors_total", "JSON-RPC request failures, by kind (timeout, http, transport, "
+    "rpc, lagging).", ["chain", "endpoint", "kind"])
+RPC_SECONDS = Histogram(
+    f"{NS}_rpc_request_seconds", "Time per JSON-RPC HTTP request (single or batch).",
+    ["chain", "endpoint"], buckets=(0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10))
+RPC_FAILOVERS = Counter(
+    f"{NS}_rpc_failovers_total", "Requests moved to another endpoint of the chain.", ["chain"])
+RPC_HEAD_BLOCK = Gauge(
+    f"{NS}_rpc_head_block", "Latest block an endpoint reported.", ["chain", "endpoint"])
+#: Unix time of a source's last successful poll; source = "{chain}:{adapter}" (config-bounded).
+SOURCE_LAST_POLL = Gauge(
+    f"{NS}_source_last_success_timestamp_seconds",
+    "When an on-chain source last completed a poll.", ["source"])
+ORACLE_STALE_FEEDS = Gauge(
+    f"{NS}_oracle_stale_feeds", "Oracle feeds past their heartbeat at the last poll.", ["chain"])
+SOURCE_POLL_FAILURES = Counter(
+    f"{NS}_source_poll_failures_total", "On-chain source polls that failed.", ["source"])
 BUILD_INFO = Gauge(
     f"{NS}_build_info", "Always 1; labels carry the version.", ["version", "python"])
 
@@ -315,6 +357,7 @@ class TokenSeries:
         TOKEN_RATING.labels(*labels).set(snap.rating)
         TOKEN_TIER_LEVEL.labels(*labels).set(TIER_LEVEL.get(snap.tier, 0))
         TOKEN_STALENESS.labels(*labels).set(snap.staleness_seconds)
+        TOKEN_STALE.labels(*labels).set(1.0 if snap.metrics.get("stale") == 1.0 else 0.0)
         if snap.deviation_pct is not None:
             TOKEN_DEVIATION.labels(*labels).set(snap.deviation_pct / 100.0)
         if snap.price_usd is not None:
@@ -331,8 +374,8 @@ class TokenSeries:
         labels = self._labels.pop((chain, token), None)
         if labels is None:
             return
-        for gauge in (TOKEN_RATING, TOKEN_TIER_LEVEL, TOKEN_STALENESS, TOKEN_DEVIATION,
-                      TOKEN_PRICE):
+        for gauge in (TOKEN_RATING, TOKEN_TIER_LEVEL, TOKEN_STALENESS, TOKEN_STALE,
+                      TOKEN_DEVIATION, TOKEN_PRICE):
             try:
                 gauge.remove(*labels)
             except KeyError:

@@ -10,6 +10,10 @@ A TOML file (``registry.path``) lists one ``[[token]]`` table per token::
     peg_type = "usd"            # usd, eur, gbp, ... (fiat), gold, silver, nav, other
     peg_reference = "USD"       # free text: what one token should be worth
     market_cap_usd = 32000000000
+    asset = "usdc"              # optional: the same asset on other chains shares this id
+
+Tokens sharing an ``asset`` id (lowercase letters, digits, ``-``/``_``) are one asset on
+several chains: the cross-chain spread stage compares their prices (docs/cross-chain-spread.md).
 
 The registry only describes tokens: rating never depends on it (the tick carries the peg),
 so a token seen in ticks but missing here is still rated and listed, marked
@@ -18,6 +22,7 @@ so a token seen in ticks but missing here is still rated and listed, marked
 
 from __future__ import annotations
 
+import re
 import tomllib
 from pathlib import Path
 from typing import Final
@@ -60,6 +65,10 @@ def tags_for(peg_type: str | None) -> tuple[str, ...]:
     return ("rwa",)
 
 
+#: What an ``asset`` id may look like (also the Token List ``extensions.asset``).
+ASSET_ID: Final = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
+
+
 class RegistryError(ValueError):
     pass
 
@@ -72,6 +81,8 @@ class TokenInfo(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     peg_type: str = "usd"
     peg_reference: str = ""
     market_cap_usd: float | None = None
+    #: The asset this token is one chain's instance of ("" = none).
+    asset: str = ""
 
     @property
     def tags(self) -> tuple[str, ...]:
@@ -103,6 +114,9 @@ def parse_registry(text: str, source: str = "registry") -> list[TokenInfo]:
                                 f"{', '.join(PEG_TYPES)}")
         if t.market_cap_usd is not None and not t.market_cap_usd >= 0:
             raise RegistryError(f"{where}: market_cap_usd must be >= 0")
+        if t.asset and not ASSET_ID.fullmatch(t.asset):
+            raise RegistryError(f"{where}: asset {t.asset!r} must be lowercase letters, "
+                                f"digits, '-' or '_'")
         if (t.chain, address) in seen:
             raise RegistryError(f"{where}: {t.chain}:{address} listed twice")
         seen.add((t.chain, address))
@@ -111,11 +125,32 @@ def parse_registry(text: str, source: str = "registry") -> list[TokenInfo]:
 
 
 def load_registry(path: str | Path | None) -> list[TokenInfo]:
-    """An empty path means no registry (every token is then ``registered: false``)."""
+    """An empty path means no registry (every token is then ``registered: false``).
+
+    A ``.json`` file is a Token List with the peg extension (monitor/tokenlist.py), any
+    other file the TOML format above.
+    """
     if not path:
         return []
     try:
         text = Path(path).read_text(encoding="utf-8")
     except OSError as exc:
         raise RegistryError(f"cannot read token registry {path}: {exc}") from None
+    if str(path).endswith(".json"):
+        return _load_tokenlist(text, str(path))
     return parse_registry(text, str(path))
+
+
+def _load_tokenlist(text: str, source: str) -> list[TokenInfo]:
+    import json
+
+    from .tokenlist import check_tokenlist, tokens_from_tokenlist
+
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise RegistryError(f"{source}: not JSON: {exc}") from None
+    report = check_tokenlist(doc, max_errors=5)
+    if not report.ok:
+        raise RegistryError(f"{source}: " + "; ".join(report.errors))
+    return tokens_from_tokenlist(doc)

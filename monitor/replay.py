@@ -19,10 +19,12 @@ from typing import TextIO
 
 from .commands import Command
 from .config import Config, ModelConfig
-from .engine import Engine, Output
+from .engine import Output
 from .paths import data_dir
 from .progress import Progress
 from .records import RatingSnapshot, TierChangeEvent, encode
+from .registry import RegistryError
+from .spread.feed import SpreadFeed
 from .tickfiles import BadRow, Row, merge_by_time, read_file
 from .ticks import BadTick
 from .timefmt import parse_ts
@@ -43,6 +45,8 @@ class ReplaySummary:
     no_peg: int = 0
     snapshots: int = 0
     transitions: Counter[str] = field(default_factory=Counter)
+    spread_observations: int = 0
+    spread_input_dropped: int = 0
     #: Where the outputs went ("" when not written).
     transitions_path: str = ""
     ratings_path: str = ""
@@ -63,6 +67,9 @@ class ReplaySummary:
             f"tokens: {self.tokens}, transitions: {sum(self.transitions.values())}",
         ]
         lines += [f"  {key}: {n}" for key, n in sorted(self.transitions.items())]
+        if self.spread_observations or self.spread_input_dropped:
+            lines.append(f"cross-chain spread observations: {self.spread_observations} "
+                         f"(recomputed; {self.spread_input_dropped} in the input ignored)")
         if self.transitions_path:
             lines.append(f"transitions written to {self.transitions_path}")
         lines.append(f"rating snapshots: {self.snapshots} written to {self.ratings_path}"
@@ -80,15 +87,19 @@ def _sort_key(item: tuple[int, Output]) -> tuple[float, str, int]:
 
 def run_replay(rows: Iterable[Row], model: ModelConfig,
                summary: ReplaySummary | None = None, *,
-               snapshots: bool = True, now: float | None = None) -> tuple[list[TierChangeEvent],
-                                                              list[RatingSnapshot],
-                                                              ReplaySummary]:
+               snapshots: bool = True, now: float | None = None,
+               config: Config | None = None,
+               ) -> tuple[list[TierChangeEvent], list[RatingSnapshot], ReplaySummary]:
     """Replay rows through a fresh engine; outputs in event-time order (then key, then
     the order the engine made them). Ticks dated more than
     ``model.future_tolerance_seconds`` after ``now`` (default: the wall clock) are
-    counted as bad rows ``future_ts``, as the daemon dead-letters them."""
+    counted as bad rows ``future_ts``, as the daemon dead-letters them. With ``config``,
+    its registry's multi-chain assets also go through the cross-chain spread stage,
+    exactly as the daemon's do."""
     summary = summary or ReplaySummary()
-    engine = Engine(model, snapshots=snapshots)
+    feed = SpreadFeed(config if config is not None else Config(model=model),
+                      snapshots=snapshots)
+    engine = feed.engine
     produced: list[tuple[int, Output]] = []
     seq = 0
     wall = time.time() if now is None else now
@@ -109,10 +120,10 @@ def run_replay(rows: Iterable[Row], model: ModelConfig,
         if row.ts > newest.get(row.key, -math.inf):
             newest[row.key] = row.ts
         summary.ticks += 1
-        for out in engine.process(row):
+        for out in feed.process(row):
             seq += 1
             produced.append((seq, out))
-    for out in engine.flush():
+    for out in feed.flush():
         seq += 1
         produced.append((seq, out))
     produced.sort(key=_sort_key)
@@ -123,6 +134,9 @@ def run_replay(rows: Iterable[Row], model: ModelConfig,
     summary.duplicates = engine.stats.duplicates
     summary.no_peg = engine.stats.no_peg
     summary.snapshots = len(ratings)
+    if feed.stage is not None:
+        summary.spread_observations = feed.stage.stats.published
+        summary.spread_input_dropped = feed.input_spread_dropped
     for e in events:
         summary.transitions[f"{e.data.chain}:{e.data.token_address} ({e.data.symbol})"] += 1
     return events, ratings, summary
@@ -170,6 +184,10 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--ratings", type=Path, nargs="?", const=Path(DEFAULT_NAME),
                    help="also write every rating snapshot here, one per line (no FILE: "
                         "replays/<first file>.ratings.jsonl in the data directory)")
+    p.add_argument("--report", type=Path, metavar="FILE.html|FILE.md",
+                   help="also write a model report: per token, price, rating and tier over "
+                        "time with the transitions marked (HTML with embedded plots, or "
+                        "Markdown with PNG plots beside it); needs the `report` extra")
     p.add_argument("--overwrite", action="store_true",
                    help="replace output files that already exist (default: refuse)")
 
@@ -206,18 +224,38 @@ def _run(args: argparse.Namespace, config: Config) -> int:
         return 2
     out, ratings_path = output_paths(args, config)
     problem = clash(out, ratings_path, args.files, args.overwrite)
+    if problem is None and args.report is not None:
+        problem = clash(args.report, None, [*args.files, out], args.overwrite)
     if problem is not None:
         print(f"replay: {problem}", file=sys.stderr)
         return 2
+    if args.report:
+        from .report import ReportError, check_report_path  # no matplotlib import yet
+
+        try:
+            check_report_path(args.report)
+        except ReportError as exc:
+            print(f"replay: {exc}", file=sys.stderr)
+            return 2
     rows = merge_by_time(read_file(p) for p in args.files)
     rows = _with_progress(args.files, rows, sys.stderr)
-    events, snapshots, summary = run_replay(rows, config.model,
-                                            snapshots=ratings_path is not None)
+    try:
+        events, snapshots, summary = run_replay(
+            rows, config.model,
+            snapshots=ratings_path is not None or args.report is not None, config=config)
+    except RegistryError as exc:
+        print(f"replay: {exc}", file=sys.stderr)
+        return 2
     write_jsonl(out, events)
     summary.transitions_path = str(out)
     if ratings_path is not None:
         write_jsonl(ratings_path, snapshots)
         summary.ratings_path = str(ratings_path)
+    if args.report:
+        from .report import write_report  # matplotlib: loaded only when asked for
+
+        write_report(args.report, snapshots, events, config.model)
+        print(f"report: {args.report}", file=sys.stderr)
     print(summary.render(), file=sys.stderr)
     return 0
 
@@ -231,7 +269,9 @@ command = Command(
         "per line to --out in event-time order (default: replays/ in the data directory, "
         "never the current directory unless asked). The output is byte-identical on every "
         "run; an existing file is not overwritten without --overwrite. Model settings come "
-        "from the [model] section of --config."
+        "from the [model] section of --config; tokens that share an asset id in the "
+        "registry also get cross-chain spread observations, computed as the spread stage "
+        "computes them (docs/cross-chain-spread.md)."
     ),
     add_arguments=_add_arguments,
     run=_run,

@@ -83,16 +83,20 @@ async def read_lag(config: Config, report: Report) -> None:
 
     k = config.kafka
     report.broker = k.bootstrap_servers
-    groups = {"monitor": (k.monitor_group, k.ticks_topic),
-              "store": (k.store_group, k.ratings_topic),
-              "delivery": (k.delivery_group, k.tier_changes_topic)}
+    v = config.vaults
+    groups = {"monitor": (k.monitor_group, [k.ticks_topic]),
+              "store": (k.store_group, [k.ratings_topic, k.tier_changes_topic,
+                                        v.facts_topic, v.ratings_topic]),
+              "delivery": (k.delivery_group, [k.tier_changes_topic]),
+              "vaults": (v.group, [v.facts_topic])}
     try:
         async with asyncio.timeout(BROKER_TIMEOUT_SECONDS):
-            for name, (group, topic) in groups.items():
+            for name, (group, topics) in groups.items():
                 consumer = make_consumer(k, group_id=group, request_timeout_ms=3000)
                 await consumer.start()
                 try:
-                    parts = [TopicPartition(topic, p)
+                    await consumer.topics()  # fetches the metadata partitions_for_topic reads
+                    parts = [TopicPartition(topic, p) for topic in topics
                              for p in sorted(consumer.partitions_for_topic(topic) or ())]
                     committed = {tp: await consumer.committed(tp) for tp in parts}
                     ends = await consumer.end_offsets(parts) if parts else {}

@@ -1,7 +1,8 @@
 """The tick: one observation of one token, validated in exactly one place.
 
 Ticks arrive as JSON (one per Kafka record on ``depeg.ticks``) or as rows of the canonical
-CSV (``ts,chain,token,symbol,price_usd,peg_usd,slippage_bps``). Both go through
+CSV (``ts,chain,token,symbol,price_usd,peg_usd,slippage_bps``, optionally followed by
+``oracle_price_usd``). Both go through
 :func:`make_tick`, so a value the daemon refuses is refused by ``replay`` too, for the
 same reason.
 """
@@ -21,12 +22,17 @@ from .timefmt import parse_ts
 MAX_TICK_BYTES: Final = 64 * 1024
 
 CSV_HEADER: Final = ("ts", "chain", "token", "symbol", "price_usd", "peg_usd", "slippage_bps")
+#: The canonical header plus the optional oracle column (what the producers write).
+CSV_HEADER_WITH_ORACLE: Final = (*CSV_HEADER, "oracle_price_usd")
+#: ``source`` of the observations the cross-chain spread stage publishes (monitor.spread).
+SPREAD_SOURCE: Final = "spread"
 
 
 #: Every reason a tick is refused: the dead-letter header and the metric label.
 BAD_TICK_REASONS: Final = (
     "empty", "too_large", "bad_json", "bad_schema", "bad_ts", "unknown_chain", "bad_address",
     "no_observation", "bad_price", "bad_peg", "bad_slippage", "bad_oracle_price",
+    "bad_spread",
     "bad_key",  # a record whose Kafka key is not its own chain:token (monitor daemon)
     "future_ts",  # dated past model.future_tolerance_seconds ahead (monitor.timesanity)
     "late",  # older than model.lateness_seconds behind its token's newest tick (daemon)
@@ -56,6 +62,13 @@ class Tick(msgspec.Struct, frozen=True, gc=False):
     slippage_bps: float | None = None
     oracle_price: float | None = None
     source: str = ""
+    oracle_text: str | None = None
+    #: Cross-chain spread of the token's asset, in bp of peg (published by the spread
+    #: stage, never by a market producer; see docs/cross-chain-spread.md).
+    cross_chain_spread_bps: float | None = None
+    #: How many chains that spread covered (under two the spread is None); set on every
+    #: spread observation, so a spread tick is recognisable even when it has no spread.
+    cross_chain_chains: int | None = None
 
     @property
     def key(self) -> str:
@@ -77,6 +90,8 @@ class TickMessage(msgspec.Struct, forbid_unknown_fields=False):
     slippage_bps: Number = None
     oracle_price_usd: Number = None
     source: str = ""
+    cross_chain_spread_bps: Number = None
+    cross_chain_chains: int | None = None
 
 
 _decoder = msgspec.json.Decoder(TickMessage)
@@ -117,6 +132,8 @@ def make_tick(
     slippage_bps: Number = None,
     oracle_price_usd: Number = None,
     source: str = "",
+    cross_chain_spread_bps: Number = None,
+    cross_chain_chains: int | None = None,
 ) -> Tick:
     """Validate raw fields into a :class:`Tick` or raise :class:`BadTick`."""
     try:
@@ -132,9 +149,17 @@ def make_tick(
     price, price_text = _number(price_usd, "price", positive=True)
     peg, peg_text = _number(peg_usd, "peg", positive=True)
     slippage, _ = _number(slippage_bps, "slippage", positive=False)
-    oracle, _ = _number(oracle_price_usd, "oracle_price", positive=True)
-    if price is None and slippage is None and oracle is None:
-        raise BadTick("no_observation", "tick carries no price, slippage or oracle price")
+    oracle, oracle_text = _number(oracle_price_usd, "oracle_price", positive=True)
+    spread, _ = _number(cross_chain_spread_bps, "spread", positive=False)
+    if cross_chain_chains is not None and (
+            isinstance(cross_chain_chains, bool) or not 0 <= cross_chain_chains <= 64):
+        raise BadTick("bad_spread", f"cross_chain_chains must be 0-64: {cross_chain_chains}")
+    if spread is not None and (cross_chain_chains is None or cross_chain_chains < 2):
+        raise BadTick("bad_spread", "cross_chain_spread_bps needs cross_chain_chains >= 2")
+    if (price is None and slippage is None and oracle is None
+            and cross_chain_chains is None):
+        raise BadTick("no_observation",
+                      "tick carries no price, slippage, oracle price or cross-chain spread")
     return Tick(
         ts=seconds,
         chain=chain,
@@ -147,6 +172,9 @@ def make_tick(
         slippage_bps=slippage,
         oracle_price=oracle,
         source=source[:64],
+        oracle_text=oracle_text,
+        cross_chain_spread_bps=spread,
+        cross_chain_chains=cross_chain_chains,
     )
 
 
@@ -163,7 +191,8 @@ def decode_tick(value: bytes | None) -> Tick:
         raise BadTick(reason, str(exc)[:200]) from None
     return make_tick(
         msg.ts, msg.chain, msg.token, msg.symbol, msg.price_usd, msg.peg_usd,
-        msg.slippage_bps, msg.oracle_price_usd, msg.source,
+        msg.slippage_bps, msg.oracle_price_usd, msg.source, msg.cross_chain_spread_bps,
+        msg.cross_chain_chains,
     )
 
 
@@ -179,7 +208,9 @@ def encode_tick(tick: Tick) -> bytes:
         price_usd=tick.price_text,
         peg_usd=tick.peg_text,
         slippage_bps=tick.slippage_bps,
-        oracle_price_usd=tick.oracle_price,
+        oracle_price_usd=tick.oracle_text,
         source=tick.source,
+        cross_chain_spread_bps=tick.cross_chain_spread_bps,
+        cross_chain_chains=tick.cross_chain_chains,
     )
     return msgspec.json.encode(msg)

@@ -7,13 +7,14 @@ import argparse
 from monitor.commands import Command
 from monitor.config import Config
 
-from . import replay, simulate, uniswap, vaults
+from . import chain_cmd, replay, simulate, uniswap, vaults
 
 _SUBCOMMANDS = {
     "replay": (replay, "publish canonical tick files (CSV/JSONL) in event-time order"),
     "simulate": (simulate, "generate synthetic tokens (calm, depeg, collapse, premium, "
                            "liquidity drain) for demos and load"),
     "uniswap": (uniswap, "turn Uniswap v3 pool state into slippage_bps ticks"),
+    "chain": (chain_cmd, "poll oracles, Uniswap v3 pools, peg feeds and vaults over JSON-RPC"),
     "vaults": (vaults, "publish vault facts: fact files, or `vaults simulate --vaults N`"),
 }
 

@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TextIO
 
-from monitor.ticks import CSV_HEADER, Tick
+from monitor.ticks import CSV_HEADER_WITH_ORACLE, Tick
 from monitor.timefmt import format_ts
 
 
@@ -18,12 +18,13 @@ def tick_row(tick: Tick) -> list[str]:
         format_ts(tick.ts), tick.chain, tick.token, tick.symbol,
         tick.price_text or "", tick.peg_text or "",
         "" if tick.slippage_bps is None else repr(tick.slippage_bps),
+        tick.oracle_text or "",
     ]
 
 
 def write_ticks(ticks: Iterable[Tick], out: TextIO) -> int:
     writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(CSV_HEADER)
+    writer.writerow(CSV_HEADER_WITH_ORACLE)
     count = 0
     for tick in ticks:
         writer.writerow(tick_row(tick))

@@ -16,12 +16,14 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from monitor.config import Config
+from monitor.kafka.topics import KafkaError
 from monitor.logs import get_logger
 from monitor.progress import Progress
 from monitor.tickfiles import merge_by_time, read_file
 
 from .kafka_out import ProduceError, bootstrap_from, open_sender
 from .publish import PublishSummary, add_kafka_arguments, publish_rows
+from .resume import Resume, newest_per_token
 from .runtime import StopSignal, parse_speed
 
 DESCRIPTION = """Publish tick files to the ticks topic in event-time order, keyed chain:token.
@@ -44,13 +46,24 @@ def count_lines(paths: Iterable[Path]) -> int:
 
 
 async def replay(paths: list[Path], bootstrap: str, config: Config, speed: float | None,
-                 stop: StopSignal) -> PublishSummary:
+                 stop: StopSignal, resume: bool = False) -> PublishSummary:
     sender = await open_sender(bootstrap, config.kafka)
     try:
         rows = merge_by_time(read_file(p) for p in paths)
+        skip: Resume | None = None
+        if resume:
+            try:
+                skip = Resume(await newest_per_token(bootstrap, config.kafka))
+            except KafkaError as exc:
+                raise ProduceError(f"cannot read {config.kafka.ticks_topic} to resume: "
+                                   f"{exc}") from exc
+            rows = skip.rows(rows)
         with Progress(count_lines(paths), label="replay") as progress:
             summary = await publish_rows(rows, sender, speed=speed, stop=stop.event,
                                          progress=progress)
+        if skip is not None:
+            log.info("produce.resumed", skipped=skip.skipped, tokens=len(skip.newest),
+                     note="ticks already on the topic were not published again")
     finally:
         # Flush even when interrupted: what was handed over gets delivered.
         await sender.close()
@@ -64,6 +77,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--speed", type=parse_speed, default=None, metavar="60x|max",
                         help="pace by event time, N times faster than real time (60x = an "
                              "hour per minute); max (default) sends as fast as possible")
+    parser.add_argument("--resume", action="store_true",
+                        help="skip every tick already on the ticks topic (per token, up to "
+                             "its newest event time there): continue an interrupted replay "
+                             "without duplicates, e.g. after `depeg-monitor run` restarted")
     add_kafka_arguments(parser)
 
 
@@ -78,7 +95,8 @@ def run(args: argparse.Namespace, config: Config) -> int:
     async def main() -> int:
         with StopSignal() as stop:
             bootstrap = bootstrap_from(args.bootstrap_servers, config.kafka, config)
-            summary = await replay(paths, bootstrap, config, args.speed, stop)
+            summary = await replay(paths, bootstrap, config, args.speed, stop,
+                                   resume=args.resume)
             print(summary.describe(f"replay to {config.kafka.ticks_topic}"))
             log.info("produce.replay_done", published=summary.published, bad=summary.bad,
                      interrupted=summary.interrupted)

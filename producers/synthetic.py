@@ -10,6 +10,10 @@ of a yield-bearing token, so ``peg_usd`` is not always 1) and a scenario:
 - ``drain``: liquidity leaves: slippage of a 100k sell climbs to hundreds of bp while the
   price barely moves.
 
+Every token also has an on-chain oracle (:mod:`producers.synthetic_oracle`) whose answers
+ride on the ticks as ``oracle_price_usd`` when it publishes a round; the ``depeg`` tokens'
+oracle lags the market by half an hour, so the headroom signal (oracle divergence) shows.
+
 Times are event seconds; episodes last tens of minutes to hours, so at ``--time-scale 60``
 a demo shows tier changes within a minute or two. The first episode starts early (within
 ``first_episode_within`` seconds) so the demo does not wait. Same seed, same ticks.
@@ -26,6 +30,8 @@ from typing import Final
 
 from monitor.chains import CHAINS
 from monitor.ticks import Tick, make_tick
+
+from .synthetic_oracle import LAGGING_ORACLE_SECONDS, OracleFeed
 
 SCENARIOS: Final = ("calm", "depeg", "collapse", "premium", "drain")
 PEGS: Final = ("USD", "EUR", "gold", "NAV")
@@ -118,6 +124,8 @@ class _TokenPath:
         self.last_t = start
         self.episode: _Episode | None = None
         self.next_start = start + self.rng.uniform(0.1, 1.0) * first_within
+        lag = LAGGING_ORACLE_SECONDS if spec.scenario == "depeg" else 0.0
+        self.oracle = OracleFeed.make(lag)
 
     def _new_episode(self, t: float) -> _Episode | None:
         r, kind = self.rng, self.spec.scenario
@@ -145,8 +153,9 @@ class _TokenPath:
             self.peg_walk += self.rng.gauss(0.0, vol * math.sqrt(dt / YEAR))
         return spec.peg0 * math.exp(self.peg_walk)
 
-    def step(self, t: float) -> tuple[float, float, float | None]:
-        """(price, peg, slippage or None) at event time ``t`` (t never goes back)."""
+    def step(self, t: float) -> tuple[float, float, float | None, float | None]:
+        """(price, peg, slippage or None, oracle answer or None) at event time ``t``
+        (t never goes back)."""
         dt, self.last_t = t - self.last_t, t
         spec, r = self.spec, self.rng
         peg = self._peg(max(dt, 0.0))
@@ -163,11 +172,12 @@ class _TokenPath:
         # AR(1) noise in basis points; a stressed market is several times noisier.
         stress = 1.0 + 6.0 * level * min(abs(depth) / 0.02, 1.0)
         self.noise = 0.9 * self.noise + r.gauss(0.0, spec.noise_bps * 1e-4 * stress)
+        fair = max(peg * (1.0 + depth * level), peg * 1e-4)
         price = max(peg * (1.0 + depth * level + self.noise), peg * 1e-4)
         slippage = None
         if r.random() < 0.25:  # a liquidity quote arrives on about a quarter of ticks
             slippage = spec.base_slippage_bps * r.uniform(0.8, 1.25) + extra_slip * level
-        return price, peg, slippage
+        return price, peg, slippage, self.oracle.observe(t, fair)
 
 
 def _fmt(value: float) -> str:
@@ -196,10 +206,11 @@ def generate(
             t = base + offset
             if duration is not None and t - start >= duration:
                 return
-            price, peg, slippage = path.step(t)
+            price, peg, slippage, oracle = path.step(t)
             spec = path.spec
             yield make_tick(
                 round(t, 3), spec.chain, spec.address, spec.symbol, _fmt(price), _fmt(peg),
-                None if slippage is None else round(slippage, 2), source="simulate",
+                None if slippage is None else round(slippage, 2),
+                None if oracle is None else _fmt(oracle), source="simulate",
             )
         step += 1

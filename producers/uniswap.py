@@ -38,10 +38,12 @@ from monitor.config import Config
 from monitor.tickfiles import BadRow, Row
 from monitor.ticks import BadTick, Tick, make_tick
 
+from . import univ3math
 from .csvout import write_ticks_file
 from .kafka_out import ProduceError, bootstrap_from, open_sender
 from .publish import add_kafka_arguments, publish_rows
 from .runtime import StopSignal, parse_speed
+from .univ3math import PoolState, sqrt_ratio_at_tick
 
 DESCRIPTION = """Turn Uniswap v3 pool state (hourly poolTick + in-range poolLiquidity) into
 slippage_bps ticks: the price impact of selling --notional USD of the token against the current
@@ -53,26 +55,20 @@ NOTIONAL_USD = 100_000.0
 BASE = 1.0001
 
 
-def sqrt_price(tick: int) -> float:
-    """sqrt(1.0001**tick): raw token1 per raw token0, square-rooted."""
-    return math.pow(BASE, tick / 2.0)
-
-
 def spot_price(tick: int, dec0: int, dec1: int) -> float:
     """Human price of one token0 in token1."""
     return math.pow(BASE, tick) * 10.0 ** (dec0 - dec1)
 
 
 def sell_slippage(liquidity: float, tick: int, amount_raw: float, *, sell_token0: bool) -> float:
-    """Fraction lost to price impact selling ``amount_raw`` raw units (see module doc)."""
-    if amount_raw <= 0:
-        return 0.0
-    if liquidity <= 0:
-        return 1.0  # nothing in range: the sell gets (next to) nothing
-    s = sqrt_price(tick)
-    if sell_token0:
-        return amount_raw * s / (liquidity + amount_raw * s)
-    return amount_raw / (liquidity * s + amount_raw)
+    """Fraction lost to price impact selling ``amount_raw`` raw units (see module doc).
+
+    The swap runs through :mod:`producers.univ3math`, the exact pool math the live adapter
+    uses too; with only the in-range liquidity known and no fee it reduces to the closed
+    form above.
+    """
+    state = PoolState(sqrt_ratio_at_tick(tick), tick, int(liquidity))
+    return univ3math.sell_slippage(state, int(amount_raw), sell_token0=sell_token0)
 
 
 def slippage_bps(liquidity: float, tick: int, dec0: int, dec1: int, *, sell_token0: bool,

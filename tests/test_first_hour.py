@@ -143,6 +143,7 @@ def test_demo_block_finds_run_and_shows_ratings_metrics_and_status(
     assert "tokens:" in result.stdout and "Traceback" not in result.stderr
     status = _wait_rated(machine, 20)
     assert "running (pid" in status and "consumer lag (records" in status
+    assert re.search(r"monitor \d+, store \d+, delivery \d+", status), status
     assert re.search(r"deliveries: \d+ pending", status)
     # On a terminal status is coloured; in a pipe (above) it is not.
     coloured = _in_pty([str(BIN / "depeg-monitor"), "status"], machine)

@@ -7,7 +7,6 @@ import itertools
 import os
 import subprocess
 import sys
-from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -31,10 +30,6 @@ def replay_all(relative: str) -> tuple[list[TierChangeEvent], list[RatingSnapsho
     events, snaps, summary = run_replay(read_file(data_file(relative)), ModelConfig())
     assert summary.bad_rows == 0
     return events, snaps
-
-
-def day(e: TierChangeEvent) -> datetime:
-    return datetime.fromisoformat(e.timestamp.replace("Z", "+00:00"))
 
 
 def story(events: list[TierChangeEvent]) -> list[tuple[str, str]]:

@@ -69,6 +69,10 @@ def test_ticks_from_every_producer_match_the_tick_schema(tmp_path: Path):
         make_tick("2023-03-11T00:00:00.250Z", "linea", USDC.upper().replace("0X", "0x"), "",
                   slippage_bps=0),
         make_tick("2023-03-11T00:00:00Z", "bsc", USDC, "X", price_usd=2345.5, peg_usd=2400),
+        # The spread stage's observations: with a spread, and with too few chains for one.
+        make_tick(1678492800, "arb", USDC, "USDC", cross_chain_spread_bps=42.5,
+                  cross_chain_chains=3, source="spread"),
+        make_tick(1678492800, "arb", USDC, "USDC", cross_chain_chains=1, source="spread"),
     ]
     pool = tmp_path / "pool.csv"
     pool.write_text("timestamp,poolTick,poolLiquidity,token0,token1,dec0,dec1\n"
@@ -105,6 +109,10 @@ def test_real_tick_files_match_the_tick_schema():
     b'"price_usd": -1}',
     b'{"ts": "yesterday", "chain": "eth", "token": "0x' + b"a" * 40 + b'", "price_usd": 1}',
     b'{"chain": "eth", "token": "0x' + b"a" * 40 + b'", "price_usd": 1}',
+    b'{"ts": 1, "chain": "eth", "token": "0x' + b"a" * 40 + b'", "cross_chain_spread_bps": 5}',
+    b'{"ts": 1, "chain": "eth", "token": "0x' + b"a" * 40 + b'", "cross_chain_spread_bps": 5, '
+    b'"cross_chain_chains": 1}',
+    b'{"ts": 1, "chain": "eth", "token": "0x' + b"a" * 40 + b'", "cross_chain_chains": -1}',
 ])
 def test_what_the_monitor_refuses_the_schema_refuses(raw: bytes):
     with pytest.raises(BadTick):

@@ -30,6 +30,7 @@ from .. import health, metrics
 from ..config import Config
 from ..kafka.topics import ensure_topics, make_consumer, make_producer
 from ..logs import get_logger
+from ..spread.feed import gated_keys_or_none
 from ..ticks import BadTick, Tick, decode_tick
 from ..timefmt import format_ts
 from ..timesanity import check_not_future
@@ -41,6 +42,7 @@ from .publisher import Publisher
 from .readiness import Readiness
 from .rebalance import Listener, start_offset
 from .retry import Aborted, Backoff, retry
+from .spread_gate import GateWatch
 from .state import STATE_VERSION, StateRecord, encode_state, read_states
 from .sweep import Sweeper
 
@@ -61,11 +63,14 @@ class MonitorDaemon:
         self.check_name = check_name
         self.stats = DaemonStats()
         self._parts: dict[int, PartitionState] = {}
+        #: Tokens whose ratings wait for the spread stage (docs/cross-chain-spread.md).
+        self._spread_gated = gated_keys_or_none(config)
         #: Revoked partitions, until the next assignment says whether they come back.
         self._set_aside: dict[int, PartitionState] = {}
         self._lock = asyncio.Lock()
         self._clock = LiveClock(config.model.stale_after_seconds)
         self._sweeper = Sweeper(self._clock, config.model.refresh_seconds)
+        self._gates = GateWatch(config)
         self._consumer: AIOKafkaConsumer | None = None
         self._out: OutputWriter | None = None
         self._stop = asyncio.Event()
@@ -215,6 +220,8 @@ class MonitorDaemon:
                         next_sweep = now + k.live_clock_interval_seconds
                         assert self._out is not None
                         await self._sweeper.sweep(self._parts, self._out)
+                        if self._spread_gated:
+                            await self._gates.check(self._parts, self._out)
                     if now - last_checkpoint >= k.checkpoint_interval_seconds:
                         last_checkpoint = now
                         await self._checkpoint(list(self._parts))
@@ -260,10 +267,16 @@ class MonitorDaemon:
                 ticks += 1
                 late_before_tick = engine.stats.late
                 outputs = engine.process(tick)
+                spread = tick.cross_chain_chains is not None
                 if engine.stats.late != late_before_tick:
-                    await out.dead_letter(rec, BadTick("late", self._late_detail(key, tick)))
+                    # A late spread observation is a copy the restarted spread stage sent
+                    # again (or one for a boundary rated without it): expected, not news.
+                    if not spread:
+                        await out.dead_letter(rec, BadTick("late",
+                                                           self._late_detail(key, tick)))
                     continue
-                self._clock.tick(key, tick.ts, tp.partition)
+                if not spread:  # spread observations are not the token's liveness
+                    self._clock.tick(key, tick.ts, tp.partition)
                 part.dirty.add(key)
                 if outputs:
                     await out.emit(outputs)
@@ -407,7 +420,8 @@ class MonitorDaemon:
             restored = 0
             for p in new:
                 position = positions[p]
-                part = PartitionState.restore(p, self.config.model, position, states[p])
+                part = PartitionState.restore(p, self.config.model, position, states[p],
+                                              self._spread_gated)
                 part.committed = position
                 for key, state in states[p].items():
                     self._clock.restored(key, state.last_event_ts, p)

@@ -30,8 +30,9 @@ class PartitionState:
 
     @classmethod
     def restore(cls, partition: int, model: ModelConfig, position: int,
-                states: dict[str, StateRecord]) -> PartitionState:
-        engine = Engine(model)
+                states: dict[str, StateRecord],
+                spread_gated: frozenset[str] = frozenset()) -> PartitionState:
+        engine = Engine(model, spread_gated=spread_gated)
         part = cls(partition=partition, engine=engine, next_offset=position)
         for key, state in states.items():
             engine.restore_state(state.engine_state)

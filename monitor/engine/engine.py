@@ -65,14 +65,17 @@ class _Saved(msgspec.Struct, array_like=True):
     last_eval: float | None
     max_seen: float | None
     last_tick_ts: float | None
-    last_sig: tuple[float | None, float | None, float | None] | None
+    last_sig: tuple[float | None, ...] | None
     pending: list[Tick]
     #: Added in version 2 (a version 1 state restores with an empty memory).
     held: Held = msgspec.field(default_factory=Held)
+    #: Event time of the newest spread observation received (the gate; see Engine).
+    #: Added after version 2 as a trailing default, so older states still load.
+    spread_mark: float | None = None
 
 
 _OBS_FIELDS = ("peg", "slippage_bps", "slippage_ts", "oracle_price", "oracle_ts", "price",
-               "price_ts")
+               "price_ts", "spread", "spread_ts")
 #: 2: the tier state lost its de-escalation fields and the held rating was added.
 STATE_VERSION = 2
 _state_encoder = msgspec.msgpack.Encoder()
@@ -94,9 +97,10 @@ class _Token:
     last_eval: float | None = None     # event time of the last refresh
     max_seen: float | None = None      # newest event time seen (drives the lateness buffer)
     last_tick_ts: float | None = None
-    last_sig: tuple[float | None, float | None, float | None] | None = None
+    last_sig: tuple[float | None, ...] | None = None
     pending: list[tuple[float, int, Tick]] = field(default_factory=list)
     held: Held = field(default_factory=Held)
+    spread_mark: float | None = None
 
 
 class Engine:
@@ -104,11 +108,20 @@ class Engine:
 
     ``snapshots=False`` skips building rating snapshots (a replay that only wants the
     transitions); ratings, tiers and events are the same either way.
+
+    ``spread_gated``: token keys whose cross-chain spread observations (monitor.spread)
+    arrive in their own stream later than their market ticks. Such a token's ticks are
+    applied only up to the newest spread observation received, so every refresh sees the
+    spread of its boundary however the two streams interleaved on the way: that is what
+    keeps the daemon byte-identical to a replay (docs/cross-chain-spread.md). The live
+    clock (``advance``) is not gated: a quiet token is still refreshed.
     """
 
-    def __init__(self, config: ModelConfig | None = None, *, snapshots: bool = True) -> None:
+    def __init__(self, config: ModelConfig | None = None, *, snapshots: bool = True,
+                 spread_gated: frozenset[str] = frozenset()) -> None:
         self.config = config or ModelConfig()
         self.snapshots = snapshots
+        self.spread_gated = spread_gated
         c = self.config
         longest = max(c.persistence_window_seconds, c.volatility_window_seconds,
                       c.deviation_window_seconds, c.floor_window_seconds, 3600)
@@ -134,10 +147,18 @@ class Engine:
             return []
         self._seq += 1
         heapq.heappush(t.pending, (tick.ts, self._seq, tick))
-        if t.max_seen is None or tick.ts > t.max_seen:
+        if tick.cross_chain_chains is not None:
+            if t.spread_mark is None or tick.ts > t.spread_mark:
+                t.spread_mark = tick.ts
+        elif t.max_seen is None or tick.ts > t.max_seen:
             t.max_seen = tick.ts
         out: list[Output] = []
-        self._release(t, t.max_seen - self.config.lateness_seconds, out)
+        if t.max_seen is None:
+            return out
+        horizon = t.max_seen - self.config.lateness_seconds
+        if tick.key in self.spread_gated:
+            horizon = min(horizon, t.spread_mark if t.spread_mark is not None else -math.inf)
+        self._release(t, horizon, out)
         return out
 
     def advance(self, key: str, until: float) -> list[Output]:
@@ -149,6 +170,24 @@ class Engine:
         horizon = float(until) - self.config.lateness_seconds
         self._release(t, horizon, out)
         self._refresh_until(t, horizon, out, inclusive=True)
+        return out
+
+    def spread_lag(self, key: str) -> float:
+        """Event seconds a gated token's newest tick is ahead of its newest spread
+        observation (inf before the first); 0 for a token that is not gated."""
+        t = self._tokens.get(key)
+        if t is None or key not in self.spread_gated or t.max_seen is None:
+            return 0.0
+        return math.inf if t.spread_mark is None else max(0.0, t.max_seen - t.spread_mark)
+
+    def open_gate(self, key: str) -> list[Output]:
+        """Apply a gated token's held ticks as if it were not gated (the spread stage is
+        down or far behind; the daemon decides when, on the wall clock). Spread
+        observations for boundaries already refreshed then arrive late and are dropped."""
+        t = self._tokens.get(key)
+        out: list[Output] = []
+        if t is not None and t.max_seen is not None:
+            self._release(t, t.max_seen - self.config.lateness_seconds, out)
         return out
 
     def flush(self) -> list[Output]:
@@ -168,6 +207,7 @@ class Engine:
             last_applied=t.last_applied, last_eval=t.last_eval, max_seen=t.max_seen,
             last_tick_ts=t.last_tick_ts, last_sig=t.last_sig,
             pending=[tick for _, _, tick in sorted(t.pending)], held=t.held,
+            spread_mark=t.spread_mark,
         )
         return _state_encoder.encode(saved)
 
@@ -177,10 +217,12 @@ class Engine:
         w = self._new_windows()
         w.load(s.windows)
         t = _Token(chain=s.chain, token=s.token, symbol=s.symbol, windows=w, tier=s.tier,
-                   obs=Observations(**dict(zip(_OBS_FIELDS, s.obs, strict=True))),
+                   # A state written before a field existed has fewer: defaults fill in.
+                   obs=Observations(**dict(zip(_OBS_FIELDS, s.obs, strict=False))),
                    price_text=s.price_text, peg_text=s.peg_text, next_refresh=s.next_refresh,
                    last_applied=s.last_applied, last_eval=s.last_eval, max_seen=s.max_seen,
-                   last_tick_ts=s.last_tick_ts, last_sig=s.last_sig, held=s.held)
+                   last_tick_ts=s.last_tick_ts, last_sig=s.last_sig, held=s.held,
+                   spread_mark=s.spread_mark)
         for tick in s.pending:
             self._seq += 1
             t.pending.append((tick.ts, self._seq, tick))
@@ -237,14 +279,16 @@ class Engine:
             t.next_refresh += every
 
     def _apply(self, t: _Token, tick: Tick) -> None:
-        sig = (tick.price, tick.slippage_bps, tick.oracle_price)
+        sig = (tick.price, tick.slippage_bps, tick.oracle_price, tick.cross_chain_spread_bps,
+               tick.cross_chain_chains)
         if tick.ts == t.last_applied and sig == t.last_sig:
             self.stats.duplicates += 1
             return
         self.stats.applied += 1
         t.last_applied = tick.ts
         t.last_sig = sig
-        t.last_tick_ts = tick.ts
+        if tick.cross_chain_chains is None:  # the spread stage's ticks are not the token's
+            t.last_tick_ts = tick.ts
         obs = t.obs
         if tick.peg is not None:
             obs.peg = tick.peg
@@ -263,6 +307,10 @@ class Engine:
         if tick.oracle_price is not None:
             obs.oracle_price = tick.oracle_price
             obs.oracle_ts = tick.ts
+        if tick.cross_chain_chains is not None:
+            spread = tick.cross_chain_spread_bps
+            obs.spread = None if spread is None else spread / 1e4
+            obs.spread_ts = tick.ts
         if t.next_refresh is None and self.config.refresh_seconds > 0:
             every = self.config.refresh_seconds
             # The first boundary at or after the first tick (a tick exactly on a boundary

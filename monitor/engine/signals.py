@@ -27,6 +27,10 @@ class Observations:
     oracle_ts: float | None = None
     price: float | None = None
     price_ts: float | None = None
+    #: Latest cross-chain spread of the token's asset (fraction of peg; None when the
+    #: stage's last boundary had fewer than two chains) and the boundary it was taken at.
+    spread: float | None = None
+    spread_ts: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,6 +99,7 @@ def evaluate(w: Windows, obs: Observations, cfg: ModelConfig, now: float,
         if oracle_obs and obs.peg else None
     )
 
+    headroom = _headroom(obs, cfg, now, divergence if oracle_obs else None)
     signals = (
         Signal("price_deviation", _pct(deviation), _ramp(down, 0.0, cfg.deviation_full), has_price),
         Signal("slippage", obs.slippage_bps if slip_obs else None,
@@ -106,9 +111,7 @@ def evaluate(w: Windows, obs: Observations, cfg: ModelConfig, now: float,
                min(1.0, minutes_high / window_minutes), has_price),
         Signal("volatility_burst", vol_ratio,
                _ramp(vol_ratio, cfg.burst_start, cfg.burst_full), has_price),
-        Signal("headroom", _pct(divergence),
-               _ramp(divergence or 0.0, 0.0, cfg.oracle_divergence_full) if oracle_obs else 0.0,
-               oracle_obs),
+        headroom,
     )
     if not detail:
         return Evaluation(signals=signals, deviation=deviation, metrics=metrics)
@@ -131,6 +134,25 @@ def evaluate(w: Windows, obs: Observations, cfg: ModelConfig, now: float,
         "oracle_price_usd": obs.oracle_price,
         "oracle_divergence_pct": _pct(divergence),
         "oracle_age_seconds": None if obs.oracle_ts is None else now - obs.oracle_ts,
+        "cross_chain_spread_pct": _pct(obs.spread),
+        "cross_chain_spread_age_seconds": None if obs.spread_ts is None else now - obs.spread_ts,
         "price_age_seconds": None if obs.price_ts is None else now - obs.price_ts,
     })
     return Evaluation(signals=signals, deviation=deviation, metrics=metrics)
+
+
+def _headroom(obs: Observations, cfg: ModelConfig, now: float,
+              divergence: float | None) -> Signal:
+    """Headroom: the worse of oracle divergence and cross-chain spread, each scored against
+    its own full-signal level; observed when either is. Its value is the larger of the two
+    (both are fractions of peg), in percent."""
+    spread = obs.spread if (
+        obs.spread is not None and obs.spread_ts is not None
+        and now - obs.spread_ts <= cfg.cross_chain_spread_max_age_seconds) else None
+    scores = [_ramp(divergence, 0.0, cfg.oracle_divergence_full)] if divergence is not None \
+        else []
+    if spread is not None:
+        scores.append(_ramp(spread, 0.0, cfg.cross_chain_spread_full))
+    values = [v for v in (divergence, spread) if v is not None]
+    return Signal("headroom", _pct(max(values)) if values else None,
+                  max(scores) if scores else 0.0, bool(scores))

@@ -169,3 +169,36 @@ async def episodes(db: Database, chain: str, address: str, cap: int) -> list[Row
         " peak_at, peak_price_usd, peak_rating, recovered_at, recovery_event_id"
         " FROM depeg_episodes WHERE chain = $1 AND token_address = $2"
         " ORDER BY started_at DESC LIMIT $3", chain, address, cap)
+
+
+#: Registered tokens with no rating yet (no price with a peg received): listed apart.
+UNRATED_LIMIT = 500
+
+
+async def unrated_tokens(db: Database, f: ListFilter) -> tuple[list[Row], int]:
+    """Registered tokens with no rating, filtered like the list (chain, minMcap, q, tags);
+    none when the filter asks for a tier or collapsed tokens, which they have not."""
+    if f.tier or f.collapsed_only or "unregistered" in f.tags:
+        return [], 0
+    p = Params()
+    clauses = ["NOT EXISTS (SELECT 1 FROM rating_latest l WHERE l.chain = r.chain"
+               " AND l.token_address = r.token_address)"]
+    if f.chain:
+        clauses.append(f"r.chain = {p(f.chain)}")
+    if f.min_mcap is not None:
+        clauses.append(f"r.market_cap_usd >= {p(f.min_mcap)}")
+    if f.q:
+        pattern = p(like_pattern(f.q))
+        clauses.append(f"(lower(r.symbol) LIKE {pattern} ESCAPE '\\'"
+                       f" OR lower(r.name) LIKE {pattern} ESCAPE '\\'"
+                       f" OR r.token_address LIKE {pattern} ESCAPE '\\')")
+    if f.tags:
+        clauses.append("(" + " OR ".join(f"r.tags LIKE {p(f'%,{tag},%')}"
+                                         for tag in f.tags) + ")")
+    where = " WHERE " + " AND ".join(clauses)
+    count = await db.fetch(f"SELECT COUNT(*) AS n FROM token_registry r{where}", *p.values)
+    rows = await db.fetch(
+        "SELECT r.chain, r.token_address, r.symbol, r.name, r.peg_type, r.peg_reference,"
+        f" r.market_cap_usd FROM token_registry r{where}"
+        f" ORDER BY r.chain, r.token_address LIMIT {p(UNRATED_LIMIT)}", *p.values)
+    return rows, int(count[0]["n"])

@@ -152,9 +152,12 @@ async def test_clean_vault_and_legacy_scheme(live: Any) -> None:
 ])
 async def test_error_rows(live: Any, path: str, status: int, check: Any) -> None:
     client, key = live
-    got, body, _ = await get(client, key, path)
+    got, body, headers = await get(client, key, path)
     assert got == status, body
     assert check(body)
+    assert headers["Service-Api-Version"] == "3.0"  # on errors too
+    if "supported_versions" not in body and "supported_schemes" not in body:
+        assert headers["Service-Grading-Scheme"] == "v2"  # the pins in force, echoed
 
 
 async def test_one_cu_per_call(live: Any) -> None:
@@ -170,3 +173,15 @@ async def test_one_cu_per_call(live: Any) -> None:
     status, usage, _ = await get(client, key, "/usage?groupBy=endpoint")
     assert status == 200 and usage["items"] == [{"endpoint": "E8", "cu": len(paths)}]
     assert metrics.CU_CONSUMED.labels("query")._value.get() - before == len(paths)
+
+
+async def test_the_nine_v3_chains_and_no_other(live: Any) -> None:
+    client, key = live
+    sol = "7xKXtg2CW87d97TXJSDpbD5jBkheTqA83TZRuJosgAsU"
+    for chain in ("eth", "arb", "base", "opt", "pol", "bsc", "avax", "gnosis", "sol"):
+        address = sol if chain == "sol" else "0x" + "0c" * 20
+        status, body, _ = await get(client, key, f"/v3/vaults/{address}?chain={chain}")
+        assert status == 404 and body["error"] == "unknown vault", chain
+    for chain in ("linea", "ETH", "solana", "eth,arb", "polygon"):
+        status, body, _ = await get(client, key, f"/v3/vaults/{LOCKED}?chain={chain}")
+        assert (status, body["error"]) == (400, "Invalid chain"), chain

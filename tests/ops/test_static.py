@@ -228,7 +228,7 @@ def test_kubernetes_deployments_are_operable() -> None:
     kinds = {(d["kind"], d["metadata"]["name"]) for d in docs}
     deployments = [d for d in docs if d["kind"] == "Deployment"]
     assert {d["metadata"]["name"] for d in deployments} == {
-        "depeg-monitor", "depeg-deliver", "depeg-store", "depeg-api"}
+        "depeg-monitor", "depeg-spread", "depeg-deliver", "depeg-store", "depeg-api"}
     for d in deployments:
         name = d["metadata"]["name"]
         assert ("PodDisruptionBudget", name) in kinds

@@ -59,12 +59,15 @@ OPENAPI_SCHEMAS: dict[str, Any] = {
             rating={"type": "number", "minimum": 0, "maximum": 100},
             tier={"type": "string", "enum": _TIERS},
             band_tier={"type": "string", "enum": _TIERS,
-                       "description": "The tier of the rating band alone, before "
-                                      "anti-flapping"},
+                       "description": "band(rating): the tier itself, or ok when the "
+                                      "tier is premium (docs/model.md)"},
             deviation_pct=_NUM_OR_NULL, price_usd=_STR_OR_NULL, peg_usd=_STR_OR_NULL,
             updated_at=_TIME, tier_since=_TIME,
             staleness_seconds={"type": "number", "minimum": 0},
-            stale={"type": "boolean"},
+            stale={"type": "boolean",
+                   "description": "No tick for model.stale_after_seconds, or the price "
+                                  "behind the rating is that old: the last known rating, "
+                                  "not a fresh one"},
             collapsed={"type": "boolean",
                        "description": "Critical for 7+ days, or critical below half its "
                                       "peg (see collapsedOnly)"},
@@ -86,8 +89,24 @@ OPENAPI_SCHEMAS: dict[str, Any] = {
             **_obj(["total", "collapsed", "byTier", "byChain"],
                    total={"type": "integer"}, collapsed={"type": "integer"},
                    byTier={"type": "object", "additionalProperties": {"type": "integer"}},
-                   byChain={"type": "object", "additionalProperties": {"type": "integer"}})},
-        sort={"type": "string"}, order={"type": "string", "enum": ["asc", "desc"]}),
+                   byChain={"type": "object", "additionalProperties": {"type": "integer"}},
+                   unrated={"type": "integer", "description": "Registered tokens matching "
+                            "the filters that have no rating yet"})},
+        sort={"type": "string"}, order={"type": "string", "enum": ["asc", "desc"]},
+        unrated={"type": "array", "description": "Registered tokens matching the filters "
+                 "with no rating yet (no price with a peg received): rating and tier null, "
+                 "never ok/0; at most 500, outside the pagination. Empty when the filter "
+                 "asks for a tier or collapsed tokens.",
+                 "items": _ref("UnratedToken")}),
+    "UnratedToken": _obj(
+        ["address", "chain", "symbol", "rating", "tier", "unrated_reason"],
+        address={"type": "string"}, chain={"type": "string", "enum": list(CHAINS)},
+        symbol={"type": "string"}, name={"type": "string"},
+        registered={"type": "boolean"}, peg_type={"type": "string"},
+        peg_reference={"type": "string"}, market_cap_usd=_NUM_OR_NULL,
+        tags={"type": "array", "items": {"type": "string"}},
+        rating={"type": "null"}, tier={"type": "null"},
+        unrated_reason={"type": "string"}),
     "SignalValue": _obj(
         ["name", "value", "score", "weight", "contribution", "observed"],
         name={"type": "string"}, value=_NUM_OR_NULL, score={"type": "number"},

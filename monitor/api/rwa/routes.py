@@ -28,7 +28,7 @@ from ..context import CONFIG, DB
 from ..errors import ApiError
 from .cache import ReadCache
 from .openapi import OPENAPI_PATHS, OPENAPI_SCHEMAS
-from .view import decode_snapshot, episode, flat_metrics, item, point
+from .view import decode_snapshot, episode, flat_metrics, item, point, unrated_item
 
 __all__ = ["OPENAPI_PATHS", "OPENAPI_SCHEMAS", "add_routes"]
 
@@ -128,15 +128,18 @@ async def _list_body(request: web.Request) -> bytes:
         pagination["page"] = (page.offset or 0) // page.limit + 1
         pagination["pageSize"] = page.limit
         pagination["totalPages"] = -(-result.total // page.limit)
+    unrated, unrated_total = await reads.unrated_tokens(request.app[DB], flt)
     aggregates = {
         "total": result.total,
         "collapsed": result.collapsed,
         "byTier": {t: result.by_tier.get(t, 0) for t in TIERS},
         "byChain": {c: result.by_chain.get(c, 0) for c in CHAINS},
+        "unrated": unrated_total,
     }
     return msgspec.json.encode({"items": items, "pagination": pagination,
                                 "aggregates": aggregates, "sort": page.sort,
-                                "order": page.order})
+                                "order": page.order,
+                                "unrated": [unrated_item(r) for r in unrated]})
 
 
 async def _detail_body(request: web.Request) -> bytes:

@@ -99,9 +99,26 @@ def item(row: Row, snap: RatingSnapshot, stale_after: float) -> dict[str, Any]:
         "updated_at": snap.timestamp,
         "tier_since": iso(row["tier_since"]),
         "staleness_seconds": snap.staleness_seconds,
-        "stale": snap.staleness_seconds >= stale_after,
+        # Stale when the feed went quiet, or when the engine said the *price* behind the
+        # rating is old (slippage or oracle ticks alone do not make a rating fresh).
+        "stale": snap.staleness_seconds >= stale_after or snap.metrics.get("stale") == 1.0,
         "collapsed": bool(row["collapsed"]),
         "risk": risk_envelope(snap.rating, snap.tier, iso(detected), snap.deviation_pct),
+    }
+
+
+#: Why a registered token has no rating (the engine rates nothing without a price and a peg).
+UNRATED_REASON = "no price with a peg received yet"
+
+
+def unrated_item(row: Row) -> dict[str, Any]:
+    """A registered token the monitor cannot rate yet: listed, rating null, never ok/0."""
+    return {
+        "address": row["token_address"], "chain": row["chain"], "symbol": row["symbol"],
+        "name": row["name"], "registered": True, "peg_type": row["peg_type"],
+        "peg_reference": row["peg_reference"], "market_cap_usd": row["market_cap_usd"],
+        "tags": list(tags_for(row["peg_type"])), "rating": None, "tier": None,
+        "unrated_reason": UNRATED_REASON,
     }
 
 

@@ -22,32 +22,33 @@ from ..context import CONFIG, DB, json_response
 from ..rwa.routes import rated_token
 from ..rwa.view import decode_snapshot, item
 from .body import graded
-from .pins import parse_chain, parse_pins
+from .pins import echoing, parse_chain, parse_pins
 
 MAX_EPISODES = 100
 
 
 @billed("E3")
 async def get_v3_rwa(request: web.Request) -> web.Response:
-    address = normalize_address(request.match_info["address"])
-    if address is None:
-        raise params.bad("address", "address must be 0x followed by 40 hex digits")
     query = request.rel_url.query
-    params.known(query, ("chain", "framework_version", "grading_scheme"))
     pins = parse_pins(query)
-    chain = parse_chain(query, CHAINS, required=False)
-    db = request.app[DB]
-    row = await rated_token(db, address, chain)
-    snap = decode_snapshot(row)
-    eps = await reads.episodes(db, row["chain"], address, MAX_EPISODES)
-    tags, facts = token_facts(snap, row["peg_type"], bool(row["collapsed"]),
-                              [Episode(e["worst_tier"], e["recovered_at"] is None)
-                               for e in eps])
-    result = score(load_framework(pins.framework_version, "rwa"), tags, facts, snap.rating,
-                   pins.grading_scheme)
-    metadata = item(row, snap, request.app[CONFIG].model.stale_after_seconds)
-    risk = metadata.pop("risk")
-    return json_response(graded(result, risk, metadata), headers=pins.headers())
+    with echoing(pins):
+        params.known(query, ("chain", "framework_version", "grading_scheme"))
+        address = normalize_address(request.match_info["address"])
+        if address is None:
+            raise params.bad("address", "address must be 0x followed by 40 hex digits")
+        chain = parse_chain(query, CHAINS, required=False)
+        db = request.app[DB]
+        row = await rated_token(db, address, chain)
+        snap = decode_snapshot(row)
+        eps = await reads.episodes(db, row["chain"], address, MAX_EPISODES)
+        tags, facts = token_facts(snap, row["peg_type"], bool(row["collapsed"]),
+                                  [Episode(e["worst_tier"], e["recovered_at"] is None)
+                                   for e in eps])
+        result = score(load_framework(pins.framework_version, "rwa"), tags, facts, snap.rating,
+                       pins.grading_scheme)
+        metadata = item(row, snap, request.app[CONFIG].model.stale_after_seconds)
+        risk = metadata.pop("risk")
+        return json_response(graded(result, risk, metadata), headers=pins.headers())
 
 
 def add_routes(app: web.Application) -> None:

@@ -10,57 +10,51 @@ a chain the v2 store has no vault on is simply 404. 1 CU per call.
 
 from __future__ import annotations
 
-import re
-
 from aiohttp import web
 
-from ...chains import normalize_address
 from ...framework.composite import score
 from ...framework.model import load_framework
 from ...storage import vaults_read as reads
+from ...vaults.facts import normalize_vault_address
 from .. import params
 from ..billing import billed
 from ..context import DB, json_response
 from ..errors import ApiError
 from ..vaults.view import item
 from .body import graded
-from .pins import V3_VAULT_CHAINS, parse_chain, parse_pins
-
-#: A Solana account: base58, 32-44 characters (the only non-EVM V3 chain).
-_BASE58 = re.compile(r"^[1-9A-HJ-NP-Za-km-z]{32,44}$")
+from .pins import V3_VAULT_CHAINS, echoing, parse_chain, parse_pins
 
 
 def vault_address(raw: str, chain: str) -> str:
-    if chain == "sol":
-        if not _BASE58.match(raw):
-            raise params.bad("address", "a sol address is 32-44 base58 characters")
-        return raw
-    address = normalize_address(raw)
+    """The vault engine's own address rule: 0x hex on EVM chains, base58 on sol."""
+    address = normalize_vault_address(chain, raw)
     if address is None:
-        raise params.bad("address", "address must be 0x followed by 40 hex digits")
+        raise params.bad("address", f"not a {chain} vault address (0x + 40 hex digits; "
+                                    "base58 on sol)")
     return address
 
 
 @billed("E8")
 async def get_v3_vault(request: web.Request) -> web.Response:
     query = request.rel_url.query
-    params.known(query, ("chain", "framework_version", "grading_scheme"))
     pins = parse_pins(query)
-    chain = parse_chain(query, V3_VAULT_CHAINS, required=True)
-    assert chain is not None
-    address = vault_address(request.match_info["address"], chain)
-    vault = await reads.get_vault(request.app[DB], chain, address)
-    if vault is None:
-        raise ApiError(404, "unknown vault", address=address, chain=chain)
-    metadata = item(vault)
-    risk = metadata.pop("risk")
-    # Upstream = risk.overallRisk (the spec's rule); null for an unrated vault, which then
-    # gets the framework composite alone.
-    upstream = risk.get("overallRisk") if isinstance(risk, dict) else None
-    result = score(load_framework(pins.framework_version, "vault"), set(vault.tags),
-                   vault.facts, float(upstream) if upstream is not None else None,
-                   pins.grading_scheme)
-    return json_response(graded(result, risk, metadata), headers=pins.headers())
+    with echoing(pins):
+        params.known(query, ("chain", "framework_version", "grading_scheme"))
+        chain = parse_chain(query, V3_VAULT_CHAINS, required=True)
+        assert chain is not None
+        address = vault_address(request.match_info["address"], chain)
+        vault = await reads.get_vault(request.app[DB], chain, address)
+        if vault is None:
+            raise ApiError(404, "unknown vault", address=address, chain=chain)
+        metadata = item(vault)
+        risk = metadata.pop("risk")
+        # Upstream = risk.overallRisk (the spec's rule); null for an unrated vault, which then
+        # gets the framework composite alone.
+        upstream = risk.get("overallRisk") if isinstance(risk, dict) else None
+        result = score(load_framework(pins.framework_version, "vault"), set(vault.tags),
+                       vault.facts, float(upstream) if upstream is not None else None,
+                       pins.grading_scheme)
+        return json_response(graded(result, risk, metadata), headers=pins.headers())
 
 
 def add_routes(app: web.Application) -> None:

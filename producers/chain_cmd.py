@@ -1,0 +1,80 @@
+"""`depeg-monitor produce chain`: the on-chain adapters alone; the `chain` service of `run`."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+
+from monitor.chains import CHAINS
+from monitor.config import Config
+from monitor.logs import get_logger
+from monitor.services import Service, StartupError, run_until_signalled
+
+from .chainsvc import Publisher, SourcesError, build_pollers, run_pollers
+from .kafka_out import ProduceError, bootstrap_from
+from .publish import add_kafka_arguments
+
+log = get_logger(__name__)
+
+DESCRIPTION = """Poll Chainlink-style oracles, Uniswap v3 pools, peg feeds, ERC-4626 NAVs and vaults
+on every chain with chains.<chain>.rpc_urls, and publish ticks (kafka.ticks_topic) and vault
+facts (vaults.facts_topic). What to watch: the Token List in chains.tokens_file (or
+registry.path) with extensions.sources, and chains.vaults_file. See docs/chain-adapters.md."""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--chain", choices=CHAINS, help="poll only this chain")
+    parser.add_argument("--once", action="store_true", help="one poll per chain, then exit")
+    parser.add_argument("--backfill-blocks", type=int, default=0, metavar="N",
+                        help="first publish the oracle history (AnswerUpdated logs) of the "
+                             "last N blocks as oracle_price_usd ticks")
+    add_kafka_arguments(parser)
+
+
+async def _serve(config: Config, stop: asyncio.Event, *, chain: str | None = None,
+                 once: bool = False, bootstrap: str | None = None, backfill: int = 0) -> int:
+    pollers = build_pollers(config, chain)
+    if not pollers:
+        log.info("chain.idle", reason="no chain has rpc_urls configured")
+        return 0
+    publisher = Publisher(config, bootstrap_from(bootstrap, config.kafka))
+    await publisher.start()
+    try:
+        return await run_pollers(pollers, publisher, stop, once=once, backfill_blocks=backfill)
+    finally:
+        await publisher.close()
+
+
+async def run_service(config: Config, stop: asyncio.Event) -> None:
+    """The ``chain`` service of ``run``. With no chain configured it idles until stopped:
+    ``run`` treats a service that returns early as a failure and stops everything."""
+    try:
+        await _serve(config, stop)
+    except (SourcesError, ProduceError) as exc:
+        raise StartupError(f"chain sources: {exc}") from exc
+    await stop.wait()
+
+
+def run(args: argparse.Namespace, config: Config) -> int:
+    try:
+        if args.once:
+            async def once() -> int:
+                return await _serve(config, asyncio.Event(), chain=args.chain, once=True,
+                                    bootstrap=args.bootstrap_servers,
+                                    backfill=args.backfill_blocks)
+
+            failures = asyncio.run(once())
+            return 1 if failures else 0
+
+        async def forever(cfg: Config, stop: asyncio.Event) -> None:
+            await _serve(cfg, stop, chain=args.chain, bootstrap=args.bootstrap_servers,
+                         backfill=args.backfill_blocks)
+
+        return run_until_signalled(forever, config)
+    except (SourcesError, ProduceError) as exc:
+        print(f"depeg-monitor produce chain: {exc}", file=sys.stderr)
+        return 2
+
+
+service = Service(name="chain", run=run_service, order=40)
