@@ -92,6 +92,15 @@ def _latest_row(s: RatingSnapshot, ts: float, received_at: float) -> tuple[Any, 
             severity(s.tier), ratio, abs_dev, ts, collapsed, encode(s).decode(), received_at)
 
 
+#: In every write transaction: readers' caches key on this (monitor/api/rwa/cache.py).
+BUMP_VERSION = "UPDATE ratings_version SET version = version + 1 WHERE id = 1"
+
+
+async def read_version(db: Database) -> int:
+    """The ratings version: changes whenever anything the read API shows may have."""
+    return int(await db.fetchval("SELECT version FROM ratings_version WHERE id = 1") or 0)
+
+
 class RatingsStore:
     def __init__(self, db: Database) -> None:
         self.db = db
@@ -134,6 +143,7 @@ class RatingsStore:
             if changes:
                 await tx.executemany(_INSERT_CHANGE, changes)
             stats.episodes_rebuilt = await self._update_episodes(tx, history, changes)
+            await tx.execute(BUMP_VERSION)
         return stats
 
     async def _update_episodes(self, tx: Executor, history: list[tuple[Any, ...]],
@@ -233,6 +243,7 @@ class RatingsStore:
                 deleted += int(await tx.fetchval(
                     f"SELECT COUNT(*) FROM {table} WHERE {where}", cutoff))
                 await tx.execute(f"DELETE FROM {table} WHERE {where}", cutoff)
+            await tx.execute(BUMP_VERSION)
         return deleted
 
     async def sync_registry(self, tokens: Sequence[TokenInfo]) -> None:
@@ -251,4 +262,5 @@ class RatingsStore:
                     " symbol = excluded.symbol, name = excluded.name,"
                     " peg_type = excluded.peg_type, peg_reference = excluded.peg_reference,"
                     " market_cap_usd = excluded.market_cap_usd, tags = excluded.tags", rows)
+            await tx.execute(BUMP_VERSION)
 
