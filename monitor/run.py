@@ -27,8 +27,8 @@ from .config import Config
 from .daemon.retry import Aborted, Backoff, retry
 from .kafka.embedded import EmbeddedBroker
 from .kafka.journal import FILE_NAME as JOURNAL_FILE
-from .kafka.journal import Journal, JournalError
-from .kafka.topics import ensure_topics
+from .kafka.journal import Journal, JournalError, topics_in_order
+from .kafka.topics import ensure_topics, ensure_vault_topics
 from .logs import get_logger
 from .paths import data_dir
 from .services import Service, StartupError, discover_services
@@ -121,11 +121,14 @@ async def run_all(config: Config, only: set[str] | None = None,
 async def _open_journal(config: Config) -> Journal:
     """The embedded broker's journal (``monitor/kafka/journal.py``): seed the fresh
     broker with what the previous run left, before any service starts."""
-    k = config.kafka
+    k, v = config.kafka, config.vaults
     path = data_dir(config) / JOURNAL_FILE
     journal = Journal(k, path, {k.monitor_group: [k.ticks_topic],
                                 k.delivery_group: [k.tier_changes_topic],
-                                k.store_group: [k.ratings_topic, k.tier_changes_topic]})
+                                k.store_group: [k.ratings_topic, k.tier_changes_topic,
+                                                v.facts_topic, v.ratings_topic],
+                                v.group: [v.facts_topic]},
+                      topics=topics_in_order(k, v))
     seeded = await journal.seed()
     log.info("run.journal_restored" if seeded else "run.journal_empty", path=str(path),
              records=seeded,
@@ -176,12 +179,15 @@ async def _watch_broker(broker: EmbeddedBroker, stop: asyncio.Event) -> None:
 
 
 async def _ensure_topics(config: Config, stop: asyncio.Event) -> bool:
-    """Create the topics, retrying with backoff while the broker is unreachable."""
+    """Create the topics (the vault daemon's too: the journal copies them), retrying with
+    backoff while the broker is unreachable."""
     k = config.kafka
     backoff = Backoff(k.retry_backoff_seconds, k.retry_backoff_max_seconds)
     try:
         await retry(lambda: ensure_topics(k), what="ensure_topics", backoff=backoff,
                     abort=stop.is_set, retry_on=(KafkaError, OSError))
+        await retry(lambda: ensure_vault_topics(k, config.vaults), what="ensure_vault_topics",
+                    backoff=backoff, abort=stop.is_set, retry_on=(KafkaError, OSError))
     except Aborted:
         return False
     return True

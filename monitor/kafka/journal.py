@@ -3,7 +3,8 @@
 ``depeg-monitor run`` without a configured cluster starts Tansu, which keeps everything in
 memory. So that a restart of ``run`` (SIGTERM or kill -9) continues where it stopped, the
 journal copies every record of the monitor's topics (ticks, state, ratings, tier changes,
-dead letters) and the committed offsets of the consumer groups into
+dead letters) and of the vault daemon's (facts, state, ratings, dead letters), and the
+committed offsets of the consumer groups into
 ``<data dir>/embedded-broker.sqlite``; on the next start, before any service runs, the
 fresh broker is seeded with them: the same records at the same offsets of the same
 partitions, and the same committed offsets. Every consumer (monitor, delivery, store)
@@ -35,6 +36,7 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from ..config import KafkaConfig
 from ..logs import get_logger
+from ..vaults.config import VaultsConfig
 from .readall import read_to_end
 from .topics import admin_client, make_consumer, make_producer, partition_counts
 
@@ -61,9 +63,15 @@ class JournalError(RuntimeError):
     """The journal cannot be replayed into the broker as it was."""
 
 
-def topics_in_order(k: KafkaConfig) -> list[str]:
-    """State first, outputs next, ticks last (see the module docstring)."""
-    return [k.state_topic, k.ratings_topic, k.tier_changes_topic, k.dlq_topic, k.ticks_topic]
+def topics_in_order(k: KafkaConfig, v: VaultsConfig | None = None) -> list[str]:
+    """State first, outputs next, inputs last (see the module docstring); with ``v`` the
+    vault daemon's topics too, in the same roles (without them a restart of ``run`` lost
+    every vault: facts, states and the group's offsets)."""
+    if v is None:
+        return [k.state_topic, k.ratings_topic, k.tier_changes_topic, k.dlq_topic,
+                k.ticks_topic]
+    return [k.state_topic, v.state_topic, k.ratings_topic, k.tier_changes_topic, k.dlq_topic,
+            v.ratings_topic, v.dlq_topic, k.ticks_topic, v.facts_topic]
 
 
 class JournalStore:
@@ -107,9 +115,12 @@ class JournalStore:
 class Journal:
     """Copies the embedded broker into a :class:`JournalStore`; seeds a fresh one back."""
 
-    def __init__(self, kafka: KafkaConfig, path: Path, groups: dict[str, list[str]]) -> None:
-        """``groups``: consumer group -> the topics whose offsets it commits."""
+    def __init__(self, kafka: KafkaConfig, path: Path, groups: dict[str, list[str]],
+                 topics: list[str] | None = None) -> None:
+        """``groups``: consumer group -> the topics whose offsets it commits; ``topics``:
+        what to copy, in :func:`topics_in_order` order (default: the monitor's)."""
         self.kafka = kafka
+        self.topics = topics if topics is not None else topics_in_order(kafka)
         self.store = JournalStore(path)
         self.groups = groups
         self._next = self.store.next_offsets()
@@ -166,14 +177,14 @@ class Journal:
         admin = admin_client(k)
         await admin.start()
         try:
-            counts = await partition_counts(admin, topics_in_order(k))
+            counts = await partition_counts(admin, self.topics)
         finally:
             await admin.close()
         rows: list[Row] = []
         reader = make_consumer(k, group_id=None, client_id=f"{k.client_id}-journal")
         await reader.start()
         try:
-            for topic in topics_in_order(k):
+            for topic in self.topics:
                 rows += await self._read_topic(reader, topic, counts[topic])
         finally:
             await reader.stop()
