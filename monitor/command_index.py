@@ -7,11 +7,13 @@ here matches the command's own ``Command.help``, so the listing cannot drift."""
 from __future__ import annotations
 
 HELP: dict[str, str] = {
-    "api": "serve the HTTP API: /rwa, /webhooks/*, /openapi.json, /metrics, /healthz, /readyz",
+    "api": ("serve the HTTP API: /rwa, /vaults, /v3/*, /usage, /webhooks/*, /openapi.json, "
+            "/metrics, /healthz, /readyz"),
     "deliver": "deliver tier changes to webhook subscriptions (signed, with retries)",
     "keys": "create, list and revoke API keys; rotate the webhook-secret encryption key",
     "monitor": "run the monitor daemon: ticks in, ratings and tier changes out (Kafka)",
-    "produce": "publish ticks to the ticks topic: replay files, simulate tokens, adapt Uniswap v3",
+    "produce": ("publish to Kafka: tick files, simulated tokens, Uniswap v3, on-chain adapters "
+                "(chain), vault facts (vaults)"),
     "replay": "run tick files through the engine and write the tier changes it would have sent",
     "run": "run everything in one process (embedded broker unless one is configured)",
     "status": "tokens by tier, stale tokens, consumer lag and pending deliveries (from the store)",

@@ -17,6 +17,7 @@ import base64
 import html
 import importlib.util
 import io
+import logging
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -224,6 +225,9 @@ def write_report(path: Path, snapshots: Iterable[RatingSnapshot],
     import matplotlib
 
     matplotlib.use("Agg")
+    # Its first run logs "generated new fontManager" at INFO through our handler: a line
+    # with no component.event name in the middle of the replay output.
+    logging.getLogger("matplotlib").setLevel(logging.WARNING)
     model = model or ModelConfig()
     tokens = collect(snapshots, events)
     text = _html(tokens, model) if suffix != ".md" else _markdown(tokens, model, path)

@@ -34,7 +34,8 @@ def run(args: argparse.Namespace, config: Config) -> int:
 
 command = Command(
     name="produce",
-    help="publish ticks to the ticks topic: replay files, simulate tokens, adapt Uniswap v3",
+    help=("publish to Kafka: tick files, simulated tokens, Uniswap v3, on-chain adapters "
+         "(chain), vault facts (vaults)"),
     add_arguments=add_arguments,
     run=run,
     description=(

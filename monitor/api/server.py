@@ -63,7 +63,8 @@ def _run(args: argparse.Namespace, config: Config) -> int:
 
 command = Command(
     name="api",
-    help="serve the HTTP API: /rwa, /webhooks/*, /openapi.json, /metrics, /healthz, /readyz",
+    help=("serve the HTTP API: /rwa, /vaults, /v3/*, /usage, /webhooks/*, /openapi.json, "
+         "/metrics, /healthz, /readyz"),
     add_arguments=_add_arguments,
     run=_run,
     description=(
