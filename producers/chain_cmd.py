@@ -10,6 +10,7 @@ from monitor.chains import CHAINS
 from monitor.config import Config
 from monitor.logs import get_logger
 from monitor.services import Service, StartupError, run_until_signalled
+from monitor.tokenlist import CHAIN_BY_ID
 
 from .chainsvc import Publisher, SourcesError, build_pollers, run_pollers
 from .kafka_out import ProduceError, bootstrap_from
@@ -58,6 +59,15 @@ async def run_service(config: Config, stop: asyncio.Event) -> None:
 
 def run(args: argparse.Namespace, config: Config) -> int:
     try:
+        if not any(config.chains.chain(c).urls
+                   for c in ((args.chain,) if args.chain else CHAIN_BY_ID.values())):
+            # Run alone, idling (as the service of ``run`` does) would exit 0 having done
+            # nothing: say what to configure instead.
+            where = f" for {args.chain}" if args.chain else ""
+            print(f"depeg-monitor produce chain: no chain has rpc_urls configured{where}; set "
+                  "chains.<chain>.rpc_urls (for example DEPEG_CHAINS__ETH__RPC_URLS="
+                  "https://a,https://b), see docs/chain-adapters.md", file=sys.stderr)
+            return 2
         if args.once:
             async def once() -> int:
                 return await _serve(config, asyncio.Event(), chain=args.chain, once=True,
