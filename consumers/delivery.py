@@ -199,7 +199,15 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _run(args: argparse.Namespace, config: Config) -> int:
-    return run_until_signalled(run_worker, with_bootstrap_servers(config, args.bootstrap_servers))
+    config = with_bootstrap_servers(config, args.bootstrap_servers)
+    if not config.kafka.bootstrap_servers:
+        # As the other daemons do; it used to try 127.0.0.1:9092 and exit 1 on aiokafka's
+        # own connection error, which names no setting.
+        log.error("delivery.no_broker",
+                  hint="set kafka.bootstrap_servers / --bootstrap-servers, or use "
+                       "`depeg-monitor run` to start an embedded broker")
+        return 2
+    return run_until_signalled(run_worker, config)
 
 
 command = Command(
