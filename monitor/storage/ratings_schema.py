@@ -90,5 +90,11 @@ CREATE TABLE ratings_version (
 INSERT INTO ratings_version (id, version) VALUES (1, 0)
 """
 
+#: When the store writer stored a token's latest rating (wall clock): a rating that nothing
+#: has refreshed for ``model.stale_after_seconds`` is stale whatever its own event time says
+#: (the monitor stopped, or a restarted service serves the previous run's ratings).
+_V3 = "ALTER TABLE rating_latest ADD COLUMN received_at DOUBLE PRECISION"
+
 MIGRATIONS = [Migration(1, "ratings, history, tier changes, episodes, registry", _V1),
-              Migration(2, "ratings version counter (read caches)", _V2)]
+              Migration(2, "ratings version counter (read caches)", _V2),
+              Migration(3, "rating_latest.received_at", _V3)]

@@ -73,3 +73,28 @@ async def test_writes_by_another_connection_show_at_once(storage_url: str,
     finally:
         await api_db.close()
         await writer_db.close()
+
+
+async def test_a_cached_body_is_rebuilt_once_older_than_its_max_age(tmp_path: Path) -> None:
+    """A quiet store does not freeze the wall-clock ``stale`` flag: bodies expire."""
+    from monitor.api.rwa.cache import ReadCache
+
+    db = await connect(f"sqlite:///{tmp_path / 'store.db'}")
+    try:
+        await RatingsStore(db).migrate()
+        wall = [100.0]
+        cache = ReadCache(db, max_age=1.0, clock=lambda: wall[0])
+        builds: list[float] = []
+
+        async def build() -> bytes:
+            builds.append(wall[0])
+            return f"built at {wall[0]}".encode()
+
+        assert await cache.body("/rwa", build) == b"built at 100.0"
+        wall[0] = 100.9
+        assert await cache.body("/rwa", build) == b"built at 100.0"  # young: served again
+        wall[0] = 101.0
+        assert await cache.body("/rwa", build) == b"built at 101.0"  # a second old: rebuilt
+        assert builds == [100.0, 101.0]
+    finally:
+        await db.close()

@@ -1,11 +1,13 @@
 """Encoded ``GET /rwa`` and ``GET /rwa/{address}`` bodies, reused while nothing changed.
 
-Both responses are a pure function of the request's path and query and of the ratings
-store (staleness comes from the snapshots, not the wall clock), and the store writer
-increments ``ratings_version`` in every write transaction. So a body built at version
-``v`` is served again, byte for byte, for as long as the version still reads ``v``:
-a request then costs one primary-key lookup instead of the list's three aggregate and
-page queries (or the detail's four) and the JSON encoding.
+Both responses are a function of the request's path and query, of the ratings store,
+and of the wall clock through one field only: ``stale`` turns true once nothing has
+refreshed a rating for ``stale_after_seconds``. The store writer increments
+``ratings_version`` in every write transaction, so a body built at version ``v`` is
+served again, byte for byte, while the version still reads ``v`` and the body is younger
+than ``max_age`` seconds (the bound on how late a quiet store's ratings turn stale): a
+request then costs one primary-key lookup instead of the list's three aggregate and page
+queries (or the detail's four) and the JSON encoding.
 
 The version is read once per request, but concurrent requests share one read in flight,
 so a response can lag a write by at most that one lookup's round trip. The version is
@@ -16,6 +18,7 @@ older than it is (rebuilt on the next request), never newer. Errors are not cach
 from __future__ import annotations
 
 import asyncio
+import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 
@@ -24,13 +27,19 @@ from ...storage.ratings import read_version
 
 #: Distinct (path, query) bodies kept; the least recently used go first.
 MAX_ENTRIES = 4096
+#: Seconds a body is served without rebuilding while the store does not change.
+MAX_AGE = 1.0
 
 
 class ReadCache:
-    def __init__(self, db: Database, max_entries: int = MAX_ENTRIES) -> None:
+    def __init__(self, db: Database, max_entries: int = MAX_ENTRIES,
+                 max_age: float = MAX_AGE,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self._db = db
         self._max = max_entries
-        self._entries: OrderedDict[str, tuple[int, bytes]] = OrderedDict()
+        self._max_age = max_age
+        self._clock = clock
+        self._entries: OrderedDict[str, tuple[int, float, bytes]] = OrderedDict()
         self._reading: asyncio.Future[int] | None = None
 
     async def version(self) -> int:
@@ -49,12 +58,13 @@ class ReadCache:
     async def body(self, key: str, build: Callable[[], Awaitable[bytes]]) -> bytes:
         """The cached body for ``key`` at the current version, else ``build()``'s."""
         version = await self.version()
+        built_at = self._clock()
         hit = self._entries.get(key)
-        if hit is not None and hit[0] == version:
+        if hit is not None and hit[0] == version and built_at - hit[1] < self._max_age:
             self._entries.move_to_end(key)
-            return hit[1]
+            return hit[2]
         body = await build()
-        self._entries[key] = (version, body)
+        self._entries[key] = (version, built_at, body)
         self._entries.move_to_end(key)
         while len(self._entries) > self._max:
             self._entries.popitem(last=False)

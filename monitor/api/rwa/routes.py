@@ -24,7 +24,7 @@ from ...storage.db import Row
 from ...storage.ratings import RatingsStore
 from ...timefmt import format_ts
 from .. import jsonbody, params
-from ..context import CONFIG, DB
+from ..context import CONFIG, DB, now
 from ..errors import ApiError
 from .cache import ReadCache
 from .openapi import OPENAPI_PATHS, OPENAPI_SCHEMAS
@@ -118,7 +118,8 @@ async def _list_body(request: web.Request) -> bytes:
     flt, page, mode = parse_list(request.rel_url.query)
     stale_after = request.app[CONFIG].model.stale_after_seconds
     result = await reads.list_tokens(request.app[DB], flt, page)
-    items = [item(r, decode_snapshot(r), stale_after) for r in result.rows]
+    wall = now(request)
+    items = [item(r, decode_snapshot(r), stale_after, wall) for r in result.rows]
     pagination: dict[str, Any] = {"mode": mode, "total": result.total, "hasMore": result.more}
     if mode == "cursor":
         pagination["limit"] = page.limit
@@ -159,7 +160,7 @@ async def _detail_body(request: web.Request) -> bytes:
     points = await reads.history(db, row["chain"], address, start, end, MAX_POINTS)
     changes = await reads.tier_changes(db, row["chain"], address, start, end, MAX_CHANGES)
     eps = await reads.episodes(db, row["chain"], address, MAX_EPISODES)
-    body = item(row, snap, request.app[CONFIG].model.stale_after_seconds)
+    body = item(row, snap, request.app[CONFIG].model.stale_after_seconds, now(request))
     body["snapshot"] = {
         "timestamp": snap.timestamp,
         "signals": [msgspec.structs.asdict(s) for s in snap.signals],
