@@ -1,6 +1,7 @@
 """Replay throughput, memory per token, and replay time against a bare ``csv.reader`` pass.
 
     python benchmarks/bench_replay.py [FILE]
+    python benchmarks/bench_replay.py --table [--rounds 3]   # the README table's row
 
 Targets (issue 2): a 1-minute, one-month file replays in under 5x a bare CSV pass; under
 20 KB of window state per token. Prints figures; asserts nothing.
@@ -9,7 +10,12 @@ Targets (issue 2): a 1-minute, one-month file replays in under 5x a bare CSV pas
 from __future__ import annotations
 
 import csv
+import os
+import resource
+import statistics
+import subprocess
 import sys
+import tempfile
 import time
 import tracemalloc
 from pathlib import Path
@@ -56,7 +62,64 @@ def memory_per_token(tokens: int = 2000, ticks_per_token: int = 180) -> float:
     return grown / tokens
 
 
+TICKS = DEFAULT.parent
+BARE = ("import csv, sys\nfor name in sys.argv[1:]:\n    with open(name, newline='') as fh:\n"
+        "        for _ in csv.reader(fh):\n            pass\n")
+
+
+def child_cpu(argv: list[str]) -> tuple[float, bool]:
+    """CPU seconds (user + system) of one child process run to the end, and its success;
+    CPU, not wall time, so the figure is the work done and not the machine's load."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    done = subprocess.run(argv, capture_output=True, check=False)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return cpu, done.returncode == 0
+
+
+def table_row(rounds: int) -> None:
+    """Whole processes over every shared real tick file: a bare ``csv.reader`` pass
+    against ``depeg-monitor replay``, alternating, ``rounds`` times."""
+    from common import emit, fail_on_errors, machine_line, show
+
+    files = sorted(str(p) for p in TICKS.glob("*.csv"))
+    if not files:
+        print(f"FAILED: no tick files in {TICKS}", file=sys.stderr)
+        sys.exit(1)
+    ticks = sum(Path(f).read_bytes().count(b"\n") - 1 for f in files)
+    cli = str(Path(sys.executable).with_name("depeg-monitor"))
+    print(machine_line())
+    print(f"{len(files)} files, {ticks:,} ticks")
+    bare: list[float] = []
+    project: list[float] = []
+    errors = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "events.jsonl")
+        for n in range(rounds):
+            runs = [("bare", [sys.executable, "-c", BARE, *files]),
+                    ("replay", [cli, "--log-level", "warning", "replay", "--overwrite",
+                                "--out", out, *files])]
+            for which, argv in runs if n % 2 == 0 else runs[::-1]:
+                cpu, ok = child_cpu(argv)
+                errors += not ok
+                (bare if which == "bare" else project).append(cpu * 1000)
+                print(f"  round {n + 1} {which:<6} {cpu * 1000:9.1f} ms CPU", flush=True)
+    print(show("bare csv.reader pass (process)", bare, "ms CPU"))
+    print(show("depeg-monitor replay", project, "ms CPU"))
+    ratio = statistics.median(project) / statistics.median(bare)
+    print(f"replay / bare csv.reader (CPU, medians): {ratio:.1f}x  (target <= 5x, then 3x)")
+    fail_on_errors(errors, "the replay runs")
+    emit(f"replay, {len(files)} real files, {ticks:,} ticks, whole process (CPU)",
+         unit="ms", limit_name="bare `csv.reader` pass (process)", limit=bare,
+         project=project, ratio=ratio, target="<= 5x (then 3x)", met=ratio <= 5,
+         note=f"{ticks / (statistics.median(project) / 1000):,.0f} ticks per CPU-second")
+
+
 def main() -> None:
+    if "--table" in sys.argv:
+        rounds = int(sys.argv[sys.argv.index("--rounds") + 1]) if "--rounds" in sys.argv else 3
+        table_row(rounds)
+        return
     path = Path(sys.argv[1]) if len(sys.argv) > 1 else DEFAULT
     if not path.exists():
         print(f"skip: {path} not found (real data lives in ../shared/data)")

@@ -14,8 +14,10 @@ HELP: dict[str, str] = {
     "monitor": "run the monitor daemon: ticks in, ratings and tier changes out (Kafka)",
     "produce": ("publish to Kafka: tick files, simulated tokens, Uniswap v3, on-chain adapters "
                 "(chain), vault facts (vaults)"),
+    "registry": "token registry tools: `registry check FILE` validates a Token Lists registry",
     "replay": "run tick files through the engine and write the tier changes it would have sent",
     "run": "run everything in one process (embedded broker unless one is configured)",
+    "spread": "run the cross-chain spread stage: every chain's ticks in, spread observations out",
     "status": "tokens by tier, stale tokens, consumer lag and pending deliveries (from the store)",
     "store": "write ratings, tier changes and vault facts/ratings from Kafka into the database",
     "vaults": "rate ERC-4626 vaults: the vault daemon (Kafka), or `vaults replay` over fact files",
