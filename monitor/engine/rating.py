@@ -57,8 +57,10 @@ def floor_rating(windows: Windows, now: float, cfg: ModelConfig) -> float:
     Built on prices only (never slippage or oracle ticks), so adding healthy liquidity or an
     agreeing oracle can soften the weighted rating but never pull a clear depeg below it.
     """
+    # One pass over the buckets for all floors (the same count as ``buckets_below``).
+    highs = windows.bucket_extremes(now, cfg.floor_window_seconds, above=False)
     for below, minutes, at in floors(cfg):
-        if windows.buckets_below(now, cfg.floor_window_seconds, below) >= minutes:
+        if sum(1 for x in highs if x < -below) >= minutes:
             return at
     return 0.0
 
