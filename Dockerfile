@@ -19,7 +19,9 @@ RUN pip install --no-cache-dir /wheels/*.whl && rm -rf /wheels
 USER 10001:10001
 WORKDIR /var/lib/depeg-monitor
 # Listen on all interfaces inside the container; JSON logs for the log collector.
-ENV DEPEG_API__HOST=0.0.0.0 \
+# Runtime files (SQLite store, secret key, run.json) in the state directory, not $HOME.
+ENV DEPEG_STORAGE__DATA_DIR=/var/lib/depeg-monitor \
+    DEPEG_API__HOST=0.0.0.0 \
     DEPEG_METRICS__HOST=0.0.0.0 \
     DEPEG_LOGGING__FORMAT=json \
     PYTHONUNBUFFERED=1

@@ -8,6 +8,11 @@ this one with a fixed number of concurrent clients. Runs on SQLite, PostgreSQL o
     python benchmarks/bench_api.py --db both --seconds 10 --concurrency 16
 
 PostgreSQL gets a throw-away database on --pg-url's server (created and dropped here).
+The headline case (``GET /rwa``, the default page) runs ``--rounds`` times interleaved
+with its limit: a bare aiohttp server (also in its own process) answering every request
+with a body of the same size, so the ratio says what the API costs over HTTP itself.
+The benchmark's key has its own high rate limit (``api.key_rate_limits``), so the
+limiter runs as in production without answering 429. Any non-200 fails the run.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from pathlib import Path
 
 import aiohttp
 import asyncpg
+from common import emit, fail_on_errors, machine_line, show
 
 from monitor.chains import CHAINS
 from monitor.kafka.embedded import free_port
@@ -98,13 +104,35 @@ def _serve(url: str, registry: str, port: int) -> None:
     from aiohttp import web
 
     from monitor.api.app import create_app
-    from monitor.config import ApiConfig, Config, RegistryConfig
+    from monitor.config import ApiConfig, Config, KeyRateLimit, RegistryConfig
 
     async def main() -> None:
         db = await connect(url)
-        # No per-key rate limit: this measures the server, not the limiter's 429s.
-        api = ApiConfig(rate_limit_per_second=0)
+        # The key's own limit, far above what one machine sends: the limiter runs (as in
+        # production) but never answers 429, so this measures the server.
+        api = ApiConfig(key_rate_limits={"bench": KeyRateLimit(per_second=1e6,
+                                                                burst=1_000_000)})
         app = create_app(Config(api=api, registry=RegistryConfig(path=registry)), db)
+        runner = web.AppRunner(app, access_log=None)
+        await runner.setup()
+        await web.TCPSite(runner, "127.0.0.1", port).start()
+        await asyncio.Event().wait()
+
+    asyncio.run(main())
+
+
+def _serve_bare(size: int, port: int) -> None:
+    """The limit: the same HTTP stack answering every GET with ``size`` fixed bytes."""
+    from aiohttp import web
+
+    body = b"x" * size
+
+    async def handler(_request: web.Request) -> web.Response:
+        return web.Response(body=body, content_type="application/json")
+
+    async def main() -> None:
+        app = web.Application()
+        app.router.add_get("/{tail:.*}", handler)
         runner = web.AppRunner(app, access_log=None)
         await runner.setup()
         await web.TCPSite(runner, "127.0.0.1", port).start()
@@ -126,10 +154,13 @@ async def hammer(base: str, paths: list[str], seconds: float, concurrency: int,
             path = paths[k % len(paths)]
             k += concurrency
             t = time.perf_counter()
-            async with session.get(base + path) as resp:
-                await resp.read()
-                if resp.status != 200:
-                    errors += 1
+            try:
+                async with session.get(base + path) as resp:
+                    await resp.read()
+                    if resp.status != 200:
+                        errors += 1
+            except aiohttp.ClientError:
+                errors += 1
             latencies.append(time.perf_counter() - t)
 
     async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=concurrency),
@@ -183,11 +214,53 @@ async def run_one(kind: str, url: str, args: argparse.Namespace, tmp: Path) -> N
                 f"/rwa/{address(i)}?chain={CHAINS[i % 7]}&hours=168"
                 for i in rnd.sample(range(args.tokens), 50)],
         }
+        total_errors = 0
+        async with aiohttp.ClientSession(headers={"x-api-key": key}) as s:
+            async with s.get(base + "/rwa") as resp:
+                size = len(await resp.read())
+        bare_port = free_port()
+        bare_proc = mp.get_context("spawn").Process(target=_serve_bare,
+                                                    args=(size, bare_port), daemon=True)
+        bare_proc.start()
+        bare_base = f"http://127.0.0.1:{bare_port}"
+        try:
+            await wait_up(bare_base)
+            bare_rps: list[float] = []
+            api_rps: list[float] = []
+            api_p99: list[float] = []
+            for n in range(args.rounds):
+                order = ("bare", "api") if n % 2 == 0 else ("api", "bare")
+                for which in order:
+                    rps, median, p99, errors = await hammer(
+                        bare_base if which == "bare" else base, ["/rwa"], args.seconds,
+                        args.concurrency, key)
+                    total_errors += errors
+                    (bare_rps if which == "bare" else api_rps).append(rps)
+                    if which == "api":
+                        api_p99.append(p99 * 1000)
+                    print(f"[{kind}] round {n + 1} {which:<4} GET /rwa {rps:8.1f} req/s  median"
+                          f" {median * 1000:6.1f} ms  p99 {p99 * 1000:6.1f} ms  non-200 {errors}",
+                          flush=True)
+        finally:
+            bare_proc.terminate()
+            bare_proc.join(10)
+        print(show(f"[{kind}] bare server ({size} B body)", bare_rps, "req/s"))
+        print(show(f"[{kind}] GET /rwa", api_rps, "req/s"))
+        print(show(f"[{kind}] GET /rwa p99", api_p99, "ms"))
+        ratio = statistics.median(api_rps) / statistics.median(bare_rps)
+        print(f"[{kind}] GET /rwa / bare server (medians): {ratio:.2f}")
+        emit(f"`GET /rwa`, {args.tokens:,} tokens ({kind}), {args.concurrency} clients",
+             unit="req/s", limit_name="bare aiohttp server, same body size", limit=bare_rps,
+             project=api_rps, ratio=ratio, target=">= 2,000 req/s, p99 < 20 ms",
+             met=statistics.median(api_rps) >= 2000 and max(api_p99) < 20,
+             note=f"p99 median {statistics.median(api_p99):.1f} ms")
         for name, paths in cases.items():
             rps, median, p99, errors = await hammer(base, paths, args.seconds, args.concurrency,
                                                      key)
+            total_errors += errors
             print(f"[{kind}] {name:<48} {rps:8.1f} req/s  median {median * 1000:7.1f} ms"
                   f"  p99 {p99 * 1000:7.1f} ms  non-200 {errors}", flush=True)
+        fail_on_errors(total_errors, f"the {kind} runs")
     finally:
         proc.terminate()
         proc.join(10)
@@ -202,7 +275,9 @@ async def main() -> int:
     parser.add_argument("--days", type=float, default=7.0)
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--concurrency", type=int, default=16)
+    parser.add_argument("--rounds", type=int, default=3, help="interleaved GET /rwa rounds")
     args = parser.parse_args()
+    print(machine_line())
     print(f"python {sys.version.split()[0]}, {args.concurrency} concurrent clients, "
           f"{args.seconds:g}s per case; server in its own process", flush=True)
     with tempfile.TemporaryDirectory() as tmp:

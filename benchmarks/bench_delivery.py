@@ -1,15 +1,19 @@
-"""Webhook delivery benchmark: throughput and isolation from a hanging endpoint.
+"""Webhook delivery benchmark: throughput against a bare POST loop, and isolation.
 
-    python benchmarks/bench_delivery.py [--storage-url URL] [--endpoints 8] [--seconds 8]
+    python benchmarks/bench_delivery.py [--storage-url URL] [--endpoints 8] [--rounds 3]
 
-1. deliveries/s from the database to local receivers with 1, 100 and 1,000 active
-   subscriptions (each event fans out to every subscription; subscriptions are spread over
-   ``--endpoints`` receiver ports, as real subscribers have their own hosts);
+1. deliveries/s of one worker, from the database to local receivers (each event fans out
+   to 100 subscriptions spread over ``--endpoints`` receiver ports, as real subscribers
+   have their own hosts), next to its limit: a bare aiohttp POST loop sending the same
+   number of same-sized bodies to the same receivers with the same concurrency. The two
+   alternate for ``--rounds`` rounds; the ratio is of the medians (target >= 0.8 and
+   >= 2,000/s);
 2. p99 latency (delivery created -> success recorded) of a healthy endpoint under a steady
    event rate, with and without another endpoint that never answers (target: within 1.2x).
 
 Receivers run in a child process (the second core), so the figures are the worker's. The
-Kafka intake is not included: it only inserts rows; this measures matching-to-2xx.
+Kafka intake is not included: it only inserts rows; this measures matching-to-2xx. Any
+failed attempt or non-2xx answer fails the run.
 """
 
 from __future__ import annotations
@@ -25,7 +29,9 @@ import time
 import uuid
 from pathlib import Path
 
+import aiohttp
 from aiohttp import web
+from common import emit, fail_on_errors, machine_line, show
 
 from monitor.config import DeliveryConfig
 from monitor.logs import configure_logging
@@ -104,25 +110,61 @@ async def count_status(db: Database, status: str) -> int:
 
 
 async def throughput(url: str, ports: list[int], subs: int, deliveries: int,
-                     config: DeliveryConfig) -> float:
+                     config: DeliveryConfig) -> tuple[float, int]:
+    """(deliveries/s, failed attempts) of one worker draining ``deliveries`` due rows."""
     urls = [f"http://127.0.0.1:{ports[i % len(ports)]}/ok" for i in range(subs)]
     db, active, dispatcher = await setup(url, urls, config)
     store = DeliveryStore(db)
     events = [NewEvent(e.event_id, EVENT_TYPE, encode(e), active)
               for e in (event() for _ in range(max(1, deliveries // subs)))]
     total = len(events) * subs
+    await store.record_events(events, time.time())
     stop = asyncio.Event()
     started = time.perf_counter()
-    await store.record_events(events, time.time())
     runner = asyncio.create_task(dispatcher.run(stop))
-    while await count_status(db, "success") < total:  # noqa: ASYNC110 (polls the database)
+    deadline = started + 300
+    while await count_status(db, "success") < total:
+        if time.perf_counter() > deadline:
+            break
         await asyncio.sleep(0.05)
     elapsed = time.perf_counter() - started
+    failed = int(await db.fetchval(
+        "SELECT COUNT(*) FROM webhook_attempts WHERE status_code IS NULL"
+        " OR status_code < 200 OR status_code >= 300") or 0)
+    failed += total - await count_status(db, "success")
     stop.set()
     await runner
     await dispatcher.attempts.sender.close()
     await db.close()
-    return total / elapsed
+    return total / elapsed, failed
+
+
+async def bare_post_loop(ports: list[int], count: int, concurrency: int) -> tuple[float, int]:
+    """The limit: ``count`` POSTs of a delivery-sized body over one keep-alive session,
+    ``concurrency`` at a time, to the same receivers; (POSTs/s, non-2xx or errors)."""
+    e = event()
+    body = b'{"event":' + encode(e) + b',"signature":"' + b"0" * 64 + b'","delivered_at":"x"}'
+    urls = [f"http://127.0.0.1:{ports[i % len(ports)]}/ok" for i in range(count)]
+    errors = 0
+    queue = iter(urls)
+
+    async def client(session: aiohttp.ClientSession) -> None:
+        nonlocal errors
+        for target in queue:
+            try:
+                async with session.post(target, data=body, headers={
+                        "Content-Type": "application/json"}) as resp:
+                    await resp.read()
+                    errors += not 200 <= resp.status < 300
+            except aiohttp.ClientError:
+                errors += 1
+
+    connector = aiohttp.TCPConnector(limit=concurrency)
+    async with aiohttp.ClientSession(connector=connector) as session:
+        started = time.perf_counter()
+        await asyncio.gather(*(client(session) for _ in range(concurrency)))
+        elapsed = time.perf_counter() - started
+    return count / elapsed, errors
 
 
 async def healthy_p99(url: str, port: int, other: str | None, seconds: float,
@@ -203,13 +245,43 @@ async def main(args: argparse.Namespace) -> None:
                             poll_interval_seconds=0.05)
     try:
         with tempfile.TemporaryDirectory() as tmp:
+            print(machine_line())
             print(f"storage: {args.storage_url or 'sqlite (temp file)'}; "
                   f"receivers: {args.endpoints} ports; max_concurrency "
                   f"{config.max_concurrency}, per endpoint {config.per_endpoint_concurrency}")
-            for subs, deliveries in ((1, 300), (100, 2000), (1000, 3000)):
-                rate = await throughput(await fresh_url(args.storage_url, Path(tmp)), ports[:-1],
-                                        subs, deliveries, config)
-                print(f"throughput  subscriptions={subs:5d}  deliveries/s={rate:8.1f}")
+            subs, deliveries = 100, args.deliveries
+            # The same concurrency as the worker can reach: its overall bound, or the
+            # per-endpoint bound times the endpoints, whichever is lower.
+            in_flight = min(config.max_concurrency,
+                            config.per_endpoint_concurrency * (len(ports) - 1))
+            bare: list[float] = []
+            worker: list[float] = []
+            errors = 0
+            for n in range(args.rounds):
+                # Alternate which goes first, so neither always meets the warmer machine.
+                order = ("bare", "worker") if n % 2 == 0 else ("worker", "bare")
+                for which in order:
+                    if which == "bare":
+                        rate, bad = await bare_post_loop(ports[:-1], deliveries, in_flight)
+                        bare.append(rate)
+                    else:
+                        rate, bad = await throughput(
+                            await fresh_url(args.storage_url, Path(tmp)), ports[:-1], subs,
+                            deliveries, config)
+                        worker.append(rate)
+                    errors += bad
+                    print(f"  round {n + 1} {which:<6} {rate:8.1f}/s  errors {bad}", flush=True)
+            print(show("bare POST loop", bare, "POSTs/s"))
+            print(show("delivery worker", worker, "deliveries/s"))
+            ratio = statistics.median(worker) / statistics.median(bare)
+            print(f"worker / bare POST loop (medians): {ratio:.2f}  "
+                  f"(target >= 0.8 and >= 2,000/s)")
+            fail_on_errors(errors, "the throughput rounds")
+            db_name = "PostgreSQL" if args.storage_url else "SQLite"
+            emit(f"webhook deliveries/s, one worker, loopback receiver ({db_name})",
+                 unit="deliveries/s", limit_name="bare aiohttp POST loop, same receivers",
+                 limit=bare, project=worker, ratio=ratio, target=">= 2,000/s and >= 0.8",
+                 met=ratio >= 0.8 and statistics.median(worker) >= 2000)
             alone = await healthy_p99(await fresh_url(args.storage_url, Path(tmp)), ports[-1], None,
                                       args.seconds, args.rate, config)
             # The other endpoint is another receiver port (its own endpoint key); the
@@ -224,6 +296,10 @@ async def main(args: argparse.Namespace) -> None:
             print(f"healthy p99 latency (ms): alone={alone:6.1f}  "
                   f"+ healthy endpoint={base:6.1f}  + hanging endpoint={loaded:6.1f}  "
                   f"ratio hanging/healthy={loaded / base:4.2f} (target <= 1.2)")
+            emit(f"healthy endpoint p99 next to a hanging one ({db_name})", unit="ms",
+                 limit_name="same traffic, other endpoint healthy", limit=[base],
+                 project=[loaded], ratio=loaded / base, target="<= 1.2x",
+                 met=loaded / base <= 1.2, note=f"alone {alone:.1f} ms")
     finally:
         proc.terminate()
         proc.wait()
@@ -237,6 +313,8 @@ if __name__ == "__main__":
                         "postgresql:// URL names a server database used to create (and drop) "
                         "one fresh database per run")
     parser.add_argument("--endpoints", type=int, default=8, help="receiver ports")
+    parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds (>= 3)")
+    parser.add_argument("--deliveries", type=int, default=3000, help="per round")
     parser.add_argument("--seconds", type=float, default=8.0, help="latency run length")
     parser.add_argument("--rate", type=float, default=50.0, help="events/s in latency runs")
     parser.add_argument("--serve", type=int, help=argparse.SUPPRESS)

@@ -22,6 +22,7 @@ import asyncio
 import os
 import random
 import signal
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -144,16 +145,65 @@ async def one_run(n_ticks: int, n_tokens: int, partitions: int) -> dict[str, flo
                 "tier_changes": s.tier_changes, "checkpoints": s.checkpoints}
 
 
+async def table_rounds(n_ticks: int, n_tokens: int, partitions: int, rounds: int) -> None:
+    """The README table's row: one broker, the ticks published once, then the bare
+    consumer and the monitor alternately for ``rounds`` rounds; each monitor round gets
+    its own group and output/state topics, so none restores another's state."""
+    import msgspec
+    from common import emit, machine_line, show
+
+    print(machine_line())
+    with EmbeddedBroker() as broker:
+        bootstrap = broker.bootstrap_servers
+        base = KafkaConfig(bootstrap_servers=bootstrap, partitions=partitions, client_id="bench")
+        await ensure_topics(base)
+        records = synthetic(n_ticks, n_tokens)
+        await produce(bootstrap, base.ticks_topic, records)
+        bare: list[float] = []
+        mon: list[float] = []
+        for n in range(rounds):
+            kafka = msgspec.structs.replace(
+                base, monitor_group=f"bench-{n}", ratings_topic=f"bench.ratings.{n}",
+                tier_changes_topic=f"bench.tier-changes.{n}", state_topic=f"bench.state.{n}",
+                dlq_topic=f"bench.dlq.{n}")
+            await ensure_topics(kafka)
+            for which in ("bare", "monitor") if n % 2 == 0 else ("monitor", "bare"):
+                if which == "bare":
+                    bare.append(await bare_consumer(bootstrap, base.ticks_topic, n_ticks,
+                                                    base.batch_max_records))
+                else:
+                    mon.append((await monitor(Config(kafka=kafka), n_ticks))[0])
+                print(f"  round {n + 1} {which:<7} "
+                      f"{(bare if which == 'bare' else mon)[-1]:9.0f} ticks/s", flush=True)
+    print(show("bare aiokafka + msgspec decode", bare, "ticks/s"))
+    print(show("monitor daemon", mon, "ticks/s"))
+    ratio = statistics.median(mon) / statistics.median(bare)
+    print(f"monitor / bare consumer (medians): {ratio:.3f}  (target >= 0.5)")
+    # Both read until they have seen every tick (a lost tick would never finish): no
+    # error count beyond that; a monitor that stops early raises.
+    emit(f"live monitor, {n_tokens:,} tokens, {n_ticks:,} synthetic 1-minute ticks",
+         unit="ticks/s", limit_name="bare aiokafka + msgspec decode-only consumer",
+         limit=bare, project=mon, ratio=ratio, target=">= 0.5", met=ratio >= 0.5,
+         note="no Quix Streams peer")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--ticks", type=int, default=100_000)
     parser.add_argument("--tokens", default="1000,10000")
     parser.add_argument("--partitions", type=int, default=8)
+    parser.add_argument("--table", action="store_true",
+                        help="the README table's row: interleaved rounds, BENCH-RESULT line")
+    parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
     # SIGTERM (e.g. from `timeout`) unwinds like Ctrl-C, so the broker child is stopped.
     signal.signal(signal.SIGTERM, signal.default_int_handler)
     configure_logging(level=os.environ.get("BENCH_LOG", "warning"), fmt="console")
+    if args.table:
+        n_tokens = int(args.tokens.split(",")[0])
+        asyncio.run(table_rounds(args.ticks, n_tokens, args.partitions, args.rounds))
+        return 0
     print(f"{'tokens':>7} {'ticks':>8} {'produce/s':>10} {'bare/s':>9} {'engine/s':>9} "
           f"{'monitor/s':>10} "
           f"{'ratio':>6} {'ratings':>8} {'changes':>8} {'ckpts':>6}")

@@ -1,36 +1,41 @@
-"""Replay CPU time against a bare ``csv.reader`` pass over the same files, and memory per token.
+"""Replay throughput, memory per token, and replay time against a bare ``csv.reader`` pass.
 
-    python benchmarks/bench_replay.py [--rounds N] [FILE ...]
+    python benchmarks/bench_replay.py [FILE]
+    python benchmarks/bench_replay.py --table [--rounds 3]   # the README table's row
 
-Default files: the three shared real tick files (../shared/data/ticks/*.csv), merged by
-time as ``depeg-monitor replay`` merges them. Each round runs, interleaved, the limit (a
-bare ``csv.reader`` pass over every file) and the project (the replay command's path:
-parse + validate, merge, engine, spread stage, JSON encoding of the outputs), without and
-with rating snapshots (``--ratings``). CPU time (``time.process_time``), so a loaded
-machine distorts the ratio less than wall time would. Prints min/median/max per side and
-the ratio of medians. Targets (issue 15): replay <= 5x the bare pass (then 3x); under
-20 KB of window state per token. Counts bad rows as errors and exits 1 on any.
+Targets (issue 2): a 1-minute, one-month file replays in under 5x a bare CSV pass; under
+20 KB of window state per token. Prints figures; asserts nothing.
 """
 
 from __future__ import annotations
 
 import csv
 import os
+import resource
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 import tracemalloc
-from collections.abc import Callable
 from pathlib import Path
 
-from monitor.config import Config, ModelConfig
+from monitor.config import ModelConfig
 from monitor.engine import Engine
-from monitor.records import encode
 from monitor.replay import run_replay
-from monitor.tickfiles import merge_by_time, read_file
+from monitor.tickfiles import read_file
 from monitor.ticks import make_tick
 
-DATA = Path(__file__).resolve().parents[2] / "shared/data/ticks"
+DEFAULT = Path(__file__).resolve().parents[2] / "shared/data/ticks/usdc_2023-03_binanceus_1m.csv"
+
+
+def best_of(n: int, fn: object) -> float:
+    times = []
+    for _ in range(n):
+        start = time.perf_counter()
+        fn()  # type: ignore[operator]
+        times.append(time.perf_counter() - start)
+    return min(times)
 
 
 def bare_csv(path: Path) -> None:
@@ -57,58 +62,84 @@ def memory_per_token(tokens: int = 2000, ticks_per_token: int = 180) -> float:
     return grown / tokens
 
 
-def replay_encoded(paths: list[Path], snapshots: bool) -> int:
-    """The replay command's work minus the file writes: returns the bad rows seen."""
-    config = Config()
-    events, ratings, summary = run_replay(merge_by_time(read_file(p) for p in paths),
-                                          config.model, snapshots=snapshots, config=config)
-    for record in (*events, *ratings):
-        encode(record)
-    return summary.bad_rows
+TICKS = DEFAULT.parent
+BARE = ("import csv, sys\nfor name in sys.argv[1:]:\n    with open(name, newline='') as fh:\n"
+        "        for _ in csv.reader(fh):\n            pass\n")
 
 
-def cpu(fn: Callable[[], object]) -> float:
-    start = time.process_time()
-    fn()
-    return time.process_time() - start
+def child_cpu(argv: list[str]) -> tuple[float, bool]:
+    """CPU seconds (user + system) of one child process run to the end, and its success;
+    CPU, not wall time, so the figure is the work done and not the machine's load."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    done = subprocess.run(argv, capture_output=True, check=False)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return cpu, done.returncode == 0
 
 
-def main() -> int:
-    args = sys.argv[1:]
-    rounds = 3
-    if args[:1] == ["--rounds"]:
-        rounds, args = max(3, int(args[1])), args[2:]
-    paths = [Path(a) for a in args] or sorted(DATA.glob("*.csv"))
-    if not paths or not all(p.exists() for p in paths):
-        print(f"skip: tick files not found (real data lives in {DATA})")
-        return 0
-    rows = sum(sum(1 for _ in p.open()) - 1 for p in paths)
-    bad: list[int] = []
-    times: dict[str, list[float]] = {"csv": [], "replay": [], "replay --ratings": []}
-    for _ in range(rounds):  # interleaved: the limit and the project see the same load
-        times["csv"].append(cpu(lambda: [bare_csv(p) for p in paths]))
-        times["replay"].append(cpu(lambda: bad.append(replay_encoded(paths, False))))
-        times["replay --ratings"].append(
-            cpu(lambda: bad.append(replay_encoded(paths, True))))
-    errors = sum(bad)
-    with open("/proc/loadavg") as fh:
-        load = " ".join(fh.read().split()[:3])
-    print(f"files: {', '.join(p.name for p in paths)} ({rows} ticks); {rounds} rounds, "
-          f"{os.cpu_count()} cores, load average {load}")
-    base = statistics.median(times["csv"])
-    for name, ts in times.items():
-        med = statistics.median(ts)
-        print(f"{name:18s} CPU s min {min(ts):7.3f}  median {med:7.3f}  max {max(ts):7.3f}  "
-              f"{rows / med:10,.0f} ticks/s  ratio {med / base:6.2f}x")
-    print(f"BENCH-RESULT replay_ratio={statistics.median(times['replay']) / base:.2f} "
-          f"replay_ratings_ratio={statistics.median(times['replay --ratings']) / base:.2f} "
-          f"target<=5 errors={errors}")
+def table_row(rounds: int) -> None:
+    """Whole processes over every shared real tick file: a bare ``csv.reader`` pass
+    against ``depeg-monitor replay``, alternating, ``rounds`` times."""
+    from common import emit, fail_on_errors, machine_line, show
+
+    files = sorted(str(p) for p in TICKS.glob("*.csv"))
+    if not files:
+        print(f"FAILED: no tick files in {TICKS}", file=sys.stderr)
+        sys.exit(1)
+    ticks = sum(Path(f).read_bytes().count(b"\n") - 1 for f in files)
+    cli = str(Path(sys.executable).with_name("depeg-monitor"))
+    print(machine_line())
+    print(f"{len(files)} files, {ticks:,} ticks")
+    bare: list[float] = []
+    project: list[float] = []
+    errors = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "events.jsonl")
+        for n in range(rounds):
+            runs = [("bare", [sys.executable, "-c", BARE, *files]),
+                    ("replay", [cli, "--log-level", "warning", "replay", "--overwrite",
+                                "--out", out, *files])]
+            for which, argv in runs if n % 2 == 0 else runs[::-1]:
+                cpu, ok = child_cpu(argv)
+                errors += not ok
+                (bare if which == "bare" else project).append(cpu * 1000)
+                print(f"  round {n + 1} {which:<6} {cpu * 1000:9.1f} ms CPU", flush=True)
+    print(show("bare csv.reader pass (process)", bare, "ms CPU"))
+    print(show("depeg-monitor replay", project, "ms CPU"))
+    ratio = statistics.median(project) / statistics.median(bare)
+    print(f"replay / bare csv.reader (CPU, medians): {ratio:.1f}x  (target <= 5x, then 3x)")
+    fail_on_errors(errors, "the replay runs")
+    emit(f"replay, {len(files)} real files, {ticks:,} ticks, whole process (CPU)",
+         unit="ms", limit_name="bare `csv.reader` pass (process)", limit=bare,
+         project=project, ratio=ratio, target="<= 5x (then 3x)", met=ratio <= 5,
+         note=f"{ticks / (statistics.median(project) / 1000):,.0f} ticks per CPU-second")
+
+
+def main() -> None:
+    if "--table" in sys.argv:
+        rounds = int(sys.argv[sys.argv.index("--rounds") + 1]) if "--rounds" in sys.argv else 3
+        table_row(rounds)
+        return
+    path = Path(sys.argv[1]) if len(sys.argv) > 1 else DEFAULT
+    if not path.exists():
+        print(f"skip: {path} not found (real data lives in ../shared/data)")
+        return
+    rows = sum(1 for _ in path.open()) - 1
+    t_csv = best_of(5, lambda: bare_csv(path))
+    t_parse = best_of(3, lambda: list(read_file(path)))
+    parsed = list(read_file(path))
+    t_engine = best_of(3, lambda: run_replay(parsed, ModelConfig(), snapshots=False))
+    t_snaps = best_of(3, lambda: run_replay(parsed, ModelConfig()))
+    t_replay = best_of(3, lambda: run_replay(read_file(path), ModelConfig(), snapshots=False))
+    print(f"file: {path.name} ({rows} ticks)")
+    print(f"bare csv.reader pass:      {t_csv * 1000:8.1f} ms")
+    print(f"parse + validate ticks:    {t_parse * 1000:8.1f} ms")
+    print(f"engine only (parsed):      {t_engine * 1000:8.1f} ms  ({rows / t_engine:,.0f} ticks/s)")
+    print(f"engine + rating snapshots: {t_snaps * 1000:8.1f} ms  ({rows / t_snaps:,.0f} ticks/s)")
+    print(f"replay end to end:         {t_replay * 1000:8.1f} ms  ({rows / t_replay:,.0f} ticks/s)")
+    print(f"replay / bare csv ratio:   {t_replay / t_csv:8.2f}x  (target < 5x)")
     print(f"engine state per token:    {memory_per_token() / 1024:8.2f} KB  (target < 20 KB)")
-    if errors:
-        print(f"ERROR: {errors} bad rows", file=sys.stderr)
-        return 1
-    return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

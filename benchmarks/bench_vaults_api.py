@@ -82,11 +82,12 @@ def _serve(url: str, port: int) -> None:
     from aiohttp import web
 
     from monitor.api.app import create_app
-    from monitor.config import Config
+    from monitor.config import ApiConfig, Config
 
     async def main() -> None:
         db = await connect(url)
-        app = create_app(Config(), db)
+        # No per-key rate limit: this measures the server, not the limiter's 429s.
+        app = create_app(Config(api=ApiConfig(rate_limit_per_second=0)), db)
         runner = web.AppRunner(app, access_log=None)
         await runner.setup()
         await web.TCPSite(runner, "127.0.0.1", port).start()

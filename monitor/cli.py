@@ -3,29 +3,92 @@
 from __future__ import annotations
 
 import argparse
+import configparser
+import importlib
+import os
 import re
 import sys
-from importlib.metadata import entry_points
+from dataclasses import dataclass
 from typing import Any
 
 from . import __version__
+from .command_index import HELP
 from .commands import Command
-from .config import ConfigError, load_config, to_toml_comments
-from .logs import configure_logging
 
 GROUP = "depeg_monitor.commands"
 
 
-def discover() -> dict[str, Command]:
-    found: dict[str, Command] = {}
-    for ep in entry_points(group=GROUP):
+@dataclass(frozen=True)
+class EntryPoint:
+    """One ``name = module:attribute`` line of an installed distribution."""
+
+    name: str
+    value: str
+
+    def load(self) -> object:
+        module, _, attribute = self.value.partition(":")
+        found: object = importlib.import_module(module.strip())
+        for part in filter(None, attribute.strip().split(".")):
+            found = getattr(found, part)
+        return found
+
+
+def entry_points(group: str) -> list[EntryPoint]:
+    """The group's entry points from every distribution on ``sys.path``, first one of a
+    name winning (as :mod:`importlib.metadata` does). Read directly from the
+    ``entry_points.txt`` files: importing :mod:`importlib.metadata` (it pulls in the
+    email package) cost more than the rest of ``--help``."""
+    found: dict[str, EntryPoint] = {}
+    for entry in sys.path:
         try:
-            command = ep.load()
-        except ImportError as exc:
-            # One broken or not-yet-installed plugin must not take every command down.
-            print(f"depeg-monitor: skipping command {ep.name!r}: {exc}", file=sys.stderr)
+            names = sorted(os.listdir(entry or "."))
+        except OSError:
             continue
-        if isinstance(command, Command):
+        for name in names:
+            if not name.endswith((".dist-info", ".egg-info")):
+                continue
+            parser = configparser.ConfigParser(delimiters=("=",), interpolation=None)
+            parser.optionxform = str  # type: ignore[assignment,method-assign]
+            try:
+                parser.read(os.path.join(entry or ".", name, "entry_points.txt"),
+                            encoding="utf-8")
+            except configparser.Error:
+                continue
+            if parser.has_section(group):
+                for key, value in parser.items(group):
+                    found.setdefault(key, EntryPoint(key, value))
+    return list(found.values())
+
+
+def _load(ep: EntryPoint) -> Command | None:
+    try:
+        command = ep.load()
+    except ImportError as exc:
+        # One broken or not-yet-installed plugin must not take every command down.
+        print(f"depeg-monitor: skipping command {ep.name!r}: {exc}", file=sys.stderr)
+        return None
+    return command if isinstance(command, Command) else None
+
+
+def discover() -> dict[str, Command]:
+    """Every command, imported (slow: each pulls in its dependencies)."""
+    found: dict[str, Command] = {}
+    for ep in entry_points(GROUP):
+        command = _load(ep)
+        if command is not None:
+            found[command.name] = command
+    return dict(sorted(found.items()))
+
+
+def _listed(eps: list[EntryPoint]) -> dict[str, Command]:
+    """Commands for the top-level listing: the indexed ones as placeholders carrying just
+    their help (nothing imported), the others imported for theirs."""
+    found: dict[str, Command] = {}
+    for ep in eps:
+        if ep.name in HELP:
+            found[ep.name] = Command(ep.name, HELP[ep.name], lambda _parser: None,
+                                     lambda _args, _config: 2)
+        elif (command := _load(ep)) is not None:
             found[command.name] = command
     return dict(sorted(found.items()))
 
@@ -56,6 +119,8 @@ def _config_command() -> Command:
     def run(args: argparse.Namespace, config: object) -> int:
         import msgspec
 
+        from .config import to_toml_comments
+
         if args.example:
             from .config_doc import example
 
@@ -70,7 +135,10 @@ def _config_command() -> Command:
     return Command("config", "print the effective configuration (file + environment)", add, run)
 
 
-def build_parser(commands: dict[str, Command]) -> argparse.ArgumentParser:
+def build_parser(commands: dict[str, Command], placeholders: bool = False
+                 ) -> argparse.ArgumentParser:
+    """The full parser; ``placeholders``: subcommands without their own options or -h
+    (what they are given is left over, for the second pass)."""
     parser = argparse.ArgumentParser(
         prog="depeg-monitor",
         description=(
@@ -90,25 +158,38 @@ def build_parser(commands: dict[str, Command]) -> argparse.ArgumentParser:
                         help="log format (default: json unless stderr is a terminal)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for command in commands.values():
-        child = sub.add_parser(command.name, help=command.help,
+        child = sub.add_parser(command.name, help=command.help, add_help=not placeholders,
                                description=command.description or command.help)
-        command.add_arguments(child)
+        if not placeholders:
+            command.add_arguments(child)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    commands = discover()
-    commands.setdefault("config", _config_command())
-    parser = build_parser(commands)
-    args = parser.parse_args(argv)
-    if not args.command:
-        parser.print_help()
+    """Two passes, so only the command that runs is imported: the first parses against
+    placeholder subcommands (enough for the top-level --help and to learn the command's
+    name), the second against that one command, fully built."""
+    argv = sys.argv[1:] if argv is None else argv
+    eps = entry_points(GROUP)
+    listed = _listed(eps)
+    listed.setdefault("config", _config_command())
+    first, _ = build_parser(listed, placeholders=True).parse_known_args(argv)
+    if not first.command:
+        build_parser(listed).print_help()
         return 2
+    chosen = next((ep for ep in eps if ep.name == first.command), None)
+    command = _load(chosen) if chosen is not None else None
+    commands = {first.command: command or listed[first.command]}
+    args = build_parser(commands).parse_args(argv)
+    from .config import ConfigError, load_config
+
     try:
         config = load_config(args.config, data_dir=args.data_dir)
     except ConfigError as exc:
         print(f"depeg-monitor: {exc}", file=sys.stderr)
         return 2
+    from .logs import configure_logging
+
     configure_logging(
         level=args.log_level or config.logging.level,
         fmt=args.log_format or config.logging.format,

@@ -10,10 +10,10 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import msgspec
-
-from .config import Config
+if TYPE_CHECKING:  # imported when a command runs, not to list the commands (start-up time)
+    from .config import Config
 
 
 @dataclass(frozen=True)
@@ -59,5 +59,7 @@ def with_bootstrap_servers(config: Config, servers: str | None, *,
         servers = discover_bootstrap(config)
     if not servers:
         return config
+    import msgspec
+
     kafka = msgspec.structs.replace(config.kafka, bootstrap_servers=servers)
     return msgspec.structs.replace(config, kafka=kafka)

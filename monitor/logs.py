@@ -143,7 +143,10 @@ def configure_logging(
         else structlog.processors.JSONRenderer()
     )
     structlog.configure(
-        processors=[*shared, structlog.stdlib.ProcessorFormatter.wrap_for_formatter],
+        # filter_by_level first: an event below the level costs a level check, not the
+        # whole chain (timestamp, secret scrubbing) before the handler drops it.
+        processors=[structlog.stdlib.filter_by_level, *shared,
+                    structlog.stdlib.ProcessorFormatter.wrap_for_formatter],
         logger_factory=structlog.stdlib.LoggerFactory(),
         wrapper_class=structlog.stdlib.BoundLogger,
         cache_logger_on_first_use=True,

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..config import ModelConfig
 from ..records import RatingSnapshot
 
 #: Minutes more than 0.5 % off peg in the last hour from which the peg is "persistently" off.
@@ -35,8 +36,11 @@ def _signal(snap: RatingSnapshot, name: str) -> tuple[float | None, float, bool]
 
 
 def token_facts(snap: RatingSnapshot, peg_type: str | None, collapsed: bool,
-                episodes: Sequence[Episode]) -> tuple[set[str], dict[str, Any]]:
-    """``(tags, facts)`` for :func:`monitor.framework.composite.score`."""
+                episodes: Sequence[Episode],
+                oracle_divergence_full: float = ModelConfig().oracle_divergence_full,
+                ) -> tuple[set[str], dict[str, Any]]:
+    """``(tags, facts)`` for :func:`monitor.framework.composite.score`.
+    ``oracle_divergence_full`` is the model's full-signal divergence (a fraction of peg)."""
     tags: set[str] = set()
     facts: dict[str, Any] = {"tier": snap.tier, "registered": peg_type is not None,
                              "peg_type": peg_type, "episodes_total": len(episodes)}
@@ -56,12 +60,17 @@ def token_facts(snap: RatingSnapshot, peg_type: str | None, collapsed: bool,
         tags.add("rwa-unregistered")
     elif peg_type in MOVING_PEGS:
         tags.add("rwa-moving-peg")
-    _, oracle_score, oracle_observed = _signal(snap, "headroom")
+    # The engine computes the oracle divergence only from a fresh oracle price (the headroom
+    # signal also carries the cross-chain spread, so it is not used here).
+    divergence_pct = snap.metrics.get("oracle_divergence_pct")
+    oracle_observed = divergence_pct is not None
+    oracle_score = (min(1.0, abs(divergence_pct) / 100.0 / oracle_divergence_full)
+                    if divergence_pct is not None and oracle_divergence_full > 0 else None)
     facts["oracle_observed"] = oracle_observed
-    facts["oracle_divergence_score"] = oracle_score if oracle_observed else None
+    facts["oracle_divergence_score"] = oracle_score
     if not oracle_observed:
         tags.add("rwa-no-oracle")
-    elif oracle_score >= FAIL_SCORE:
+    elif oracle_score is not None and oracle_score >= FAIL_SCORE:
         tags.add("rwa-oracle-divergence")
     slippage, slip_score, slip_observed = _signal(snap, "slippage")
     facts["liquidity_observed"] = slip_observed

@@ -70,7 +70,7 @@ class NewEvent:
 
 _DUE_SELECT = (
     "SELECT d.id, d.subscription_id, d.api_key_id, d.event_id, d.event_type, d.status,"
-    " d.attempts, d.created_at, s.webhook_url, s.endpoint, s.secret_sealed,"
+    " d.attempts, d.created_at, d.next_attempt_at, s.webhook_url, s.endpoint, s.secret_sealed,"
     " s.previous_secret_sealed, s.rotated_at, e.payload FROM webhook_deliveries d"
     " JOIN webhook_subscriptions s ON s.id = d.subscription_id"
     " JOIN webhook_events e ON e.event_id = d.event_id"
@@ -83,7 +83,9 @@ _DELIVERY_COLUMNS = (
 
 
 def _due(row: Row) -> DueDelivery:
-    return DueDelivery(**{**row, "payload": row["payload"].encode("utf-8")})
+    fields = {**row, "payload": row["payload"].encode("utf-8")}
+    fields.pop("next_attempt_at", None)
+    return DueDelivery(**fields)
 
 
 class DeliveryStore:
@@ -133,14 +135,20 @@ class DeliveryStore:
             marks = ", ".join(f"${i + 3}" for i in range(len(exclude_endpoints)))
             excluded = f" AND s.endpoint NOT IN ({marks})"
             args.extend(exclude_endpoints)
-        rows = await self.db.fetch(
-            _DUE_SELECT
-            + " WHERE d.status IN ('pending', 'failed') AND d.next_attempt_at <= $1"
-            " AND (d.lease_until IS NULL OR d.lease_until < $1)"
-            " AND s.is_active = 1 AND s.deleted_at IS NULL"
-            " AND d.api_key_id IN (SELECT id FROM api_keys WHERE revoked_at IS NULL)" + excluded
-            + " ORDER BY d.next_attempt_at LIMIT $2", *args)
-        return [_due(r) for r in rows]
+        # One query per status: each walks the (status, next_attempt_at) index in order
+        # and stops at the LIMIT, where "status IN (...)" made the database merge and
+        # sort every waiting row on each call (O(backlog) per dispatch).
+        rows: list[Row] = []
+        for status in RETRYABLE:
+            rows += await self.db.fetch(
+                _DUE_SELECT
+                + f" WHERE d.status = '{status}' AND d.next_attempt_at <= $1"
+                " AND (d.lease_until IS NULL OR d.lease_until < $1)"
+                " AND s.is_active = 1 AND s.deleted_at IS NULL"
+                " AND d.api_key_id IN (SELECT id FROM api_keys WHERE revoked_at IS NULL)"
+                + excluded + " ORDER BY d.next_attempt_at LIMIT $2", *args)
+        rows.sort(key=lambda r: r["next_attempt_at"])
+        return [_due(r) for r in rows[:limit]]
 
     async def load(self, delivery_id: str) -> DueDelivery | None:
         row = await self.db.fetchrow(_DUE_SELECT + " WHERE d.id = $1", delivery_id)

@@ -29,8 +29,8 @@ _OPEN_END = 1e300  # "not recovered yet" as a bound both databases compare as a 
 
 _UPSERT_LATEST = f"""
 INSERT INTO rating_latest (chain, token_address, symbol, ts, rating, tier, severity,
-  price_ratio, abs_deviation_pct, tier_since, collapsed, snapshot)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+  price_ratio, abs_deviation_pct, tier_since, collapsed, snapshot, received_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
 ON CONFLICT (chain, token_address) DO UPDATE SET
   symbol = excluded.symbol, ts = excluded.ts, rating = excluded.rating,
   tier = excluded.tier, severity = excluded.severity, price_ratio = excluded.price_ratio,
@@ -41,7 +41,7 @@ ON CONFLICT (chain, token_address) DO UPDATE SET
                     rating_latest.tier = 'critical'
                     AND rating_latest.tier_since <= excluded.ts - {COLLAPSE_AFTER_SECONDS}))
                    THEN 1 ELSE 0 END,
-  snapshot = excluded.snapshot
+  snapshot = excluded.snapshot, received_at = excluded.received_at
 WHERE excluded.ts >= rating_latest.ts
 """
 
@@ -84,12 +84,21 @@ def _price_ratio(s: RatingSnapshot) -> float | None:
     return ratio if math.isfinite(ratio) else None
 
 
-def _latest_row(s: RatingSnapshot, ts: float) -> tuple[Any, ...]:
+def _latest_row(s: RatingSnapshot, ts: float, received_at: float) -> tuple[Any, ...]:
     ratio = _price_ratio(s)
     collapsed = int(s.tier == "critical" and ratio is not None and ratio < COLLAPSE_PRICE_RATIO)
     abs_dev = abs(s.deviation_pct) if s.deviation_pct is not None else None
     return (s.chain, s.token_address.lower(), s.symbol, ts, s.rating, s.tier,
-            severity(s.tier), ratio, abs_dev, ts, collapsed, encode(s).decode())
+            severity(s.tier), ratio, abs_dev, ts, collapsed, encode(s).decode(), received_at)
+
+
+#: In every write transaction: readers' caches key on this (monitor/api/rwa/cache.py).
+BUMP_VERSION = "UPDATE ratings_version SET version = version + 1 WHERE id = 1"
+
+
+async def read_version(db: Database) -> int:
+    """The ratings version: changes whenever anything the read API shows may have."""
+    return int(await db.fetchval("SELECT version FROM ratings_version WHERE id = 1") or 0)
 
 
 class RatingsStore:
@@ -100,8 +109,13 @@ class RatingsStore:
         return await migrate(self.db, COMPONENT, MIGRATIONS)
 
     async def write_batch(self, snapshots: Sequence[RatingSnapshot],
-                          events: Sequence[TierChangeEvent]) -> WriteStats:
-        """One transaction: history, latest rows, tier changes, then the episodes touched."""
+                          events: Sequence[TierChangeEvent], *,
+                          received_at: float | None = None) -> WriteStats:
+        """One transaction: history, latest rows, tier changes, then the episodes touched.
+
+        ``received_at`` (default: now) is when these ratings reached the store; the API
+        calls a rating stale once nothing has refreshed it for ``stale_after_seconds``."""
+        received = time.time() if received_at is None else received_at
         snaps = sorted(((parse_ts(s.timestamp), s) for s in snapshots),
                        key=lambda p: (p[1].chain, p[1].token_address.lower(), p[0]))
         history = [(s.chain, s.token_address.lower(), ts, s.rating, s.tier, severity(s.tier),
@@ -117,7 +131,7 @@ class RatingsStore:
             tier_moved = prev is None or prev.tier != s.tier or (
                 prev.chain, prev.token_address.lower()) != (s.chain, s.token_address.lower())
             if not same_token or tier_moved:
-                latest.append(_latest_row(s, ts))
+                latest.append(_latest_row(s, ts, received))
         changes = [(e.event_id, e.data.chain, e.data.token_address.lower(),
                     parse_ts(e.timestamp), e.data.old_tier, e.data.new_tier, encode(e).decode())
                    for e in events]
@@ -129,6 +143,7 @@ class RatingsStore:
             if changes:
                 await tx.executemany(_INSERT_CHANGE, changes)
             stats.episodes_rebuilt = await self._update_episodes(tx, history, changes)
+            await tx.execute(BUMP_VERSION)
         return stats
 
     async def _update_episodes(self, tx: Executor, history: list[tuple[Any, ...]],
@@ -228,6 +243,7 @@ class RatingsStore:
                 deleted += int(await tx.fetchval(
                     f"SELECT COUNT(*) FROM {table} WHERE {where}", cutoff))
                 await tx.execute(f"DELETE FROM {table} WHERE {where}", cutoff)
+            await tx.execute(BUMP_VERSION)
         return deleted
 
     async def sync_registry(self, tokens: Sequence[TokenInfo]) -> None:
@@ -246,4 +262,5 @@ class RatingsStore:
                     " symbol = excluded.symbol, name = excluded.name,"
                     " peg_type = excluded.peg_type, peg_reference = excluded.peg_reference,"
                     " market_cap_usd = excluded.market_cap_usd, tags = excluded.tags", rows)
+            await tx.execute(BUMP_VERSION)
 

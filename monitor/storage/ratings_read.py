@@ -29,9 +29,10 @@ _FROM = (" FROM rating_latest l LEFT JOIN token_registry r"
 
 _COLUMNS = (
     "l.chain, l.token_address, l.symbol AS snap_symbol, l.ts, l.rating, l.tier, l.tier_since,"
-    " l.collapsed, l.snapshot, r.symbol AS reg_symbol, r.name, r.peg_type, r.peg_reference,"
-    " r.market_cap_usd, (SELECT MIN(e.started_at) FROM depeg_episodes e WHERE e.chain = l.chain"
-    " AND e.token_address = l.token_address AND e.recovered_at IS NULL) AS episode_started"
+    " l.collapsed, l.snapshot, l.received_at, r.symbol AS reg_symbol, r.name, r.peg_type,"
+    " r.peg_reference, r.market_cap_usd, (SELECT MIN(e.started_at) FROM depeg_episodes e"
+    " WHERE e.chain = l.chain AND e.token_address = l.token_address"
+    " AND e.recovered_at IS NULL) AS episode_started"
 )
 
 

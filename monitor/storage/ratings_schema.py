@@ -80,4 +80,21 @@ CREATE TABLE token_registry (
 );
 """
 
-MIGRATIONS = [Migration(1, "ratings, history, tier changes, episodes, registry", _V1)]
+#: One row whose ``version`` every write transaction of the ratings store increments, so
+#: a reader can tell in one indexed lookup whether anything it cached may have changed.
+_V2 = """
+CREATE TABLE ratings_version (
+  id INTEGER PRIMARY KEY,
+  version BIGINT NOT NULL
+);
+INSERT INTO ratings_version (id, version) VALUES (1, 0)
+"""
+
+#: When the store writer stored a token's latest rating (wall clock): a rating that nothing
+#: has refreshed for ``model.stale_after_seconds`` is stale whatever its own event time says
+#: (the monitor stopped, or a restarted service serves the previous run's ratings).
+_V3 = "ALTER TABLE rating_latest ADD COLUMN received_at DOUBLE PRECISION"
+
+MIGRATIONS = [Migration(1, "ratings, history, tier changes, episodes, registry", _V1),
+              Migration(2, "ratings version counter (read caches)", _V2),
+              Migration(3, "rating_latest.received_at", _V3)]

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import msgspec
@@ -93,7 +94,31 @@ class StoredVault:
     verdict: str
     attention_needed: bool
     tags: tuple[str, ...]
-    record: dict[str, Any]  # the vaults.ratings record as published
+    #: The vaults.ratings record as published (JSON text); :attr:`record` decodes it.
+    record_json: str
+
+    @cached_property
+    def record(self) -> dict[str, Any]:
+        """The published record as a JSON object (decoded on first use: a list page only
+        passes the ``risk`` envelope through, see :func:`record_summary`)."""
+        decoded: dict[str, Any] = msgspec.json.decode(self.record_json) if self.record_json \
+            else {}
+        return decoded
+
+
+class RecordSummary(msgspec.Struct):
+    """What a list item shows of the record: the envelope as raw JSON, passed through."""
+
+    risk: msgspec.Raw = msgspec.field(default_factory=msgspec.Raw)  # empty: no envelope
+    explanation: str | None = None
+
+
+_summary_decoder = msgspec.json.Decoder(RecordSummary)
+
+
+def record_summary(v: StoredVault) -> RecordSummary:
+    """``risk`` and ``explanation`` of the vault's record without building the envelope."""
+    return _summary_decoder.decode(v.record_json) if v.record_json else RecordSummary()
 
 
 @dataclass
@@ -174,7 +199,7 @@ def _vault(row: Row) -> StoredVault:
         facts_ts=row["facts_ts"], rating_ts=float(row["rating_ts"]), rating=row["rating"],
         tier=row["tier"], verdict=row["verdict"],
         attention_needed=bool(row["attention_needed"]), tags=tags,
-        record=msgspec.json.decode(row["record"]) if row["record"] else {})
+        record_json=row["record"] or "")
 
 
 async def list_vaults(db: Database, f: VaultFilter, page: VaultPage,

@@ -10,6 +10,7 @@ A send never raises for a receiver's fault: it returns an :class:`AttemptResult`
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
 from dataclasses import dataclass
 
@@ -33,6 +34,11 @@ USER_AGENT = "depeg-monitor-webhooks/1"
 #: dropped with the connection.
 MAX_RESPONSE_BYTES = 64 * 1024
 MAX_ERROR_CHARS = 300
+
+
+#: The static URL checks are pure: a URL that passed once passes again (a failing one
+#: raises and is not cached). The resolver still checks every address it connects to.
+_checked_url = functools.lru_cache(maxsize=4096)(check_url)
 
 
 @dataclass(frozen=True)
@@ -68,6 +74,9 @@ class Sender:
             connector = aiohttp.TCPConnector(
                 resolver=CheckedResolver(self._config.allow_loopback),
                 limit=max(self._config.max_concurrency, 1),
+                # One keep-alive pool per endpoint, as large as the dispatcher lets one
+                # endpoint's sends be, so a busy endpoint cannot take others' connections.
+                limit_per_host=max(self._config.per_endpoint_concurrency, 1),
                 ttl_dns_cache=30,
             )
             self._session = aiohttp.ClientSession(
@@ -94,7 +103,7 @@ class Sender:
                                  None if error is None else _short(error, url))
 
         try:
-            check_url(url, self._config.allow_loopback)
+            target = _checked_url(url, self._config.allow_loopback)
         except UnsafeUrl as exc:
             return result(None, f"blocked: {exc}")
         signature = sign(event_bytes, secret)
@@ -109,7 +118,7 @@ class Sender:
         if previous_secret is not None:
             headers[PREVIOUS_SIGNATURE_HEADER] = sign(event_bytes, previous_secret)
         try:
-            async with self._open().post(url, data=body, headers=headers,
+            async with self._open().post(target, data=body, headers=headers,
                                          allow_redirects=False) as resp:
                 await resp.content.read(MAX_RESPONSE_BYTES)
                 status = resp.status

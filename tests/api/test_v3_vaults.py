@@ -185,3 +185,20 @@ async def test_the_nine_v3_chains_and_no_other(live: Any) -> None:
     for chain in ("linea", "ETH", "solana", "eth,arb", "polygon"):
         status, body, _ = await get(client, key, f"/v3/vaults/{LOCKED}?chain={chain}")
         assert (status, body["error"]) == (400, "Invalid chain"), chain
+
+
+async def test_rate_limited_calls_are_not_charged(tmp_path: Path) -> None:
+    from monitor.config import ApiConfig
+    from monitor.storage.usage import UsageStore
+
+    base = make_config(f"sqlite:///{tmp_path / 'rl.db'}")
+    config = msgspec.structs.replace(
+        base, api=ApiConfig(rate_limit_per_second=0.001, rate_limit_burst=2))
+    async with api_client(config) as (client, db):
+        await rate_and_store(db)
+        key, key_id = await new_key(db)
+        statuses = [(await client.get(f"/v3/vaults/{LOCKED}?chain=eth",
+                                      headers={"x-api-key": key})).status for _ in range(4)]
+        assert statuses == [200, 200, 429, 429]
+        totals = await UsageStore(db).totals(key_id, 0, 4e9, "endpoint")
+        assert totals.groups == [("E8", 2)]

@@ -40,13 +40,15 @@ from monitor.api.vaults.catalogue import (
     VAULT_CHAINS,
     VAULT_TIERS,
 )
-from monitor.config import Config
+from monitor.config import ApiConfig, Config
 from monitor.storage import connect
 from monitor.storage.ratings import RatingsStore
 from monitor.storage.vaults import VaultStore
 from monitor.storage.vaults_read import SORTS
 
 N = 300
+#: The page walks send hundreds of requests with one key: no per-key rate limit here.
+UNLIMITED = Config(api=ApiConfig(rate_limit_per_second=0))
 
 
 class Api:
@@ -64,7 +66,7 @@ class Api:
 @pytest.fixture
 async def api(storage_url: str) -> AsyncIterator[Api]:
     db = await connect(storage_url)
-    app = create_app(Config(), db)
+    app = create_app(UNLIMITED, db)
     try:
         async with serve(app) as base, aiohttp.ClientSession(
                 headers=await api_headers(db)) as session:
@@ -286,7 +288,7 @@ async def test_history_covers_90_days_of_records(storage_url: str) -> None:
         order = [6, 0, 3, 1, 5, 2, 4]
         await store.write_batch([FactsUpdate("eth", vault, T0, facts)], replace_facts,
                                 [rating_row(records[i]) for i in order])
-        app = create_app(Config(), db)
+        app = create_app(UNLIMITED, db)
         async with serve(app) as base, aiohttp.ClientSession(
                 headers=await api_headers(db)) as session:
             async with session.get(f"{base}/vaults/{vault}", params={"chain": "eth"}) as resp:

@@ -19,10 +19,10 @@ def snap(tier: str = "ok", rating: float = 10.0, minutes: float | None = 0.0,
     for s in base.signals:
         if s.name == "slippage" and slippage is not None:
             s = SignalValue(s.name, slippage[0], slippage[1], s.weight, 0.0, True)
-        elif s.name == "headroom" and oracle is not None:
-            s = SignalValue(s.name, oracle * 2, oracle, s.weight, 0.0, True)
         signals.append(s)
-    metrics = {**base.metrics, "minutes_below_50bp_60m": minutes}
+    # ``oracle``: the divergence as a share of the full signal (2 % of peg by default).
+    metrics = {**base.metrics, "minutes_below_50bp_60m": minutes,
+               "oracle_divergence_pct": None if oracle is None else oracle * 2.0}
     return msgspec.structs.replace(base, signals=signals, metrics=metrics)
 
 

@@ -112,7 +112,7 @@ async def test_sigterm_ends_within_grace_and_healthz_reports_a_stuck_loop(
     monitor = MonitorProcess(kafka, tmp_path / "monitor.log")
     try:
         await wait_for(lambda: _has(monitor, "monitor.partitions_assigned"), 60, "assignment")
-        url = monitor.events("ops_listening")[0]["url"]
+        url = monitor.events("ops.listening")[0]["url"]
         assert _healthz(url)[0] == 200
         await produce(broker.bootstrap_servers, kafka.ticks_topic,
                       tick_records(_ticks(20, 12)))

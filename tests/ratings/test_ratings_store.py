@@ -21,7 +21,9 @@ async def dump(store: RatingsStore) -> dict[str, list[dict[str, object]]]:
                          ("rating_latest", "chain, token_address"),
                          ("tier_changes", "event_id"),
                          ("depeg_episodes", "chain, token_address, started_at")):
-        out[table] = await store.db.fetch(f"SELECT * FROM {table} ORDER BY {order}")
+        rows = await store.db.fetch(f"SELECT * FROM {table} ORDER BY {order}")
+        # When a row arrived (wall clock) differs between writes by design; the rest may not.
+        out[table] = [{k: v for k, v in dict(r).items() if k != "received_at"} for r in rows]
     return out
 
 

@@ -24,8 +24,9 @@ from ...storage.db import Row
 from ...storage.ratings import RatingsStore
 from ...timefmt import format_ts
 from .. import jsonbody, params
-from ..context import CONFIG, DB, json_response
+from ..context import CONFIG, DB, now
 from ..errors import ApiError
+from .cache import ReadCache
 from .openapi import OPENAPI_PATHS, OPENAPI_SCHEMAS
 from .view import decode_snapshot, episode, flat_metrics, item, point, unrated_item
 
@@ -94,11 +95,31 @@ def parse_list(query: Mapping[str, str]) -> tuple[reads.ListFilter, reads.PageRe
     return flt, reads.PageRequest(sort, order, size, (page - 1) * size), "offset"
 
 
+#: The app's cache of encoded bodies (cache.py), made when the store is prepared.
+READ_CACHE = web.AppKey("rwa_read_cache", ReadCache)
+
+
+def _json(body: bytes) -> web.Response:
+    return web.Response(body=body, content_type="application/json")
+
+
 async def list_rwa(request: web.Request) -> web.Response:
+    # A bad query never has an entry: its build raises, and errors are not cached.
+    return _json(await request.app[READ_CACHE].body(
+        str(request.rel_url), lambda: _list_body(request)))
+
+
+async def get_rwa(request: web.Request) -> web.Response:
+    return _json(await request.app[READ_CACHE].body(
+        str(request.rel_url), lambda: _detail_body(request)))
+
+
+async def _list_body(request: web.Request) -> bytes:
     flt, page, mode = parse_list(request.rel_url.query)
     stale_after = request.app[CONFIG].model.stale_after_seconds
     result = await reads.list_tokens(request.app[DB], flt, page)
-    items = [item(r, decode_snapshot(r), stale_after) for r in result.rows]
+    wall = now(request)
+    items = [item(r, decode_snapshot(r), stale_after, wall) for r in result.rows]
     pagination: dict[str, Any] = {"mode": mode, "total": result.total, "hasMore": result.more}
     if mode == "cursor":
         pagination["limit"] = page.limit
@@ -116,12 +137,13 @@ async def list_rwa(request: web.Request) -> web.Response:
         "byChain": {c: result.by_chain.get(c, 0) for c in CHAINS},
         "unrated": unrated_total,
     }
-    return json_response({"items": items, "pagination": pagination, "aggregates": aggregates,
-                          "sort": page.sort, "order": page.order,
-                          "unrated": [unrated_item(r) for r in unrated]})
+    return msgspec.json.encode({"items": items, "pagination": pagination,
+                                "aggregates": aggregates, "sort": page.sort,
+                                "order": page.order,
+                                "unrated": [unrated_item(r) for r in unrated]})
 
 
-async def get_rwa(request: web.Request) -> web.Response:
+async def _detail_body(request: web.Request) -> bytes:
     raw = request.match_info["address"]
     address = normalize_address(raw)
     if address is None:
@@ -138,7 +160,7 @@ async def get_rwa(request: web.Request) -> web.Response:
     points = await reads.history(db, row["chain"], address, start, end, MAX_POINTS)
     changes = await reads.tier_changes(db, row["chain"], address, start, end, MAX_CHANGES)
     eps = await reads.episodes(db, row["chain"], address, MAX_EPISODES)
-    body = item(row, snap, request.app[CONFIG].model.stale_after_seconds)
+    body = item(row, snap, request.app[CONFIG].model.stale_after_seconds, now(request))
     body["snapshot"] = {
         "timestamp": snap.timestamp,
         "signals": [msgspec.structs.asdict(s) for s in snap.signals],
@@ -149,7 +171,7 @@ async def get_rwa(request: web.Request) -> web.Response:
                        "truncated": len(points) >= MAX_POINTS}
     body["tier_changes"] = [msgspec.json.decode(c["event"]) for c in changes]
     body["episodes"] = [episode(e, end) for e in eps]
-    return json_response(body)
+    return msgspec.json.encode(body)
 
 
 async def rated_token(db: Database, address: str, chain: str | None) -> Row:
@@ -169,6 +191,7 @@ async def _prepare_store(app: web.Application) -> None:
     store = RatingsStore(app[DB])
     await store.migrate()
     await store.sync_registry(load_registry(app[CONFIG].registry.path))
+    app[READ_CACHE] = ReadCache(app[DB])
 
 
 def add_routes(app: web.Application) -> None:

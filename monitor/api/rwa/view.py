@@ -77,7 +77,17 @@ def decode_snapshot(row: Row) -> RatingSnapshot:
     return _snapshot_decoder.decode(row["snapshot"])
 
 
-def item(row: Row, snap: RatingSnapshot, stale_after: float) -> dict[str, Any]:
+def is_stale(row: Row, snap: RatingSnapshot, stale_after: float, now: float) -> bool:
+    """Stale when the feed went quiet, when the engine said the *price* behind the rating
+    is old (slippage or oracle ticks alone do not make a rating fresh), or when nothing
+    has refreshed the stored rating for ``stale_after`` seconds of wall time (the monitor
+    stopped, or a restarted service still holds the previous run's ratings)."""
+    received = row["received_at"]
+    return (snap.staleness_seconds >= stale_after or snap.metrics.get("stale") == 1.0
+            or received is None or now - float(received) >= stale_after)
+
+
+def item(row: Row, snap: RatingSnapshot, stale_after: float, now: float) -> dict[str, Any]:
     registered = row["peg_type"] is not None
     detected = row["episode_started"] if row["episode_started"] is not None else row["tier_since"]
     return {
@@ -99,9 +109,7 @@ def item(row: Row, snap: RatingSnapshot, stale_after: float) -> dict[str, Any]:
         "updated_at": snap.timestamp,
         "tier_since": iso(row["tier_since"]),
         "staleness_seconds": snap.staleness_seconds,
-        # Stale when the feed went quiet, or when the engine said the *price* behind the
-        # rating is old (slippage or oracle ticks alone do not make a rating fresh).
-        "stale": snap.staleness_seconds >= stale_after or snap.metrics.get("stale") == 1.0,
+        "stale": is_stale(row, snap, stale_after, now),
         "collapsed": bool(row["collapsed"]),
         "risk": risk_envelope(snap.rating, snap.tier, iso(detected), snap.deviation_pct),
     }

@@ -18,7 +18,7 @@ from ...framework.rwa_facts import Episode, token_facts
 from ...storage import ratings_read as reads
 from .. import params
 from ..billing import billed
-from ..context import CONFIG, DB, json_response
+from ..context import CONFIG, DB, json_response, now
 from ..rwa.routes import rated_token
 from ..rwa.view import decode_snapshot, item
 from .body import graded
@@ -43,10 +43,12 @@ async def get_v3_rwa(request: web.Request) -> web.Response:
         eps = await reads.episodes(db, row["chain"], address, MAX_EPISODES)
         tags, facts = token_facts(snap, row["peg_type"], bool(row["collapsed"]),
                                   [Episode(e["worst_tier"], e["recovered_at"] is None)
-                                   for e in eps])
+                                   for e in eps],
+                                  request.app[CONFIG].model.oracle_divergence_full)
         result = score(load_framework(pins.framework_version, "rwa"), tags, facts, snap.rating,
                        pins.grading_scheme)
-        metadata = item(row, snap, request.app[CONFIG].model.stale_after_seconds)
+        metadata = item(row, snap, request.app[CONFIG].model.stale_after_seconds,
+                        now(request))
         risk = metadata.pop("risk")
         return json_response(graded(result, risk, metadata), headers=pins.headers())
 

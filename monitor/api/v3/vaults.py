@@ -10,6 +10,7 @@ a chain the v2 store has no vault on is simply 404. 1 CU per call.
 
 from __future__ import annotations
 
+import msgspec
 from aiohttp import web
 
 from ...framework.composite import score
@@ -49,8 +50,10 @@ async def get_v3_vault(request: web.Request) -> web.Response:
         metadata = item(vault)
         risk = metadata.pop("risk")
         # Upstream = risk.overallRisk (the spec's rule); null for an unrated vault, which then
-        # gets the framework composite alone.
-        upstream = risk.get("overallRisk") if isinstance(risk, dict) else None
+        # gets the framework composite alone. The envelope passes through as the published
+        # bytes (msgspec.Raw); it is decoded here only to read that one number.
+        envelope = msgspec.json.decode(risk) if isinstance(risk, msgspec.Raw) else risk
+        upstream = envelope.get("overallRisk") if isinstance(envelope, dict) else None
         result = score(load_framework(pins.framework_version, "vault"), set(vault.tags),
                        vault.facts, float(upstream) if upstream is not None else None,
                        pins.grading_scheme)

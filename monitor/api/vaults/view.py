@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...storage.db import Row
-from ...storage.vaults_read import HistoryPoint, StoredVault
+from ...storage.vaults_read import HistoryPoint, StoredVault, record_summary
 from ..rwa.view import iso
 
 
@@ -26,6 +26,7 @@ _EMPTY_RISK: dict[str, Any] = {"score": 0, "count": 0, "medium": 0, "high": 0,
 
 
 def item(v: StoredVault) -> dict[str, Any]:
+    summary = record_summary(v)  # the envelope passes through as the published bytes
     return {
         "address": v.vault,
         "chain": v.chain,
@@ -45,8 +46,8 @@ def item(v: StoredVault) -> dict[str, Any]:
         "attention_needed": v.attention_needed,
         "updated_at": iso(v.rating_ts),
         "facts_updated_at": iso(v.facts_ts),
-        "risk": v.record.get("risk") or dict(_EMPTY_RISK),
-        "explanation": v.record.get("explanation"),
+        "risk": summary.risk if len(summary.risk) else dict(_EMPTY_RISK),
+        "explanation": summary.explanation,
     }
 
 

@@ -1,0 +1,69 @@
+"""What every benchmark shares: the machine line, round statistics, the result record.
+
+Each script measures the project next to its *limit* (the bare thing it cannot beat:
+a bare POST loop, a bare ``csv.reader`` pass, …) in the same process run, interleaved
+over several rounds, and ends with one ``BENCH-RESULT {json}`` line per row of the
+README's performance table; ``benchmarks/report.py`` turns those lines into the table.
+A benchmark that saw any error or non-2xx answer exits non-zero (:func:`fail_on_errors`):
+a fast wrong answer is not a figure.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import statistics
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+RESULT_PREFIX = "BENCH-RESULT "
+
+
+def machine() -> dict[str, Any]:
+    """Cores, memory and load: figures from a loaded machine are lower, and say so."""
+    mem_kb = 0
+    try:
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                if line.startswith("MemTotal:"):
+                    mem_kb = int(line.split()[1])
+    except OSError:
+        pass
+    load = os.getloadavg() if hasattr(os, "getloadavg") else (0.0, 0.0, 0.0)
+    return {"cores": os.cpu_count() or 0, "memory_gb": round(mem_kb / 1024 / 1024, 1),
+            "load": [round(x, 2) for x in load], "python": platform.python_version()}
+
+
+def machine_line() -> str:
+    m = machine()
+    return (f"machine: {m['cores']} cores, {m['memory_gb']} GB, load average "
+            f"{' '.join(map(str, m['load']))}, python {m['python']}")
+
+
+def spread(values: Sequence[float]) -> dict[str, float]:
+    return {"min": min(values), "median": statistics.median(values), "max": max(values)}
+
+
+def show(name: str, values: Sequence[float], unit: str) -> str:
+    s = spread(values)
+    return (f"{name:<34} min {s['min']:10.1f}  median {s['median']:10.1f}  "
+            f"max {s['max']:10.1f} {unit}  ({len(values)} rounds)")
+
+
+def emit(row: str, *, unit: str, limit_name: str, limit: Sequence[float] | None,
+         project: Sequence[float], ratio: float | None, target: str, met: bool,
+         note: str = "") -> None:
+    """Print the machine-readable line report.py reads (one per table row)."""
+    record = {"row": row, "unit": unit, "limit_name": limit_name,
+              "limit": spread(limit) if limit else None, "project": spread(project),
+              "ratio": ratio, "target": target, "met": met, "note": note,
+              "machine": machine()}
+    print(RESULT_PREFIX + json.dumps(record), flush=True)
+
+
+def fail_on_errors(errors: int, what: str) -> None:
+    if errors:
+        print(f"FAILED: {errors} errors/non-2xx during {what}", file=sys.stderr, flush=True)
+        sys.exit(1)

@@ -1,0 +1,89 @@
+"""The README's performance table, generated from the benchmarks' ``BENCH-RESULT`` lines.
+
+    python benchmarks/report.py OUTPUT.txt [OUTPUT.txt ...]   # saved benchmark output
+    python benchmarks/report.py --run                         # run the table's scripts
+
+Prints a Markdown table: one row per result, the project's median (min–max) next to its
+limit's, the ratio, the target, and whether it is met; above it the machine (cores,
+memory, load average) the figures were taken on. Paste it into README.md as is.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from common import RESULT_PREFIX
+
+HERE = Path(__file__).resolve().parent
+#: The scripts behind the table's rows (others in benchmarks/ are not in the table).
+SCRIPTS = [
+    ["bench_replay.py", "--table"],
+    ["bench_monitor.py", "--table", "--ticks", "20000", "--tokens", "1000"],
+    ["bench_delivery.py"],
+    ["bench_api.py", "--db", "sqlite", "--days", "1", "--seconds", "5"],
+    ["bench_cli.py"],
+]
+
+
+def results(text: str) -> list[dict[str, Any]]:
+    return [json.loads(line[len(RESULT_PREFIX):]) for line in text.splitlines()
+            if line.startswith(RESULT_PREFIX)]
+
+
+def _figure(spread: dict[str, float] | None, unit: str) -> str:
+    if not spread:
+        return "—"
+    return (f"{spread['median']:,.0f} {unit} ({spread['min']:,.0f}–{spread['max']:,.0f})"
+            if spread["median"] >= 100 else
+            f"{spread['median']:.1f} {unit} ({spread['min']:.1f}–{spread['max']:.1f})")
+
+
+def table(rows: list[dict[str, Any]]) -> str:
+    if not rows:
+        return "no BENCH-RESULT lines found\n"
+    m = rows[0]["machine"]
+    loads = sorted({tuple(r["machine"]["load"]) for r in rows})
+    out = [f"Measured on {m['cores']} cores, {m['memory_gb']} GB, Python {m['python']}; "
+           f"1-minute load average during the runs {min(x[0] for x in loads):.1f}–"
+           f"{max(x[0] for x in loads):.1f} (a shared, loaded machine: absolute figures "
+           "are low, the ratios to each limit are the comparable part).", "",
+           "| path | project: median (min–max) | limit it is measured against "
+           "| limit: median (min–max) | ratio | target | met |",
+           "|---|---|---|---|---|---|---|"]
+    for r in rows:
+        ratio = "—" if r["ratio"] is None else f"{r['ratio']:.2f}"
+        note = f" ({r['note']})" if r.get("note") else ""
+        out.append(f"| {r['row']}{note} | {_figure(r['project'], r['unit'])} "
+                   f"| {r['limit_name']} | {_figure(r['limit'], r['unit'])} | {ratio} "
+                   f"| {r['target']} | {'yes' if r['met'] else '**no**'} |")
+    return "\n".join(out) + "\n"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("outputs", nargs="*", type=Path, help="saved benchmark output")
+    parser.add_argument("--run", action="store_true", help="run the scripts now")
+    args = parser.parse_args()
+    text = "".join(p.read_text() for p in args.outputs)
+    if args.run:
+        for script in SCRIPTS:
+            done = subprocess.run([sys.executable, str(HERE / script[0]), *script[1:]],
+                                  capture_output=True, text=True, check=False)
+            sys.stderr.write(done.stdout[-2000:])
+            if done.returncode:
+                sys.stderr.write(done.stderr[-2000:])
+                print(f"{script[0]} failed (exit {done.returncode})", file=sys.stderr)
+                return 1
+            text += done.stdout
+    print(table(results(text)), end="")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,22 @@
+"""Each subcommand's one-line help, so ``depeg-monitor --help`` can list the commands
+without importing them (each pulls in aiokafka, aiohttp, the engines: seconds on a busy
+machine). Only the command that runs is imported. An entry point missing here is imported
+for its help (correct, just slower); tests/test_cli_startup.py checks that every entry
+here matches the command's own ``Command.help``, so the listing cannot drift."""
+
+from __future__ import annotations
+
+HELP: dict[str, str] = {
+    "api": "serve the HTTP API: /rwa, /webhooks/*, /openapi.json, /metrics, /healthz, /readyz",
+    "deliver": "deliver tier changes to webhook subscriptions (signed, with retries)",
+    "keys": "create, list and revoke API keys; rotate the webhook-secret encryption key",
+    "monitor": "run the monitor daemon: ticks in, ratings and tier changes out (Kafka)",
+    "produce": "publish ticks to the ticks topic: replay files, simulate tokens, adapt Uniswap v3",
+    "registry": "token registry tools: `registry check FILE` validates a Token Lists registry",
+    "replay": "run tick files through the engine and write the tier changes it would have sent",
+    "run": "run everything in one process (embedded broker unless one is configured)",
+    "spread": "run the cross-chain spread stage: every chain's ticks in, spread observations out",
+    "status": "tokens by tier, stale tokens, consumer lag and pending deliveries (from the store)",
+    "store": "write ratings, tier changes and vault facts/ratings from Kafka into the database",
+    "vaults": "rate ERC-4626 vaults: the vault daemon (Kafka), or `vaults replay` over fact files",
+}
