@@ -327,7 +327,7 @@ class Engine:
             self.stats.unrated += 1
             return
         ev = evaluate(t.windows, t.obs, c, now, detail=self.snapshots)
-        raw, signals = combine(ev.signals, c.weights)
+        raw, signals = combine(ev.signals, c.weights, detail=self.snapshots)
         floor = floor_rating(t.windows, now, c)
         deviation = ev.deviation if ev.deviation is not None else t.windows.last_dev
         # Calm: no price more than persistence_low below peg in the calm window.

@@ -24,7 +24,10 @@ def weight_of(weights: Weights, name: str) -> float:
     return float(getattr(weights, name))
 
 
-def combine(signals: tuple[Signal, ...], weights: Weights) -> tuple[float, list[SignalValue]]:
+def combine(signals: tuple[Signal, ...], weights: Weights, detail: bool = True,
+            ) -> tuple[float, list[SignalValue]]:
+    """The raw rating and, with ``detail``, the per-signal breakdown of the snapshot (a
+    replay that only wants transitions skips building it; the rating is the same)."""
     observed_weight = sum(weight_of(weights, s.name) for s in signals if s.observed)
     values: list[SignalValue] = []
     total = 0.0
@@ -33,10 +36,11 @@ def combine(signals: tuple[Signal, ...], weights: Weights) -> tuple[float, list[
         share = (w / observed_weight) if (s.observed and observed_weight > 0) else 0.0
         points = 100.0 * share * s.score
         total += points
-        values.append(SignalValue(
-            name=s.name, value=s.value, score=round(s.score, 6), weight=w,
-            contribution=round(points, 4), observed=s.observed,
-        ))
+        if detail:
+            values.append(SignalValue(
+                name=s.name, value=s.value, score=round(s.score, 6), weight=w,
+                contribution=round(points, 4), observed=s.observed,
+            ))
     return round(min(100.0, max(0.0, total)), 2), values
 
 
@@ -57,8 +61,10 @@ def floor_rating(windows: Windows, now: float, cfg: ModelConfig) -> float:
     Built on prices only (never slippage or oracle ticks), so adding healthy liquidity or an
     agreeing oracle can soften the weighted rating but never pull a clear depeg below it.
     """
+    # One pass over the buckets for all floors (the same count as ``buckets_below``).
+    highs = windows.bucket_extremes(now, cfg.floor_window_seconds, above=False)
     for below, minutes, at in floors(cfg):
-        if windows.buckets_below(now, cfg.floor_window_seconds, below) >= minutes:
+        if sum(1 for x in highs if x < -below) >= minutes:
             return at
     return 0.0
 

@@ -189,39 +189,50 @@ class Windows:
         held was more than ``level`` below peg (the highest deviation of the bucket is
         below ``-level``). Conservative on purpose: a bucket that touched the line does
         not count, so a hard floor built on this never fires on a brief dip."""
-        return self._buckets_beyond(now, seconds, level, above=False)
+        return sum(1 for x in self.bucket_extremes(now, seconds, above=False) if x < -level)
 
     def buckets_above(self, now: float, seconds: float, level: float) -> int:
         """Buckets in which every price held was more than ``level`` *above* peg."""
-        return self._buckets_beyond(now, seconds, level, above=True)
+        return sum(1 for x in self.bucket_extremes(now, seconds, above=True) if x > level)
 
-    def _buckets_beyond(self, now: float, seconds: float, level: float, *, above: bool) -> int:
+    def bucket_extremes(self, now: float, seconds: float, *, above: bool) -> list[float]:
+        """Per bucket of [now - seconds, now) in which the price was known, the extreme
+        that must clear a line for the bucket to count as wholly beyond it: the lowest
+        deviation held (``above``) or the highest (below). One pass serves several lines
+        (the hard floors ask for three)."""
         bucket = self.bucket
         end_b = int(now // bucket)
         if now == end_b * bucket:
             end_b -= 1
         first_b = max(math.ceil((now - seconds) / bucket), end_b - self.size + 1)
+        if first_b > end_b:
+            return []
         head = self.head
         dev, since = self.last_dev, self.last_price_ts
         # Buckets from the one holding the last tick onwards also hold ``dev`` (the step
         # function keeps the last price until the next tick), which the ring lacks yet.
-        held_from = int(since // bucket) if since is not None else None
+        held_from = int(since // bucket) if since is not None and dev is not None \
+            else end_b + 1
+        f_ext = self._f[_MIN] if above else self._f[_MAX]
         f_cov = self._f[_COV]
-        # The extreme that must clear the line: the lowest price for "above", the highest
-        # for "below"; compared as ``sign * dev > level``.
-        f_ext, sign = (self._f[_MIN], 1.0) if above else (self._f[_MAX], -1.0)
-        count = 0
-        for b in range(first_b, end_b + 1):
-            covered, worst = 0.0, math.inf
-            if head is not None and head - self.size < b <= head:
-                slot = b % self.size
-                covered, worst = f_cov[slot], sign * f_ext[slot]
-            if dev is not None and held_from is not None and b >= held_from:
-                covered += 1.0
-                worst = min(worst, sign * dev)
-            if covered > 0 and worst > level:
-                count += 1
-        return count
+        out: list[float] = []
+        # Ring buckets before the held stretch: those with a known price.
+        if head is not None:
+            lo, hi = max(first_b, head - self.size + 1), min(end_b, head, held_from - 1)
+            if lo <= hi:
+                for sl in self._slices(lo, hi):
+                    out += [x for c, x in zip(f_cov[sl], f_ext[sl], strict=True) if c > 0]
+        # The held stretch: always covered; its extreme also counts ``dev`` (an empty
+        # slot's extreme is ±inf, so then it is ``dev`` alone).
+        lo = max(first_b, held_from)
+        if lo <= end_b and dev is not None:
+            pick = min if above else max
+            for b in range(lo, end_b + 1):
+                if head is not None and head - self.size < b <= head:
+                    out.append(pick(f_ext[b % self.size], dev))
+                else:
+                    out.append(dev)
+        return out
 
     def baseline_rate(self, now: float) -> float:
         """Baseline variance of deviation changes per second, decayed to ``now``."""
