@@ -12,16 +12,21 @@ import argparse
 import asyncio
 import os
 import sys
+import time
 from dataclasses import dataclass, field
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 import msgspec
 
+from .api.rwa.view import is_stale
 from .commands import Command, add_bootstrap_servers, with_bootstrap_servers
-from .config import Config
+from .config import Config, KafkaConfig
 from .records import RatingSnapshot
 from .runstate import live_state
 from .storage import Database, connect
+
+if TYPE_CHECKING:
+    from aiokafka import TopicPartition
 
 #: Worst first; the tier names of the rating model.
 TIERS = ("critical", "warning", "watch", "premium", "ok")
@@ -55,12 +60,14 @@ async def read_store(db: Database, config: Config, report: Report) -> None:
     stale_after = config.model.stale_after_seconds
     if await _table_exists(db, "rating_latest"):
         rows = await db.fetch(
-            "SELECT chain, symbol, tier, snapshot FROM rating_latest ORDER BY rating DESC")
+            "SELECT chain, symbol, tier, snapshot, received_at FROM rating_latest"
+            " ORDER BY rating DESC")
+        wall = time.time()
         for row in rows:
             name = f"{row['symbol']}({row['chain']})"
             report.tiers.setdefault(row["tier"], []).append(name)
             snap = msgspec.json.decode(row["snapshot"], type=RatingSnapshot)
-            if snap.staleness_seconds >= stale_after:
+            if is_stale(row, snap, stale_after, wall):  # the API's own rule
                 report.stale.append(name)
     else:
         report.ratings_table = False
@@ -99,15 +106,32 @@ async def read_lag(config: Config, report: Report) -> None:
                     parts = [TopicPartition(topic, p) for topic in topics
                              for p in sorted(consumer.partitions_for_topic(topic) or ())]
                     committed = {tp: await consumer.committed(tp) for tp in parts}
-                    ends = await consumer.end_offsets(parts) if parts else {}
                 finally:
                     await consumer.stop()
+                ends = await _true_ends(k, parts)
                 known = {tp: off for tp, off in committed.items() if off is not None}
                 # Never committed: the group has not run (or is new).
                 report.lag[name] = (sum(max(0, ends[tp] - off) for tp, off in known.items())
                                     if known else None)
     except Exception as exc:  # best effort (timeout included): the store part still answers
         report.broker_error = f"{type(exc).__name__}: {exc}".rstrip(": ")
+
+
+async def _true_ends(k: KafkaConfig, parts: list[TopicPartition]) -> dict[TopicPartition, int]:
+    """End offsets read to the fetch high watermark: ``end_offsets`` stops short on the
+    embedded broker (monitor/kafka/readall.py), which made lag read 0 after a restore.
+    A group-less reader, so the groups' members are never disturbed."""
+    from .kafka.readall import true_end_offsets
+    from .kafka.topics import make_consumer
+
+    if not parts:
+        return {}
+    reader = make_consumer(k, group_id=None, request_timeout_ms=3000)
+    await reader.start()
+    try:
+        return await true_end_offsets(reader, parts, stall_seconds=BROKER_TIMEOUT_SECONDS)
+    finally:
+        await reader.stop()
 
 
 def render(report: Report, config: Config, colour: bool) -> str:
