@@ -459,7 +459,8 @@ class MonitorDaemon:
         k = self.kafka
         missing = sorted({k.ticks_topic, k.state_topic} - topics)
         if missing and self._parts:
-            self._broker_lost(BrokerLost(f"topics {missing} no longer exist on the broker"))
+            self._broker_lost(BrokerLost(
+                f"the broker lost topics {missing}: they no longer exist on it"))
 
     def _take_back(self, positions: dict[int, int]) -> list[int]:
         """Partitions set aside at revocation that came back untouched: resumed as they
