@@ -255,6 +255,12 @@ async def _pg_cycle(tx: Executor, outcomes: Sequence[Outcome], claim: ClaimReque
     if claim is None or claim.limit <= 0:
         return result
     read = claim.limit * READ_SLACK
+    # The due query must walk the (status, next_attempt_at) index in order and stop at
+    # the LIMIT. With statistics older than a burst of new deliveries (autovacuum has
+    # not analysed the table yet) the planner estimates one due row and joins and sorts
+    # ALL of them instead: 100+ ms per cycle on a 20k backlog, against 0.3 ms. No sort
+    # is the only sane plan here, so forbid it, for this transaction only.
+    await tx.execute("SET LOCAL enable_sort = off")
     due: list[tuple[float, DueDelivery]] = []
     for status in RETRYABLE:
         found = await tx.fetch(_PG_DUE, status, claim.now, read, _full(claim))
