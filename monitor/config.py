@@ -229,10 +229,20 @@ class ApiConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     max_concurrent_test_sends: int = 2
     #: Per-key overrides, keyed by the key's name, id or display prefix (dpm_xxxxxxxx).
     key_rate_limits: dict[str, KeyRateLimit] = msgspec.field(default_factory=dict)
+    #: A valid API key is accepted without a database lookup for this long after one
+    #: found it (monitor/api/keycache.py): the bound on how long a revoked or rotated-out
+    #: key keeps working. 0: look the key up on every request.
+    key_cache_seconds: float = 1.0
+    #: GET /rwa and /rwa/{address} bodies are served from memory; the ratings store's
+    #: version is re-read at most this often (monitor/api/rwa/cache.py): the bound on how
+    #: late a store write shows in the API. 0: read it on every request.
+    ratings_check_seconds: float = 0.1
 
     def __post_init__(self) -> None:
         if self.rate_limit_per_second < 0 or self.rate_limit_burst < 0:
             raise ValueError("api.rate_limit_per_second and rate_limit_burst must be >= 0")
+        if self.key_cache_seconds < 0 or self.ratings_check_seconds < 0:
+            raise ValueError("api.key_cache_seconds and ratings_check_seconds must be >= 0")
         if self.max_concurrent_test_sends < 1:
             raise ValueError("api.max_concurrent_test_sends must be >= 1")
 

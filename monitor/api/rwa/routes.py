@@ -191,7 +191,8 @@ async def _prepare_store(app: web.Application) -> None:
     store = RatingsStore(app[DB])
     await store.migrate()
     await store.sync_registry(load_registry(app[CONFIG].registry.path))
-    app[READ_CACHE] = ReadCache(app[DB])
+    app[READ_CACHE] = ReadCache(app[DB],
+                                check_interval=app[CONFIG].api.ratings_check_seconds)
 
 
 def add_routes(app: web.Application) -> None:
