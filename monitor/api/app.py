@@ -17,7 +17,6 @@ from ..storage import Database
 from . import auth, context, deprecation, observe, openapi, ratelimit, resources
 from .context import Handler
 from .errors import ApiError, error_response
-from .keycache import VerifiedKeys
 
 log = get_logger(__name__)
 
@@ -49,7 +48,7 @@ def create_app(config: Config, db: Database) -> web.Application:
         client_max_size=config.api.max_body_bytes,
     )
     context.install(app, config, db)
-    app[auth.VERIFIED_KEYS] = VerifiedKeys(db, config.api.key_cache_seconds)
+    auth.install(app)
     ratelimit.install(app, config.api, db)  # its middleware runs inside auth's
     for module in (*resources.ROUTE_MODULES, openapi):
         module.add_routes(app)

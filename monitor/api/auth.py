@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from .context import API_KEY_HEADER, API_KEY_ID, Handler, api_key_id
+from .context import API_KEY_HEADER, API_KEY_ID, CONFIG, DB, TICKS, Handler, api_key_id
 from .errors import ApiError
 from .keycache import VerifiedKeys
 
@@ -24,7 +24,7 @@ HEADER = API_KEY_HEADER
 PUBLIC_PATHS = frozenset({"/healthz", "/readyz", "/metrics", "/openapi.json", "/v3/framework"})
 #: Longest key accepted (a real one is ~47 characters); longer ones are not even hashed.
 MAX_KEY_LENGTH = 256
-#: The app's verified-key cache, made by ``create_app`` (tests may replace it).
+#: The app's verified-key cache, made on startup (after tests may have set the clock).
 VERIFIED_KEYS = web.AppKey("verified_keys", VerifiedKeys)
 
 
@@ -42,3 +42,11 @@ async def auth_middleware(request: web.Request, handler: Handler) -> web.StreamR
         raise ApiError(401, "invalid API key", header=HEADER)
     request[API_KEY_ID] = key_id
     return await handler(request)
+
+
+def install(app: web.Application) -> None:
+    """Give ``app`` its verified-key cache when it starts (``api.key_cache_seconds``)."""
+    async def make_cache(app: web.Application) -> None:
+        app[VERIFIED_KEYS] = VerifiedKeys(app[DB], app[CONFIG].api.key_cache_seconds,
+                                          clock=app[TICKS])
+    app.on_startup.append(make_cache)
