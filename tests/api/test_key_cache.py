@@ -67,7 +67,7 @@ async def test_a_revoked_key_stops_working_within_the_bound(storage_url: str,
 
 
 async def test_zero_turns_the_cache_off(tmp_path: Path) -> None:
-    snaps, registry_text = population(3)
+    _, registry_text = population(3)
     reg_path = tmp_path / "tokens.toml"
     reg_path.write_text(registry_text)
     db = await connect(f"sqlite:///{tmp_path / 'store.db'}")
