@@ -379,6 +379,33 @@ async def headline(kind: str, name: str, base: str, bare_base: str, paths: list[
     return errors
 
 
+async def while_writing(url: str, tool: LoadTool, base: str, paths: list[str], key: str,
+                        args: argparse.Namespace) -> tuple[Load, int]:
+    """The load while another connection writes a new snapshot every ``--write-every``
+    seconds, as the store writer does: every write moves the ratings version, so the
+    cached bodies are rebuilt (the cost a live store adds to the hot path)."""
+    db = await connect(url)
+    store = RatingsStore(db)
+    writes = 0
+
+    async def writer() -> None:
+        nonlocal writes
+        while True:
+            await asyncio.sleep(args.write_every)  # the write cadence, not a synchronisation
+            writes += 1
+            await store.write_batch([_snap(CHAINS[0], address(0), END + writes * STEP,
+                                           10.0 + writes % 50, 1.0, full=True)], [])
+
+    task = asyncio.ensure_future(writer())
+    try:
+        got = await tool.run(base, paths, args.seconds, args.concurrency, key)
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        await db.close()
+    return got, writes
+
+
 async def body_size(base: str, path: str, key: str) -> int:
     async with aiohttp.ClientSession(headers={"x-api-key": key}) as s, \
             s.get(base + path) as resp:
@@ -438,6 +465,10 @@ async def run_one(kind: str, url: str, args: argparse.Namespace, tmp: Path,
             got = await tool.run(base, paths, args.seconds, args.concurrency, key)
             total_errors += got.errors
             print(f"[{kind}] {name:<44} {got.line()}  body {size:,} B", flush=True)
+        got, writes = await while_writing(url, tool, base, ["/rwa"], key, args)
+        total_errors += got.errors
+        print(f"[{kind}] {'GET /rwa, a store write every ' + str(args.write_every) + ' s':<44}"
+              f" {got.line()}  ({writes} writes: each one rebuilds the body)", flush=True)
         fail_on_errors(total_errors, f"the {kind} runs")
     finally:
         proc.terminate()
@@ -455,6 +486,8 @@ async def main() -> int:
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument("--rounds", type=int, default=3,
                         help="interleaved rounds of each headline case and its limit")
+    parser.add_argument("--write-every", type=float, default=0.5,
+                        help="seconds between store writes in the case with writes")
     parser.add_argument("--client", choices=["auto", "wrk", "aiohttp"], default="auto",
                         help="load tool (auto: wrk when installed, else aiohttp)")
     args = parser.parse_args()
