@@ -19,8 +19,9 @@ body instead of queueing the same queries behind it on the database.
 The version is not read on every request: a read is reused for ``check_interval``
 seconds (``api.ratings_check_seconds``) after it *started*, and concurrent requests share
 one read in flight. A request that starts ``check_interval`` after a write committed
-therefore sees it (that is the documented bound on freshness); within the interval a hot
-request costs no database round trip at all. The version is read *before* a body is
+therefore sees it (that is the documented bound on freshness, plus the read's own round
+trip when a request joins one already in flight); within the interval a hot request costs
+no database round trip at all. The version is read *before* a body is
 built, so a write landing meanwhile only makes the entry look older than it is (rebuilt
 once the newer version is read), never newer. Errors are not cached.
 """
