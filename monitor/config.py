@@ -234,9 +234,10 @@ class ApiConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     #: key keeps working. 0: look the key up on every request.
     key_cache_seconds: float = 1.0
     #: GET /rwa and /rwa/{address} bodies are served from memory; the ratings store's
-    #: version is re-read at most this often (monitor/api/rwa/cache.py): the bound on how
-    #: late a store write shows in the API. 0: read it on every request.
-    ratings_check_seconds: float = 0.1
+    #: version is re-read at most this often, and a body built before a write is served
+    #: for at most this long after the write was noticed (monitor/api/rwa/cache.py): a
+    #: store write shows in the API within twice this. 0: read it on every request.
+    ratings_check_seconds: float = 0.05
 
     def __post_init__(self) -> None:
         if self.rate_limit_per_second < 0 or self.rate_limit_burst < 0:

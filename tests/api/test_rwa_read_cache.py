@@ -1,7 +1,7 @@
 """GET /rwa and /rwa/{address} serve cached bodies only while the store is unchanged:
 a write by another connection (the store writer's) shows in every response to a request
-that starts ``api.ratings_check_seconds`` after it (the documented bound, proved on an
-injected clock), and a cached body is byte-identical to a freshly built one."""
+that starts twice ``api.ratings_check_seconds`` after it (the documented bound, proved on
+an injected clock), and a cached body is byte-identical to a freshly built one."""
 
 from __future__ import annotations
 
@@ -33,7 +33,8 @@ async def test_writes_by_another_connection_show_within_the_check_interval(
         await RatingsStore(api_db).migrate()
         writer = RatingsStore(writer_db)
         await writer.write_batch(snaps, [])
-        # The version is trusted for 0.1 s of the app's monotonic clock, injected here.
+        # The version is trusted for 0.1 s of the app's monotonic clock, injected here, and
+        # bodies built before a write are served for at most 0.1 s after it was noticed.
         config = Config(api=ApiConfig(ratings_check_seconds=0.1),
                         registry=RegistryConfig(path=str(reg_path)))
         app = create_app(config, api_db)
@@ -58,9 +59,11 @@ async def test_writes_by_another_connection_show_within_the_check_interval(
             moved = snapshot(first_snap.chain, first_snap.token_address, T0 + 2 * 86400,
                              97.5, "critical", 0.5)
             await writer.write_batch([moved], [])
-            ticks[0] += 0.099  # within the bound the last version read is trusted:
+            ticks[0] += 0.099  # within the interval the last version read is trusted:
             assert await bodies() == first
-            ticks[0] += 0.001  # at the bound it is read again, and the write shows
+            ticks[0] += 0.001  # read again: the write is noticed (bodies are rebuilding)
+            await bodies()
+            ticks[0] += 0.1  # from twice the interval on, the write shows in every body
             after = await bodies()
             assert after[0] != first[0] and after[3] != first[3]
             async with session.get(base + "/rwa/" + moved.token_address) as resp:
@@ -73,12 +76,16 @@ async def test_writes_by_another_connection_show_within_the_check_interval(
             # A registry change (names shown in the list) is a write as well.
             await writer.sync_registry(parse_registry(registry_text)[1:])
             ticks[0] += 0.1
+            await bodies()
+            ticks[0] += 0.1
             assert (await bodies())[0] != after[0]
 
             # What the cache serves is what a fresh app on the same data builds.
             fresh = create_app(Config(registry=RegistryConfig(path=str(reg_path))), api_db)
             async with serve(fresh) as base2:  # (it loads the whole registry file back)
-                ticks[0] += 0.1  # (a write, read by the first app once the bound passed)
+                ticks[0] += 0.1  # (a write, shown by the first app once the bound passed)
+                await bodies()
+                ticks[0] += 0.1
                 cached = await bodies()  # built once here, then served from the cache:
                 assert await bodies() == cached
                 for path, body in zip(PATHS, cached, strict=True):
@@ -154,7 +161,47 @@ async def test_concurrent_misses_share_one_build(tmp_path: Path) -> None:
         assert set(await asyncio.gather(*waiting)) == {b"body 1"} and builds == 1
         await store.sync_registry([])  # a write: the version moves
         assert await cache.body("/rwa", build) == b"body 1"  # (within the check interval)
-        ticks[0] = 0.1
+        ticks[0] = 0.1  # noticed: the old body once more, while one rebuild starts
+        assert await cache.body("/rwa", build) == b"body 1"
+        assert await cache.body("/rwa", build) == b"body 1"
+        ticks[0] = 0.2  # (the rebuild ran while this request read the version)
         assert await cache.body("/rwa", build) == b"body 2" and builds == 2
+
+    finally:
+        await db.close()
+
+
+async def test_past_the_bound_a_request_waits_for_the_new_body(tmp_path: Path) -> None:
+    """Twice the check interval after a write was noticed, no body from before it is
+    served, even when its rebuild is still running."""
+    db = await connect(f"sqlite:///{tmp_path / 'store.db'}")
+    try:
+        store = RatingsStore(db)
+        await store.migrate()
+        ticks = [0.0]
+        cache = ReadCache(db, check_interval=0.1, clock=lambda: ticks[0])
+        gate = asyncio.Event()
+        builds = 0
+
+        async def build() -> bytes:
+            nonlocal builds
+            builds += 1
+            if builds > 1:
+                await gate.wait()  # the rebuild after the write hangs until released
+            return b"body %d" % builds
+
+        assert await cache.body("/rwa", build) == b"body 1"
+        await store.sync_registry([])
+        ticks[0] = 0.1
+        assert await cache.body("/rwa", build) == b"body 1"  # noticed; rebuild hangs
+        ticks[0] = 0.199
+        assert await cache.body("/rwa", build) == b"body 1"
+        ticks[0] = 0.2
+        await cache.version()  # read here, so the request below does not wait on the database
+        waiting = asyncio.ensure_future(cache.body("/rwa", build))
+        await asyncio.sleep(0)  # one loop turn: the request runs up to the rebuild, and waits
+        assert not waiting.done() and builds == 2
+        gate.set()
+        assert await waiting == b"body 2" and builds == 2
     finally:
         await db.close()
