@@ -30,9 +30,10 @@ from ..timefmt import format_ts
 from .rating import Held, combine, floor_rating, publish
 from .signals import Observations, evaluate
 from .tiers import TierState, band, step
-from .windows import Windows, WindowState
+from .windows import MIN, Windows, WindowState
 
 Output = TierChangeEvent | RatingSnapshot
+_MIN_ONLY = (MIN,)
 
 
 @dataclass(slots=True)
@@ -331,10 +332,10 @@ class Engine:
         floor = floor_rating(t.windows, now, c)
         deviation = ev.deviation if ev.deviation is not None else t.windows.last_dev
         # Calm: no price more than persistence_low below peg in the calm window.
-        calm = t.windows.window(now, c.calm_window_seconds).min_dev >= -c.persistence_low
+        calm = t.windows.fields(now, c.calm_window_seconds, _MIN_ONLY)[0] >= -c.persistence_low
         rating = publish(t.held, raw, floor, calm, now, c)
         old = t.tier.tier
-        above = t.windows.buckets_above(now, 3600, c.premium_enter)
+        above = t.windows.count_beyond(now, 3600, (c.premium_enter,), above=True)[0]
         changed = step(t.tier, rating, deviation, above, now, c)
         if not self.snapshots and changed is None:
             return

@@ -6,7 +6,11 @@ import math
 from dataclasses import dataclass
 
 from ..config import ModelConfig
-from .windows import Windows
+from .windows import COV, DEV, HIGH, LOW, R2, Windows
+
+_DEVIATION = (DEV, COV)
+_PERSISTENCE = (LOW, HIGH)
+_VOLATILITY = (R2,)
 
 
 def _ramp(value: float, start: float, full: float) -> float:
@@ -60,24 +64,30 @@ def evaluate(w: Windows, obs: Observations, cfg: ModelConfig, now: float,
     has_price = w.last_dev is not None
     metrics: dict[str, float | None] = {}
 
-    model_windows = {float(cfg.deviation_window_seconds),
-                     float(cfg.persistence_window_seconds),
-                     float(cfg.volatility_window_seconds)}
-    horizons = model_windows | {60.0, 300.0, 900.0, 3600.0} if detail else model_windows
-    sums = {h: w.window(now, h) for h in horizons}
     if detail:
+        model_windows = {float(cfg.deviation_window_seconds),
+                         float(cfg.persistence_window_seconds),
+                         float(cfg.volatility_window_seconds)}
+        sums = {h: w.window(now, h) for h in model_windows | {60.0, 300.0, 900.0, 3600.0}}
         for minutes in (1, 5, 15, 60):
             s = sums[minutes * 60.0]
             metrics[f"deviation_twap_{minutes}m_pct"] = _pct(
                 s.dev_dt / s.covered if s.covered > 0 else None)
             metrics[f"coverage_{minutes}m_seconds"] = s.covered
-    dev_win = sums[float(cfg.deviation_window_seconds)]
-    deviation = dev_win.dev_dt / dev_win.covered if dev_win.covered > 0 else w.last_dev
-    persist = sums[float(cfg.persistence_window_seconds)]
-    cov_p, low_s, high_s, ticks_p = persist.covered, persist.low_s, persist.high_s, persist.ticks
-    mn, mx = persist.min_dev, persist.max_dev
-    vol = sums[float(cfg.volatility_window_seconds)]
-    r2, ticks_v = vol.r2, vol.ticks
+        dev_win = sums[float(cfg.deviation_window_seconds)]
+        dev_dt, covered = dev_win.dev_dt, dev_win.covered
+        persist = sums[float(cfg.persistence_window_seconds)]
+        cov_p, low_s, high_s, ticks_p = persist.covered, persist.low_s, persist.high_s, \
+            persist.ticks
+        mn, mx = persist.min_dev, persist.max_dev
+        vol = sums[float(cfg.volatility_window_seconds)]
+        r2, ticks_v = vol.r2, vol.ticks
+    else:
+        # Only the fields the rating reads (the same floats as ``window``'s).
+        dev_dt, covered = w.fields(now, cfg.deviation_window_seconds, _DEVIATION)
+        low_s, high_s = w.fields(now, cfg.persistence_window_seconds, _PERSISTENCE)
+        r2 = w.fields(now, cfg.volatility_window_seconds, _VOLATILITY)[0]
+    deviation = dev_dt / covered if covered > 0 else w.last_dev
 
     recent_rate = r2 / cfg.volatility_window_seconds
     recent_vol = math.sqrt(recent_rate * 60.0)

@@ -15,13 +15,25 @@ from __future__ import annotations
 
 import math
 from array import array
-from typing import NamedTuple
+from bisect import bisect_left, bisect_right
+from collections.abc import Sequence
+from itertools import compress
+from typing import Final, NamedTuple
 
 import msgspec
 
 # Field order in the ring: the additive ones, then the two extremes.
 _DEV, _COV, _LOW, _HIGH, _R2, _TICKS, _MIN, _MAX = range(8)
 _EMPTY = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0, math.inf, -math.inf)
+#: Public names of the fields, for :meth:`Windows.fields` (the order of :class:`Sums`).
+DEV: Final = _DEV
+COV: Final = _COV
+LOW: Final = _LOW
+HIGH: Final = _HIGH
+R2: Final = _R2
+TICKS: Final = _TICKS
+MIN: Final = _MIN
+MAX: Final = _MAX
 
 
 class Sums(NamedTuple):
@@ -233,6 +245,123 @@ class Windows:
                 else:
                     out.append(dev)
         return out
+
+    # -- the same queries, only what a refresh reads ------------------------------------
+    # A refresh reads a handful of fields of four windows and counts whole buckets beyond
+    # four lines; computing every field of every window (``window``) and listing every
+    # bucket's extreme (``bucket_extremes``) was most of its cost. These give the very
+    # same floats: each field is summed over the very same slices in the very same order
+    # (float addition is not associative, so a running sum would move the last bits);
+    # counts are integers, so how they are counted is free. ``window`` and
+    # ``bucket_extremes`` stay as the plain reference (tests/engine/test_windows_fast.py).
+    def fields(self, now: float, seconds: float, which: Sequence[int]) -> list[float]:
+        """``[window(now, seconds)[i] for i in which]``, computing only those fields."""
+        bucket = self.bucket
+        size = self.size
+        end_b = int(now // bucket)
+        if now == end_b * bucket:
+            end_b -= 1
+        first_b = math.ceil((now - seconds) / bucket)
+        first_b = max(first_b, end_b - size + 1)
+        head = self.head
+        a = b = -1
+        if head is not None:
+            lo, hi = max(first_b, head - size + 1), min(end_b, head)
+            if lo <= hi:
+                a, b = lo % size, hi % size
+        dev = self.last_dev
+        dt = 0.0
+        if dev is not None and self.last_price_ts is not None:
+            start = max(self.last_price_ts, first_b * bucket)
+            if now > start:
+                dt = now - start
+        f = self._f
+        out: list[float] = []
+        for i in which:
+            column = f[i]
+            if i < _MIN:
+                acc = 0.0
+                if a < 0:
+                    pass
+                elif a <= b:
+                    acc += sum(column[a:b + 1])
+                else:
+                    acc += sum(column[a:])
+                    acc += sum(column[:b + 1])
+                if dt and dev is not None:
+                    if i == _DEV:
+                        acc += dev * dt
+                    elif i == _COV:
+                        acc += dt
+                    elif i == _LOW:
+                        if dev < -self.low:
+                            acc += dt
+                    elif i == _HIGH and dev < -self.low and dev < -self.high:
+                        acc += dt
+            else:
+                pick = min if i == _MIN else max
+                acc = _EMPTY[i]
+                if a < 0:
+                    pass
+                elif a <= b:
+                    acc = pick(acc, pick(column[a:b + 1]))
+                else:
+                    acc = pick(acc, pick(column[a:]))
+                    acc = pick(acc, pick(column[:b + 1]))
+                if dt and dev is not None:
+                    acc = pick(acc, dev)
+            out.append(acc)
+        return out
+
+    def count_beyond(self, now: float, seconds: float, lines: Sequence[float], *,
+                     above: bool) -> list[int]:
+        """Per line, how many of ``bucket_extremes(now, seconds, above=above)`` are
+        beyond it: ``> line`` when ``above``, else ``< line`` (the same counts as
+        ``buckets_above``/``buckets_below`` with ``line = level``/``-level``)."""
+        bucket = self.bucket
+        size = self.size
+        end_b = int(now // bucket)
+        if now == end_b * bucket:
+            end_b -= 1
+        first_b = max(math.ceil((now - seconds) / bucket), end_b - size + 1)
+        if first_b > end_b:
+            return [0] * len(lines)
+        head = self.head
+        dev, since = self.last_dev, self.last_price_ts
+        held_from = int(since // bucket) if since is not None and dev is not None \
+            else end_b + 1
+        f_ext = self._f[_MIN] if above else self._f[_MAX]
+        f_cov = self._f[_COV]
+        xs: list[float] = []
+        if head is not None:
+            lo, hi = max(first_b, head - size + 1), min(end_b, head, held_from - 1)
+            if lo <= hi:
+                a, b = lo % size, hi % size
+                if a <= b:
+                    xs = list(compress(f_ext[a:b + 1], f_cov[a:b + 1]))
+                else:
+                    xs = list(compress(f_ext[a:], f_cov[a:]))
+                    xs += compress(f_ext[:b + 1], f_cov[:b + 1])
+        # The held stretch: ring buckets take the extreme with ``dev``; the buckets past
+        # the ring's head hold ``dev`` alone (counted, not listed).
+        lone = 0
+        lo = max(first_b, held_from)
+        if lo <= end_b and dev is not None:
+            pick = min if above else max
+            ring_hi = lo - 1 if head is None else min(end_b, head)
+            for k in range(lo, ring_hi + 1):
+                if head is not None and head - size < k:  # at most one bucket, normally
+                    xs.append(pick(f_ext[k % size], dev))
+                else:
+                    lone += 1
+            lone += end_b - max(lo, ring_hi + 1) + 1
+        xs.sort()
+        n = len(xs)
+        if above:
+            return [n - bisect_right(xs, line) + (lone if dev is not None and dev > line
+                                                  else 0) for line in lines]
+        return [bisect_left(xs, line) + (lone if dev is not None and dev < line else 0)
+                for line in lines]
 
     def baseline_rate(self, now: float) -> float:
         """Baseline variance of deviation changes per second, decayed to ``now``."""
