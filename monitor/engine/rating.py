@@ -12,12 +12,11 @@ over observed signals only.
 
 from __future__ import annotations
 
-import functools
-
 import msgspec
 
 from ..config import ModelConfig, Weights
 from ..records import SignalValue
+from .memo import per_config
 from .signals import Signal
 from .windows import Windows
 
@@ -26,7 +25,7 @@ def weight_of(weights: Weights, name: str) -> float:
     return float(getattr(weights, name))
 
 
-@functools.lru_cache(maxsize=16)
+@per_config
 def _weights(weights: Weights) -> dict[str, float]:
     """Every signal's weight by name (read once per configuration, not per refresh)."""
     return {name: weight_of(weights, name) for name in weights.__struct_fields__}
@@ -53,7 +52,7 @@ def combine(signals: tuple[Signal, ...], weights: Weights, detail: bool = True,
     return round(min(100.0, max(0.0, total)), 2), values
 
 
-@functools.lru_cache(maxsize=16)
+@per_config
 def floors(cfg: ModelConfig) -> tuple[tuple[float, int, float], ...]:
     """``(fraction below peg, whole minutes, rating floor)`` per hard floor, worst first."""
     return tuple(
@@ -65,6 +64,12 @@ def floors(cfg: ModelConfig) -> tuple[tuple[float, int, float], ...]:
     )
 
 
+@per_config
+def _floor_lines(cfg: ModelConfig) -> tuple[float, ...]:
+    """The deviation each floor's buckets must stay under, in :func:`floors`' order."""
+    return tuple(-below for below, _, _ in floors(cfg))
+
+
 def floor_rating(windows: Windows, now: float, cfg: ModelConfig) -> float:
     """The lowest rating the price alone guarantees: the band edge of the worst floor met.
 
@@ -73,8 +78,8 @@ def floor_rating(windows: Windows, now: float, cfg: ModelConfig) -> float:
     """
     # One pass over the buckets for all floors (the same counts as ``buckets_below``).
     table = floors(cfg)
-    counts = windows.count_beyond(now, cfg.floor_window_seconds,
-                                  [-below for below, _, _ in table], above=False)
+    counts = windows.count_beyond(now, cfg.floor_window_seconds, _floor_lines(cfg),
+                                  above=False)
     for (_, minutes, at), count in zip(table, counts, strict=True):
         if count >= minutes:
             return at

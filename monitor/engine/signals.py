@@ -4,13 +4,19 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from ..config import ModelConfig
+from .memo import per_config
 from .windows import COV, DEV, HIGH, LOW, R2, Windows
 
-_DEVIATION = (DEV, COV)
-_PERSISTENCE = (LOW, HIGH)
-_VOLATILITY = (R2,)
+
+@per_config
+def _reads(cfg: ModelConfig) -> tuple[tuple[float, tuple[int, ...]], ...]:
+    """The windows and fields a refresh without detail reads, in ``evaluate``'s order."""
+    return ((float(cfg.deviation_window_seconds), (DEV, COV)),
+            (float(cfg.persistence_window_seconds), (LOW, HIGH)),
+            (float(cfg.volatility_window_seconds), (R2,)))
 
 
 def _ramp(value: float, start: float, full: float) -> float:
@@ -37,15 +43,17 @@ class Observations:
     spread_ts: float | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class Signal:
+class Signal(NamedTuple):
+    """One scored signal (a tuple: six are made per refresh, and a frozen dataclass
+    costs several times as much to build)."""
+
     name: str
     value: float | None
     score: float
     observed: bool
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Evaluation:
     signals: tuple[Signal, ...]
     #: Time-weighted mean deviation over the deviation window (fraction, signed).
@@ -84,9 +92,7 @@ def evaluate(w: Windows, obs: Observations, cfg: ModelConfig, now: float,
         r2, ticks_v = vol.r2, vol.ticks
     else:
         # Only the fields the rating reads (the same floats as ``window``'s).
-        dev_dt, covered = w.fields(now, cfg.deviation_window_seconds, _DEVIATION)
-        low_s, high_s = w.fields(now, cfg.persistence_window_seconds, _PERSISTENCE)
-        r2 = w.fields(now, cfg.volatility_window_seconds, _VOLATILITY)[0]
+        dev_dt, covered, low_s, high_s, r2 = w.reads(now, _reads(cfg))
     deviation = dev_dt / covered if covered > 0 else w.last_dev
 
     recent_rate = r2 / cfg.volatility_window_seconds

@@ -15,9 +15,7 @@ from __future__ import annotations
 
 import math
 from array import array
-from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
-from itertools import compress
 from typing import Final, NamedTuple
 
 import msgspec
@@ -60,6 +58,35 @@ class WindowState(msgspec.Struct, array_like=True):
     base_ts: float | None
 
 
+class _Flags:
+    """Per ring slot and per line, 1 when that final bucket was covered and its extreme
+    beyond the line, else 0: valid for the buckets ``lo..upto`` still in the ring."""
+
+    __slots__ = ("columns", "lo", "upto")
+
+    def __init__(self, lines: int, size: int) -> None:
+        self.columns = [array("b", bytes(size)) for _ in range(lines)]
+        self.lo = 0
+        self.upto: int | None = None
+
+    def cover(self, lo: int, hi: int, ext: array[float], cov: array[float],
+              lines: tuple[float, ...], above: bool) -> None:
+        """Make the flags of final buckets ``lo..hi`` valid (working out only the new)."""
+        if self.upto is None or lo < self.lo or self.upto < lo - 1:
+            start, self.lo = lo, lo
+        else:
+            start = self.upto + 1
+        size = len(ext)
+        for k in range(start, hi + 1):
+            slot = k % size
+            x = ext[slot]
+            covered = cov[slot] > 0
+            for column, line in zip(self.columns, lines, strict=True):
+                column[slot] = 1 if covered and (x > line if above else x < line) else 0
+        if self.upto is None or start == lo or hi > self.upto:
+            self.upto = hi
+
+
 class Windows:
     """Per-token buckets of deviation, persistence and squared changes.
 
@@ -68,8 +95,8 @@ class Windows:
     """
 
     __slots__ = (
-        "_f", "base_s", "base_tau", "base_ts", "bucket", "head", "high", "last_dev",
-        "last_price_ts", "low", "size",
+        "_f", "_flags", "base_s", "base_tau", "base_ts", "bucket", "head", "high",
+        "last_dev", "last_price_ts", "low", "size",
     )
 
     def __init__(self, bucket_seconds: int, size: int, low: float, high: float,
@@ -80,6 +107,8 @@ class Windows:
         self.high = high
         self.base_tau = float(baseline_seconds)
         self._f = [array("d", [empty]) * size for empty in _EMPTY]
+        #: Derived from the ring, never saved (rebuilt on demand after ``load``).
+        self._flags: dict[tuple[tuple[float, ...], bool], _Flags] = {}
         self.head: int | None = None  # newest bucket index held by the ring
         self.last_price_ts: float | None = None
         self.last_dev: float | None = None
@@ -136,6 +165,8 @@ class Windows:
         """A new price observation at ``ts`` (ticks arrive in time order)."""
         last_dev = self.last_dev
         if last_dev is not None and self.last_price_ts is not None:
+            if ts < self.last_price_ts:
+                self._flags.clear()  # out of order (never from the engine): rework them
             self._hold(last_dev, self.last_price_ts, ts)
         slot = self._slot(int(ts // self.bucket))
         f = self._f
@@ -256,112 +287,141 @@ class Windows:
     # ``bucket_extremes`` stay as the plain reference (tests/engine/test_windows_fast.py).
     def fields(self, now: float, seconds: float, which: Sequence[int]) -> list[float]:
         """``[window(now, seconds)[i] for i in which]``, computing only those fields."""
+        return self.reads(now, ((seconds, which),))
+
+    def reads(self, now: float, spec: Sequence[tuple[float, Sequence[int]]]) -> list[float]:
+        """:meth:`fields` of several windows ending at ``now``, one after the other in one
+        list (a refresh's reads in one call)."""
+        bucket = self.bucket
+        size = self.size
+        end_b = int(now // bucket)
+        if now == end_b * bucket:
+            end_b -= 1
+        head = self.head
+        dev = self.last_dev
+        since = self.last_price_ts if dev is not None else None
+        f = self._f
+        out: list[float] = []
+        for seconds, which in spec:
+            first_b = math.ceil((now - seconds) / bucket)
+            if first_b < end_b - size + 1:
+                first_b = end_b - size + 1
+            a = b = -1
+            if head is not None:
+                lo = first_b if first_b > head - size + 1 else head - size + 1
+                hi = end_b if end_b < head else head
+                if lo <= hi:
+                    a, b = lo % size, hi % size
+            dt = 0.0
+            if since is not None:
+                start = first_b * bucket
+                if since > start:
+                    start = since
+                if now > start:
+                    dt = now - start
+            for i in which:
+                column = f[i]
+                if i < _MIN:
+                    acc = 0.0
+                    if a < 0:
+                        pass
+                    elif a <= b:
+                        acc += sum(column[a:b + 1])
+                    else:
+                        acc += sum(column[a:])
+                        acc += sum(column[:b + 1])
+                    if dt and dev is not None:
+                        if i == _DEV:
+                            acc += dev * dt
+                        elif i == _COV:
+                            acc += dt
+                        elif i == _LOW:
+                            if dev < -self.low:
+                                acc += dt
+                        elif i == _HIGH and dev < -self.low and dev < -self.high:
+                            acc += dt
+                else:
+                    pick = min if i == _MIN else max
+                    acc = _EMPTY[i]
+                    if a < 0:
+                        pass
+                    elif a <= b:
+                        acc = pick(acc, pick(column[a:b + 1]))
+                    else:
+                        acc = pick(acc, pick(column[a:]))
+                        acc = pick(acc, pick(column[:b + 1]))
+                    if dt and dev is not None:
+                        acc = pick(acc, dev)
+                out.append(acc)
+        return out
+
+    def count_beyond(self, now: float, seconds: float, lines: tuple[float, ...], *,
+                     above: bool) -> list[int]:
+        """Per line, how many of ``bucket_extremes(now, seconds, above=above)`` are
+        beyond it: ``> line`` when ``above``, else ``< line`` (the same counts as
+        ``buckets_above``/``buckets_below`` with ``line = level``/``-level``).
+
+        A bucket before the one holding the last tick is final (ticks come in time
+        order, so nothing is written there again): whether it is beyond each line is
+        worked out once, kept per ring slot (:class:`_Flags`), and a refresh adds up
+        flags. Only the buckets from the last tick's on are looked at each time."""
         bucket = self.bucket
         size = self.size
         end_b = int(now // bucket)
         if now == end_b * bucket:
             end_b -= 1
         first_b = math.ceil((now - seconds) / bucket)
-        first_b = max(first_b, end_b - size + 1)
-        head = self.head
-        a = b = -1
-        if head is not None:
-            lo, hi = max(first_b, head - size + 1), min(end_b, head)
-            if lo <= hi:
-                a, b = lo % size, hi % size
-        dev = self.last_dev
-        dt = 0.0
-        if dev is not None and self.last_price_ts is not None:
-            start = max(self.last_price_ts, first_b * bucket)
-            if now > start:
-                dt = now - start
-        f = self._f
-        out: list[float] = []
-        for i in which:
-            column = f[i]
-            if i < _MIN:
-                acc = 0.0
-                if a < 0:
-                    pass
-                elif a <= b:
-                    acc += sum(column[a:b + 1])
-                else:
-                    acc += sum(column[a:])
-                    acc += sum(column[:b + 1])
-                if dt and dev is not None:
-                    if i == _DEV:
-                        acc += dev * dt
-                    elif i == _COV:
-                        acc += dt
-                    elif i == _LOW:
-                        if dev < -self.low:
-                            acc += dt
-                    elif i == _HIGH and dev < -self.low and dev < -self.high:
-                        acc += dt
-            else:
-                pick = min if i == _MIN else max
-                acc = _EMPTY[i]
-                if a < 0:
-                    pass
-                elif a <= b:
-                    acc = pick(acc, pick(column[a:b + 1]))
-                else:
-                    acc = pick(acc, pick(column[a:]))
-                    acc = pick(acc, pick(column[:b + 1]))
-                if dt and dev is not None:
-                    acc = pick(acc, dev)
-            out.append(acc)
-        return out
-
-    def count_beyond(self, now: float, seconds: float, lines: Sequence[float], *,
-                     above: bool) -> list[int]:
-        """Per line, how many of ``bucket_extremes(now, seconds, above=above)`` are
-        beyond it: ``> line`` when ``above``, else ``< line`` (the same counts as
-        ``buckets_above``/``buckets_below`` with ``line = level``/``-level``)."""
-        bucket = self.bucket
-        size = self.size
-        end_b = int(now // bucket)
-        if now == end_b * bucket:
-            end_b -= 1
-        first_b = max(math.ceil((now - seconds) / bucket), end_b - size + 1)
+        if first_b < end_b - size + 1:
+            first_b = end_b - size + 1
+        counts = [0] * len(lines)
         if first_b > end_b:
-            return [0] * len(lines)
+            return counts
         head = self.head
         dev, since = self.last_dev, self.last_price_ts
         held_from = int(since // bucket) if since is not None and dev is not None \
             else end_b + 1
         f_ext = self._f[_MIN] if above else self._f[_MAX]
-        f_cov = self._f[_COV]
-        xs: list[float] = []
         if head is not None:
-            lo, hi = max(first_b, head - size + 1), min(end_b, head, held_from - 1)
+            lo = first_b if first_b > head - size + 1 else head - size + 1
+            hi = min(end_b, head, held_from - 1)
             if lo <= hi:
+                flags = self._flags.get((lines, above))
+                if flags is None:
+                    flags = self._flags[(lines, above)] = _Flags(len(lines), size)
+                flags.cover(lo, hi, f_ext, self._f[_COV], lines, above)
                 a, b = lo % size, hi % size
-                if a <= b:
-                    xs = list(compress(f_ext[a:b + 1], f_cov[a:b + 1]))
-                else:
-                    xs = list(compress(f_ext[a:], f_cov[a:]))
-                    xs += compress(f_ext[:b + 1], f_cov[:b + 1])
+                for n, column in enumerate(flags.columns):
+                    counts[n] = sum(column[a:b + 1]) if a <= b \
+                        else sum(column[a:]) + sum(column[:b + 1])
         # The held stretch: ring buckets take the extreme with ``dev``; the buckets past
-        # the ring's head hold ``dev`` alone (counted, not listed).
-        lone = 0
-        lo = max(first_b, held_from)
+        # the ring's head hold ``dev`` alone.
+        lo = first_b if first_b > held_from else held_from
         if lo <= end_b and dev is not None:
-            pick = min if above else max
             ring_hi = lo - 1 if head is None else min(end_b, head)
+            held: list[float] = []
+            lone = 0
             for k in range(lo, ring_hi + 1):
                 if head is not None and head - size < k:  # at most one bucket, normally
-                    xs.append(pick(f_ext[k % size], dev))
+                    x = f_ext[k % size]
+                    held.append((x if x < dev else dev) if above else (x if x > dev else dev))
                 else:
                     lone += 1
             lone += end_b - max(lo, ring_hi + 1) + 1
-        xs.sort()
-        n = len(xs)
-        if above:
-            return [n - bisect_right(xs, line) + (lone if dev is not None and dev > line
-                                                  else 0) for line in lines]
-        return [bisect_left(xs, line) + (lone if dev is not None and dev < line else 0)
-                for line in lines]
+            n = 0
+            for line in lines:
+                if above:
+                    count = lone if dev > line else 0
+                    for x in held:
+                        if x > line:
+                            count += 1
+                else:
+                    count = lone if dev < line else 0
+                    for x in held:
+                        if x < line:
+                            count += 1
+                counts[n] += count
+                n += 1
+        return counts
 
     def baseline_rate(self, now: float) -> float:
         """Baseline variance of deviation changes per second, decayed to ``now``."""
@@ -383,6 +443,7 @@ class Windows:
         if len(sizes) != 1 or not 0 < (old := sizes.pop()) <= self.size:
             raise ValueError("window state was saved with a larger ring")
         self.head = state.head
+        self._flags.clear()
         if old == self.size:
             self._f = [array("d", v) for v in state.values]
         else:

@@ -70,8 +70,8 @@ def test_counts_equal_the_plain_bucket_extremes(
         levels: list[float]) -> None:
     w = filled(ticks, size)
     now = (ticks[-1][0] if ticks else 0.0) + after
-    below = w.count_beyond(now, seconds, [-x for x in levels], above=False)
-    above = w.count_beyond(now, seconds, levels, above=True)
+    below = w.count_beyond(now, seconds, tuple(-x for x in levels), above=False)
+    above = w.count_beyond(now, seconds, tuple(levels), above=True)
     assert below == [w.buckets_below(now, seconds, x) for x in levels]
     assert above == [w.buckets_above(now, seconds, x) for x in levels]
     highs = w.bucket_extremes(now, seconds, above=False)
@@ -94,5 +94,31 @@ def test_a_restored_ring_reads_the_same(ticks: list[tuple[float, float]], split:
     now = (math.floor((ticks[-1][0] if ticks else 0.0) / BUCKET) + 1 + after) * BUCKET
     for seconds in (300, 900, 3600):
         assert same(a.fields(now, seconds, ALL_FIELDS), b.fields(now, seconds, ALL_FIELDS))
-        assert a.count_beyond(now, seconds, [-0.01], above=False) == \
-            b.count_beyond(now, seconds, [-0.01], above=False)
+        assert a.count_beyond(now, seconds, (-0.01,), above=False) == \
+            b.count_beyond(now, seconds, (-0.01,), above=False)
+
+
+@settings(max_examples=300, deadline=None)
+@given(steps=st.lists(st.tuples(st.floats(0, 900, allow_nan=False), deviations,
+                                st.lists(st.tuples(st.floats(0, 4000, allow_nan=False),
+                                                   st.sampled_from([900, 3600, 300])),
+                                         max_size=3)),
+                      min_size=1, max_size=150),
+       size=st.sampled_from([61, 7]))
+def test_counts_stay_equal_as_ticks_and_refreshes_interleave(
+        steps: list[tuple[float, float, list[tuple[float, int]]]], size: int) -> None:
+    """The flags kept between refreshes (final buckets are worked out once) never go
+    stale: ticks and reads interleave as in the engine, reads at any time after the last
+    tick (also backwards, and for different window lengths on the same lines)."""
+    w = Windows(BUCKET, size, LOW_LINE, HIGH_LINE, TAU)
+    ts = 0.0
+    lines = (-0.05, -0.02, -0.01)
+    for gap, dev, reads in steps:
+        ts += gap
+        w.add_price(ts, dev)
+        for after, seconds in reads:
+            now = ts + after
+            assert w.count_beyond(now, seconds, lines, above=False) == \
+                [w.buckets_below(now, seconds, -x) for x in lines]
+            assert w.count_beyond(now, seconds, (0.005,), above=True) == \
+                [w.buckets_above(now, seconds, 0.005)]
