@@ -111,14 +111,15 @@ def run_replay(rows: Iterable[Row], model: ModelConfig,
             if len(summary.bad_examples) < MAX_BAD_ROWS_SHOWN:
                 summary.bad_examples.append(row)
             continue
+        key = row.key
         try:  # the same bound the daemon applies (monitor/timesanity.py)
-            check_not_future(row, newest.get(row.key), wall, model.future_tolerance_seconds)
+            check_not_future(row, newest.get(key), wall, model.future_tolerance_seconds)
         except BadTick as exc:
             summary.bad_rows += 1
             summary.bad_reasons[exc.reason] += 1
             continue
-        if row.ts > newest.get(row.key, -math.inf):
-            newest[row.key] = row.ts
+        if row.ts > newest.get(key, -math.inf):
+            newest[key] = row.ts
         summary.ticks += 1
         for out in feed.process(row):
             seq += 1

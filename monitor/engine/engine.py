@@ -30,10 +30,9 @@ from ..timefmt import format_ts
 from .rating import Held, combine, floor_rating, publish
 from .signals import Observations, evaluate
 from .tiers import TierState, band, step
-from .windows import MIN, Windows, WindowState
+from .windows import Windows, WindowState
 
 Output = TierChangeEvent | RatingSnapshot
-_MIN_ONLY = (MIN,)
 
 
 @dataclass(slots=True)
@@ -332,7 +331,7 @@ class Engine:
         floor = floor_rating(t.windows, now, c)
         deviation = ev.deviation if ev.deviation is not None else t.windows.last_dev
         # Calm: no price more than persistence_low below peg in the calm window.
-        calm = t.windows.fields(now, c.calm_window_seconds, _MIN_ONLY)[0] >= -c.persistence_low
+        calm = ev.calm_min >= -c.persistence_low
         rating = publish(t.held, raw, floor, calm, now, c)
         old = t.tier.tier
         above = t.windows.count_beyond(now, 3600, (c.premium_enter,), above=True)[0]

@@ -8,15 +8,17 @@ from typing import NamedTuple
 
 from ..config import ModelConfig
 from .memo import per_config
-from .windows import COV, DEV, HIGH, LOW, R2, Windows
+from .windows import COV, DEV, HIGH, LOW, MIN, R2, Windows
 
 
 @per_config
 def _reads(cfg: ModelConfig) -> tuple[tuple[float, tuple[int, ...]], ...]:
-    """The windows and fields a refresh without detail reads, in ``evaluate``'s order."""
+    """The windows and fields a refresh without detail reads, in ``evaluate``'s order
+    (the calm window's lowest deviation last)."""
     return ((float(cfg.deviation_window_seconds), (DEV, COV)),
             (float(cfg.persistence_window_seconds), (LOW, HIGH)),
-            (float(cfg.volatility_window_seconds), (R2,)))
+            (float(cfg.volatility_window_seconds), (R2,)),
+            (float(cfg.calm_window_seconds), (MIN,)))
 
 
 def _ramp(value: float, start: float, full: float) -> float:
@@ -59,6 +61,8 @@ class Evaluation:
     #: Time-weighted mean deviation over the deviation window (fraction, signed).
     deviation: float | None
     metrics: dict[str, float | None]
+    #: Lowest deviation held over the calm window (inf when no price is known there).
+    calm_min: float
 
 
 def _pct(x: float | None) -> float | None:
@@ -90,9 +94,10 @@ def evaluate(w: Windows, obs: Observations, cfg: ModelConfig, now: float,
         mn, mx = persist.min_dev, persist.max_dev
         vol = sums[float(cfg.volatility_window_seconds)]
         r2, ticks_v = vol.r2, vol.ticks
+        calm_min = w.window(now, cfg.calm_window_seconds).min_dev
     else:
         # Only the fields the rating reads (the same floats as ``window``'s).
-        dev_dt, covered, low_s, high_s, r2 = w.reads(now, _reads(cfg))
+        dev_dt, covered, low_s, high_s, r2, calm_min = w.reads(now, _reads(cfg))
     deviation = dev_dt / covered if covered > 0 else w.last_dev
 
     recent_rate = r2 / cfg.volatility_window_seconds
@@ -130,7 +135,8 @@ def evaluate(w: Windows, obs: Observations, cfg: ModelConfig, now: float,
         headroom,
     )
     if not detail:
-        return Evaluation(signals=signals, deviation=deviation, metrics=metrics)
+        return Evaluation(signals=signals, deviation=deviation, metrics=metrics,
+                          calm_min=calm_min)
     metrics.update({
         "price_usd": obs.price,
         "peg_usd": obs.peg,
@@ -154,7 +160,8 @@ def evaluate(w: Windows, obs: Observations, cfg: ModelConfig, now: float,
         "cross_chain_spread_age_seconds": None if obs.spread_ts is None else now - obs.spread_ts,
         "price_age_seconds": None if obs.price_ts is None else now - obs.price_ts,
     })
-    return Evaluation(signals=signals, deviation=deviation, metrics=metrics)
+    return Evaluation(signals=signals, deviation=deviation, metrics=metrics,
+                          calm_min=calm_min)
 
 
 def _headroom(obs: Observations, cfg: ModelConfig, now: float,
