@@ -18,7 +18,7 @@ from array import array
 from collections.abc import Sequence
 from typing import Final, NamedTuple
 
-import msgspec
+from .window_state import WindowState as WindowState  # re-exported: its old home
 
 # Field order in the ring: the additive ones, then the two extremes.
 _DEV, _COV, _LOW, _HIGH, _R2, _TICKS, _MIN, _MAX = range(8)
@@ -45,17 +45,6 @@ class Sums(NamedTuple):
     ticks: float
     min_dev: float
     max_dev: float
-
-
-class WindowState(msgspec.Struct, array_like=True):
-    """Serialisable contents of :class:`Windows` (for the state topic)."""
-
-    head: int | None
-    values: list[list[float]]
-    last_price_ts: float | None
-    last_dev: float | None
-    base_s: float
-    base_ts: float | None
 
 
 class _Flags:
