@@ -17,9 +17,11 @@ from __future__ import annotations
 import os
 import sys
 
-#: The modules compiled: the engine's per-refresh reads and the CSV path (the others
-#: hold msgspec structs, which mypyc would turn into native classes and break).
+#: The modules compiled: the engine's per-refresh work and the CSV path. Not the engine
+#: module itself (its saved struct is a msgspec struct, which mypyc would turn into a
+#: native class and break; the others' structs moved to ``engine/saved.py`` for this).
 MODULES = ("monitor/engine/windows.py", "monitor/engine/signals.py",
+           "monitor/engine/rating.py", "monitor/engine/tiers.py",
            "monitor/engine/memo.py", "monitor/tickfiles.py", "monitor/timefmt.py")
 ENV = "DEPEG_MONITOR_COMPILED"
 MANIFEST = "depeg-monitor-compiled.json"

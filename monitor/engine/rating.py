@@ -12,11 +12,10 @@ over observed signals only.
 
 from __future__ import annotations
 
-import msgspec
-
 from ..config import ModelConfig, Weights
 from ..records import SignalValue
 from .memo import per_config
+from .saved import Held as Held  # re-exported: its old home
 from .signals import Signal
 from .windows import Windows
 
@@ -84,15 +83,6 @@ def floor_rating(windows: Windows, now: float, cfg: ModelConfig) -> float:
         if count >= minutes:
             return at
     return 0.0
-
-
-class Held(msgspec.Struct, array_like=True):
-    """The published rating of the last refresh and when it was made (state topic)."""
-
-    rating: float = 0.0
-    at: float | None = None
-    #: Last event time the raw rating came within ``hold_margin`` of the current band.
-    support_at: float | None = None
 
 
 def band_edge(rating: float, cfg: ModelConfig) -> float:

@@ -18,7 +18,7 @@ from array import array
 from collections.abc import Sequence
 from typing import Final, NamedTuple
 
-from .window_state import WindowState as WindowState  # re-exported: its old home
+from .saved import WindowState as WindowState  # re-exported: its old home
 
 # Field order in the ring: the additive ones, then the two extremes.
 _DEV, _COV, _LOW, _HIGH, _R2, _TICKS, _MIN, _MAX = range(8)
