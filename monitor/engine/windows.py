@@ -132,12 +132,16 @@ class Windows:
         below_low = dev < -self.low
         below_high = dev < -self.high
         bucket = self.bucket
+        size = self.size
         t = start
         while t < end:
             b = int(t // bucket)
-            stop = min(end, (b + 1) * bucket)
+            stop = (b + 1) * bucket
+            if stop > end:
+                stop = end
             dt = stop - t
-            slot = self._slot(b)
+            head = self.head  # rolling the ring forward is the rare case
+            slot = b % size if head is not None and b <= head else self._slot(b)
             dev_dt[slot] += dev * dt
             covered[slot] += dt
             if below_low:
@@ -157,7 +161,9 @@ class Windows:
             if ts < self.last_price_ts:
                 self._flags.clear()  # out of order (never from the engine): rework them
             self._hold(last_dev, self.last_price_ts, ts)
-        slot = self._slot(int(ts // self.bucket))
+        b = int(ts // self.bucket)
+        head = self.head
+        slot = b % self.size if head is not None and b <= head else self._slot(b)
         f = self._f
         if last_dev is not None:
             change = dev - last_dev
@@ -290,6 +296,8 @@ class Windows:
         dev = self.last_dev
         since = self.last_price_ts if dev is not None else None
         f = self._f
+        below_low = dev is not None and dev < -self.low
+        below_high = below_low and dev is not None and dev < -self.high
         out: list[float] = []
         for seconds, which in spec:
             first_b = math.ceil((now - seconds) / bucket)
@@ -325,9 +333,9 @@ class Windows:
                         elif i == _COV:
                             acc += dt
                         elif i == _LOW:
-                            if dev < -self.low:
+                            if below_low:
                                 acc += dt
-                        elif i == _HIGH and dev < -self.low and dev < -self.high:
+                        elif i == _HIGH and below_high:
                             acc += dt
                 else:
                     pick = min if i == _MIN else max
@@ -372,7 +380,9 @@ class Windows:
         f_ext = self._f[_MIN] if above else self._f[_MAX]
         if head is not None:
             lo = first_b if first_b > head - size + 1 else head - size + 1
-            hi = min(end_b, head, held_from - 1)
+            hi = end_b if end_b < head else head
+            if hi > held_from - 1:
+                hi = held_from - 1
             if lo <= hi:
                 flags = self._flags.get((lines, above))
                 if flags is None:
