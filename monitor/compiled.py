@@ -20,7 +20,8 @@ import sys
 #: The modules compiled: the engine's per-refresh work and the CSV path. Not the engine
 #: module itself (its saved struct is a msgspec struct, which mypyc would turn into a
 #: native class and break; the others' structs moved to ``engine/saved.py`` for this).
-MODULES = ("monitor/engine/windows.py", "monitor/engine/signals.py",
+MODULES = ("monitor/engine/windows.py", "monitor/engine/readings.py",
+           "monitor/engine/ringfields.py", "monitor/engine/signals.py",
            "monitor/engine/rating.py", "monitor/engine/tiers.py",
            "monitor/engine/memo.py", "monitor/tickfiles.py", "monitor/timefmt.py")
 ENV = "DEPEG_MONITOR_COMPILED"

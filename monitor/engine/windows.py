@@ -16,22 +16,19 @@ from __future__ import annotations
 import math
 from array import array
 from collections.abc import Sequence
-from typing import Final, NamedTuple
+from typing import NamedTuple
 
+from .readings import Flags, count_beyond, read_fields
+from .ringfields import _COV, _DEV, _EMPTY, _HIGH, _LOW, _MAX, _MIN, _R2, _TICKS
+from .ringfields import COV as COV  # the field names, re-exported for the readers
+from .ringfields import DEV as DEV
+from .ringfields import HIGH as HIGH
+from .ringfields import LOW as LOW
+from .ringfields import MAX as MAX
+from .ringfields import MIN as MIN
+from .ringfields import R2 as R2
+from .ringfields import TICKS as TICKS
 from .saved import WindowState as WindowState  # re-exported: its old home
-
-# Field order in the ring: the additive ones, then the two extremes.
-_DEV, _COV, _LOW, _HIGH, _R2, _TICKS, _MIN, _MAX = range(8)
-_EMPTY = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0, math.inf, -math.inf)
-#: Public names of the fields, for :meth:`Windows.fields` (the order of :class:`Sums`).
-DEV: Final = _DEV
-COV: Final = _COV
-LOW: Final = _LOW
-HIGH: Final = _HIGH
-R2: Final = _R2
-TICKS: Final = _TICKS
-MIN: Final = _MIN
-MAX: Final = _MAX
 
 
 class Sums(NamedTuple):
@@ -45,35 +42,6 @@ class Sums(NamedTuple):
     ticks: float
     min_dev: float
     max_dev: float
-
-
-class _Flags:
-    """Per ring slot and per line, 1 when that final bucket was covered and its extreme
-    beyond the line, else 0: valid for the buckets ``lo..upto`` still in the ring."""
-
-    __slots__ = ("columns", "lo", "upto")
-
-    def __init__(self, lines: int, size: int) -> None:
-        self.columns = [array("b", bytes(size)) for _ in range(lines)]
-        self.lo = 0
-        self.upto: int | None = None
-
-    def cover(self, lo: int, hi: int, ext: array[float], cov: array[float],
-              lines: tuple[float, ...], above: bool) -> None:
-        """Make the flags of final buckets ``lo..hi`` valid (working out only the new)."""
-        if self.upto is None or lo < self.lo or self.upto < lo - 1:
-            start, self.lo = lo, lo
-        else:
-            start = self.upto + 1
-        size = len(ext)
-        for k in range(start, hi + 1):
-            slot = k % size
-            x = ext[slot]
-            covered = cov[slot] > 0
-            for column, line in zip(self.columns, lines, strict=True):
-                column[slot] = 1 if covered and (x > line if above else x < line) else 0
-        if self.upto is None or start == lo or hi > self.upto:
-            self.upto = hi
 
 
 class Windows:
@@ -97,7 +65,7 @@ class Windows:
         self.base_tau = float(baseline_seconds)
         self._f = [array("d", [empty]) * size for empty in _EMPTY]
         #: Derived from the ring, never saved (rebuilt on demand after ``load``).
-        self._flags: dict[tuple[tuple[float, ...], bool], _Flags] = {}
+        self._flags: dict[tuple[tuple[float, ...], bool], Flags] = {}
         self.head: int | None = None  # newest bucket index held by the ring
         self.last_price_ts: float | None = None
         self.last_dev: float | None = None
@@ -272,155 +240,20 @@ class Windows:
                     out.append(dev)
         return out
 
-    # -- the same queries, only what a refresh reads ------------------------------------
-    # A refresh reads a handful of fields of four windows and counts whole buckets beyond
-    # four lines; computing every field of every window (``window``) and listing every
-    # bucket's extreme (``bucket_extremes``) was most of its cost. These give the very
-    # same floats: each field is summed over the very same slices in the very same order
-    # (float addition is not associative, so a running sum would move the last bits);
-    # counts are integers, so how they are counted is free. ``window`` and
-    # ``bucket_extremes`` stay as the plain reference (tests/engine/test_windows_fast.py).
+    # -- the same queries, only what a refresh reads (monitor/engine/readings.py) -------
     def fields(self, now: float, seconds: float, which: Sequence[int]) -> list[float]:
         """``[window(now, seconds)[i] for i in which]``, computing only those fields."""
-        return self.reads(now, ((seconds, which),))
+        return read_fields(self, now, ((seconds, which),))
 
     def reads(self, now: float, spec: Sequence[tuple[float, Sequence[int]]]) -> list[float]:
-        """:meth:`fields` of several windows ending at ``now``, one after the other in one
-        list (a refresh's reads in one call)."""
-        bucket = self.bucket
-        size = self.size
-        end_b = int(now // bucket)
-        if now == end_b * bucket:
-            end_b -= 1
-        head = self.head
-        dev = self.last_dev
-        since = self.last_price_ts if dev is not None else None
-        f = self._f
-        below_low = dev is not None and dev < -self.low
-        below_high = below_low and dev is not None and dev < -self.high
-        out: list[float] = []
-        for seconds, which in spec:
-            first_b = math.ceil((now - seconds) / bucket)
-            if first_b < end_b - size + 1:
-                first_b = end_b - size + 1
-            a = b = -1
-            if head is not None:
-                lo = first_b if first_b > head - size + 1 else head - size + 1
-                hi = end_b if end_b < head else head
-                if lo <= hi:
-                    a, b = lo % size, hi % size
-            dt = 0.0
-            if since is not None:
-                start = first_b * bucket
-                if since > start:
-                    start = since
-                if now > start:
-                    dt = now - start
-            for i in which:
-                column = f[i]
-                if i < _MIN:
-                    acc = 0.0
-                    if a < 0:
-                        pass
-                    elif a <= b:
-                        acc += sum(column[a:b + 1])
-                    else:
-                        acc += sum(column[a:])
-                        acc += sum(column[:b + 1])
-                    if dt and dev is not None:
-                        if i == _DEV:
-                            acc += dev * dt
-                        elif i == _COV:
-                            acc += dt
-                        elif i == _LOW:
-                            if below_low:
-                                acc += dt
-                        elif i == _HIGH and below_high:
-                            acc += dt
-                else:
-                    pick = min if i == _MIN else max
-                    acc = _EMPTY[i]
-                    if a < 0:
-                        pass
-                    elif a <= b:
-                        acc = pick(acc, pick(column[a:b + 1]))
-                    else:
-                        acc = pick(acc, pick(column[a:]))
-                        acc = pick(acc, pick(column[:b + 1]))
-                    if dt and dev is not None:
-                        acc = pick(acc, dev)
-                out.append(acc)
-        return out
+        """:meth:`fields` of several windows ending at ``now``, in one list."""
+        return read_fields(self, now, spec)
 
     def count_beyond(self, now: float, seconds: float, lines: tuple[float, ...], *,
                      above: bool) -> list[int]:
         """Per line, how many of ``bucket_extremes(now, seconds, above=above)`` are
-        beyond it: ``> line`` when ``above``, else ``< line`` (the same counts as
-        ``buckets_above``/``buckets_below`` with ``line = level``/``-level``).
-
-        A bucket before the one holding the last tick is final (ticks come in time
-        order, so nothing is written there again): whether it is beyond each line is
-        worked out once, kept per ring slot (:class:`_Flags`), and a refresh adds up
-        flags. Only the buckets from the last tick's on are looked at each time."""
-        bucket = self.bucket
-        size = self.size
-        end_b = int(now // bucket)
-        if now == end_b * bucket:
-            end_b -= 1
-        first_b = math.ceil((now - seconds) / bucket)
-        if first_b < end_b - size + 1:
-            first_b = end_b - size + 1
-        counts = [0] * len(lines)
-        if first_b > end_b:
-            return counts
-        head = self.head
-        dev, since = self.last_dev, self.last_price_ts
-        held_from = int(since // bucket) if since is not None and dev is not None \
-            else end_b + 1
-        f_ext = self._f[_MIN] if above else self._f[_MAX]
-        if head is not None:
-            lo = first_b if first_b > head - size + 1 else head - size + 1
-            hi = end_b if end_b < head else head
-            if hi > held_from - 1:
-                hi = held_from - 1
-            if lo <= hi:
-                flags = self._flags.get((lines, above))
-                if flags is None:
-                    flags = self._flags[(lines, above)] = _Flags(len(lines), size)
-                flags.cover(lo, hi, f_ext, self._f[_COV], lines, above)
-                a, b = lo % size, hi % size
-                for n, column in enumerate(flags.columns):
-                    counts[n] = sum(column[a:b + 1]) if a <= b \
-                        else sum(column[a:]) + sum(column[:b + 1])
-        # The held stretch: ring buckets take the extreme with ``dev``; the buckets past
-        # the ring's head hold ``dev`` alone.
-        lo = first_b if first_b > held_from else held_from
-        if lo <= end_b and dev is not None:
-            ring_hi = lo - 1 if head is None else min(end_b, head)
-            held: list[float] = []
-            lone = 0
-            for k in range(lo, ring_hi + 1):
-                if head is not None and head - size < k:  # at most one bucket, normally
-                    x = f_ext[k % size]
-                    held.append((x if x < dev else dev) if above else (x if x > dev else dev))
-                else:
-                    lone += 1
-            lone += end_b - max(lo, ring_hi + 1) + 1
-            n = 0
-            for line in lines:
-                if above:
-                    count = lone if dev > line else 0
-                    for x in held:
-                        if x > line:
-                            count += 1
-                else:
-                    count = lone if dev < line else 0
-                    for x in held:
-                        if x < line:
-                            count += 1
-                counts[n] += count
-                n += 1
-        return counts
+        beyond it (``> line`` when ``above``, else ``< line``)."""
+        return count_beyond(self, now, seconds, lines, above=above)
 
     def baseline_rate(self, now: float) -> float:
         """Baseline variance of deviation changes per second, decayed to ``now``."""
