@@ -46,6 +46,8 @@ def run_until_signalled(run: Callable[[Config, asyncio.Event], Awaitable[None]],
     """
     import signal
 
+    from aiokafka.errors import KafkaConnectionError
+
     from .logs import get_logger
     from .ops_server import OpsServer
 
@@ -72,6 +74,13 @@ def run_until_signalled(run: Callable[[Config, asyncio.Event], Awaitable[None]],
         except StartupError as exc:
             log.error("service.start_failed", error=str(exc))
             return 2
+        except KafkaConnectionError as exc:
+            # A broker is configured but does not answer, and the service gave up: a
+            # runtime failure (exit 1), one line naming the setting, no traceback.
+            log.error("service.broker_unreachable",
+                      bootstrap_servers=config.kafka.bootstrap_servers, error=str(exc),
+                      hint="check kafka.bootstrap_servers (DEPEG_KAFKA__BOOTSTRAP_SERVERS)")
+            return 1
         finally:
             if server is not None:
                 await server.stop()

@@ -84,7 +84,8 @@ def run(args: argparse.Namespace, config: Config) -> int:
         return run_until_signalled(forever, config)
     except (SourcesError, ProduceError) as exc:
         print(f"depeg-monitor produce chain: {exc}", file=sys.stderr)
-        return 2
+        # A bad sources file is configuration (2); a ProduceError says which it is.
+        return exc.exit_code if isinstance(exc, ProduceError) else 2
 
 
 service = Service(name="chain", run=run_service, order=40)
