@@ -91,10 +91,14 @@ class SpreadDaemon:
                 health.unregister_check("spread")
             return
         if not self.assets or self.config.model.refresh_seconds <= 0:
-            log.info("spread.idle", reason="no asset is registered on two or more chains"
-                     if not self.assets else "model.refresh_seconds is 0")
+            reason = ("no asset is registered on two or more chains" if not self.assets
+                      else "model.refresh_seconds is 0")
+            log.info("spread.idle", reason=reason)
             self.ready.set()
-            await self._stop.wait()
+            # Listed in /readyz all the same, so an operator sees the stage runs and why
+            # it publishes nothing (an absent entry reads as "not started").
+            with health.checking("spread", health.idle_check(reason)):
+                await self._stop.wait()
             return
         self.stage = make_stage(self.config, self.assets)
         producer: AIOKafkaProducer | None = None
