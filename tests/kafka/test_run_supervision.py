@@ -6,7 +6,6 @@ service that fails stops everything with an exit code a supervisor acts on (READ
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import signal
 import subprocess
@@ -24,21 +23,11 @@ from monitor.run import _supervise
 from monitor.services import Service
 from monitor.ticks import make_tick
 
-from .kafkatools import produce, tick_records, wait_for
+from .kafkatools import log_events, produce, tick_records, wait_for
 
 pytestmark = pytest.mark.broker
 
 TOKEN = "0xdac17f958d2ee523a2206206994597c13d831ec7"
-
-
-def _events(log: Path) -> list[dict[str, Any]]:
-    out = []
-    for line in log.read_text(errors="replace").splitlines():
-        try:
-            out.append(json.loads(line))
-        except ValueError:
-            continue
-    return out
 
 
 def _spawn(tmp_path: Path, only: str, api_port: int, broker_port: int,
@@ -90,7 +79,7 @@ async def test_readyz_lists_idle_spread_and_chain_and_the_journal_save_counts(
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-    saved = [e for e in _events(log) if e.get("event") == "run.journal_saved"]
+    saved = [e for e in log_events(log) if e.get("event") == "run.journal_saved"]
     assert len(saved) == 1, log.read_text()[-3000:]
     assert saved[0]["records_held"] == len(ticks)
     assert saved[0]["copied_this_run"] == len(ticks)
@@ -109,7 +98,7 @@ def test_a_service_that_cannot_start_stops_run_with_exit_2_naming_it(tmp_path: P
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-    failed = [e for e in _events(log) if e.get("event") == "run.service_failed"]
+    failed = [e for e in log_events(log) if e.get("event") == "run.service_failed"]
     assert [e["service"] for e in failed] == ["chain"]
     assert "missing.tokenlist.json" in failed[0]["error"]
 
