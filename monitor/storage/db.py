@@ -146,10 +146,13 @@ class SqliteDatabase(_SqliteExecutor):
         def transaction(conn: sqlite3.Connection) -> T:
             try:
                 result = work(conn)
+                conn.execute("COMMIT")
             except BaseException:
-                conn.execute("ROLLBACK")
+                # Also when COMMIT itself fails: never leave the shared connection
+                # inside a transaction.
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
                 raise
-            conn.execute("COMMIT")
             return result
 
         def elsewhere(conn: sqlite3.Connection) -> T:
