@@ -3,8 +3,9 @@
 Per batch (``getmany``), under one lock that the rebalance callbacks also take:
 
 1. decode every record; a bad one becomes a dead letter (never stops the loop);
-2. feed the partition's engine; its outputs (tier changes, rating snapshots) and the dead
-   letters go to the producer at once (not awaited per batch);
+2. feed the partition's engine; the batch's outputs (tier changes, rating snapshots) go to
+   the producer together once the batch has run through the engine, dead letters as they
+   are found (neither is awaited per batch: the producer's futures are kept);
 3. at most every ``checkpoint_interval_seconds`` (and on revoke and shutdown): wait until
    the broker acknowledged every record sent so far, write the state of every token changed
    since the last checkpoint to the state topic, wait for those too, and only then commit
@@ -28,6 +29,7 @@ from aiokafka.errors import CommitFailedError, IllegalStateError, KafkaError
 
 from .. import health, metrics
 from ..config import Config
+from ..engine import Output
 from ..kafka.topics import ensure_topics, make_consumer, make_producer
 from ..logs import get_logger
 from ..spread.feed import gated_keys_or_none
@@ -234,6 +236,9 @@ class MonitorDaemon:
         started = time.monotonic()
         records = ticks = late = 0
         wall = time.time()  # the wall clock bounds how far ahead a tick may be dated
+        # The batch's outputs, handed to the producer together after the engine ran: no
+        # producer call (nor its await) between ticks; acknowledged in bulk at checkpoint.
+        produced: list[Output] = []
         for tp, recs in batch.items():
             part = self._parts.get(tp.partition)
             if part is None:  # revoked while this batch was in flight: not ours any more
@@ -279,12 +284,14 @@ class MonitorDaemon:
                     self._clock.tick(key, tick.ts, tp.partition)
                 part.dirty.add(key)
                 if outputs:
-                    await out.emit(outputs)
+                    produced += outputs
             late += engine.stats.late - late_before
             highwater = self._consumer.highwater(tp) if self._consumer else None
             if highwater is not None:
                 metrics.CONSUMER_LAG.labels("monitor", str(tp.partition)).set(
                     max(highwater - part.next_offset, 0))
+        if produced:
+            await out.emit(produced)
         self.stats.records += records
         self.stats.ticks += ticks
         self.stats.batches += 1
