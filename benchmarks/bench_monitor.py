@@ -363,7 +363,10 @@ def main() -> int:
     configure_logging(level=os.environ.get("BENCH_LOG", "warning"), fmt="console")
     if args.table:
         n_tokens = int(args.tokens.split(",")[0])
-        config = Config(model=ModelConfig(snapshot_seconds=args.snapshot_seconds),
+        # Only a non-default cadence is passed, so this script also measures older code.
+        model = (ModelConfig(snapshot_seconds=args.snapshot_seconds) if args.snapshot_seconds
+                 else ModelConfig())
+        config = Config(model=model,
                         kafka=KafkaConfig(checkpoint_interval_seconds=args.checkpoint_interval))
         known = {"minute": Row("minute", 60, args.ticks),
                  "second": Row("second", 1, args.ticks_per_second_row or args.ticks)}

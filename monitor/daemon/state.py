@@ -12,15 +12,20 @@ or above it". That sentence is what makes recovery exact:
 - a state record may be newer than ``C`` (a crash between writing states and committing):
   the ingest loop then skips that token's ticks below the record's ``offset``, because the
   state already holds them, and processes the rest; outputs between ``C`` and the crash are
-  re-produced byte for byte with the same event ids.
+  re-produced byte for byte with the same event ids;
+- compact records (version 2) leave out the ticks the engine still holds for lateness
+  (``lateness_seconds`` of them: at one tick a second they were 85% of the record, and
+  grew with tick density) and list their offsets instead, ``pending_offsets``. The
+  restore seeks the partition back to the lowest such offset, below ``C``, and below ``C``
+  processes exactly those offsets (in offset order, as first received, so the engine
+  holds and releases them exactly as before), nothing else: no output nor dead letter is
+  made twice for them. The group's committed offset never moves back.
 
-On the wire (version 2) the engine state is deflated (``zlib``, stdlib): an engine state is
-msgpack of a bucket ring (mostly repeated or empty floats) and the ticks held for lateness
-(the token's chain, address and symbol repeated in each), so it shrinks 3x at one tick a
-minute (5.1 KB -> 1.9 KB) and 7-8x at one a second (33 KB -> 4.3 KB); the lateness buffer
-still grows with tick density, only far slower. Version 1 records (engine state as is)
-still load. In memory a :class:`StateRecord` always holds the engine state as
-``Engine.export_state`` made it.
+On the wire (version 2) the engine state is also deflated (``zlib``, stdlib): it is msgpack
+of a bucket ring (mostly repeated or empty floats), so a token's record shrinks from
+5.1 KB to about 1.9 KB, at any tick rate (it held 33 KB at one tick a second before).
+Version 1 records (engine state as is, held ticks inside) still load. In memory a
+:class:`StateRecord` always holds the engine state as ``Engine.export_state`` made it.
 
 Never ``offsets_for_times``: it is wrong on the embedded broker (DESIGN.md).
 """
@@ -58,8 +63,14 @@ class StateRecord(msgspec.Struct, array_like=True, frozen=True):
     written_at: float
     #: Whether the token had no tick for ``model.stale_after_seconds`` of wall time.
     stale: bool
-    #: ``Engine.export_state(key)``.
+    #: ``Engine.export_state(key)``; without the ticks held for lateness when
+    #: ``pending_offsets`` lists them.
     engine_state: bytes
+    #: Offsets (tick partition ``partition``, all below ``offset``) of the token's ticks
+    #: held for lateness at the checkpoint and left OUT of ``engine_state``: a restore
+    #: reads them again from the ticks topic. Added in version 2 (trailing, default empty:
+    #: a version 1 state holds its held ticks itself).
+    pending_offsets: list[int] = msgspec.field(default_factory=list)
 
 
 _encoder = msgspec.msgpack.Encoder()

@@ -197,7 +197,10 @@ class Engine:
             self._release(t, math.inf, out)
         return out
 
-    def export_state(self, key: str) -> bytes:
+    def export_state(self, key: str, *, pending: bool = True) -> bytes:
+        """The token's state; ``pending=False`` leaves out the ticks held for lateness
+        (the caller re-reads them from its input after a restore: the daemon's compact
+        checkpoints, monitor/daemon/state.py)."""
         t = self._tokens[key]
         saved = _Saved(
             version=STATE_VERSION, chain=t.chain, token=t.token, symbol=t.symbol,
@@ -206,7 +209,8 @@ class Engine:
             price_text=t.price_text, peg_text=t.peg_text, next_refresh=t.next_refresh,
             last_applied=t.last_applied, last_eval=t.last_eval, max_seen=t.max_seen,
             last_tick_ts=t.last_tick_ts, last_sig=t.last_sig,
-            pending=[tick for _, _, tick in sorted(t.pending)], held=t.held,
+            pending=[tick for _, _, tick in sorted(t.pending)] if pending else [],
+            held=t.held,
             spread_mark=t.spread_mark,
         )
         return _state_encoder.encode(saved)
@@ -230,6 +234,11 @@ class Engine:
         key = f"{s.chain}:{s.token}"
         self._tokens[key] = t
         return key
+
+    def pending(self, key: str) -> list[Tick]:
+        """The ticks of ``key`` held for lateness (taken, not applied yet), in no order."""
+        t = self._tokens.get(key)
+        return [tick for _, _, tick in t.pending] if t is not None else []
 
     def forget(self, key: str) -> None:
         """Drop a token (its partition moved to another instance)."""
