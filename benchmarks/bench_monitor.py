@@ -1,18 +1,27 @@
 """Throughput of the monitor daemon against a bare consumer, on the same topic, one run.
 
-    python benchmarks/bench_monitor.py [--ticks 100000] [--tokens 1000,10000]
+    python benchmarks/bench_monitor.py --table [--ticks 100000] [--tokens 1000]
+        [--rows minute,second] [--snapshot-seconds 0] [--checkpoint-interval 5]
 
-For each token count: start an embedded Tansu broker, produce ``--ticks`` synthetic ticks
-(random walks around a 1.0 peg, one-minute spacing per token, keyed ``chain:token``) to a
-fresh ticks topic, then
+``--table`` (the README's rows): per row, an embedded Tansu broker, synthetic ticks
+(random walks around a 1.0 peg, keyed ``chain:token``; one tick per token per minute, or
+per second) published once, then for ``--rounds`` rounds in rotating order:
 
-1. a bare aiokafka consumer reads every record and only decodes it (``decode_tick``);
+1. a bare aiokafka consumer reads every record and only decodes it (``decode_tick``): the
+   limit;
 2. the monitor daemon (engine, rating snapshots, tier changes, state checkpoints, offset
-   commits; acks=all) consumes the same topic from the beginning in its own group.
+   commits; acks=all) in its own group with its own output and state topics;
+3. Quix Streams (only when installed: ``pip install -e '.[bench]'``), one tumbling 5-minute
+   mean of the price per token over the same topic, in a child process: the peer.
 
-Both are timed from the moment they hold their partitions to the last tick processed.
-The ratio monitor/bare is the figure of merit (target >= 0.5). ``engine/s`` is decode +
-``Engine.process`` alone, without Kafka: the ceiling for the daemon on one core.
+Each is timed from the moment it holds its partitions to its last tick (short runs are
+dominated by the group join and first fetch: use >= 100,000 ticks). Printed: min/median/
+max per side, the ratio of the medians (targets 0.5 at 1/min, 0.7 at 1/s), and the bytes
+the monitor wrote to its state and ratings topics per byte of ticks in (target <= 1), for
+this replay-speed run and as estimated for real time at the configured checkpoint interval
+(every interval, each token that ticked writes one state record). Dead letters of these
+valid ticks count as errors (exit 1). Without ``--table``: one quick run per token count
+with ``engine/s`` (decode + ``Engine.process`` alone, no Kafka: the daemon's ceiling).
 """
 
 from __future__ import annotations
