@@ -28,9 +28,10 @@ class PartitionState:
     committed: int = -1
     #: Tokens whose state changed since the last checkpoint.
     dirty: set[str] = field(default_factory=set)
-    #: key -> (offset, tick) of ticks handed to the engine that it may still hold for
-    #: lateness; ``pending_offsets`` keeps it to those it really holds.
-    held: dict[str, list[tuple[int, Tick]]] = field(default_factory=dict)
+    #: key -> {id(tick): (offset, tick)} of ticks handed to the engine that it may still
+    #: hold for lateness; ``pending_offsets`` keeps it to those it really holds. (The
+    #: tick is kept so its ``id`` stays unique while it is listed.)
+    held: dict[str, dict[int, tuple[int, Tick]]] = field(default_factory=dict)
     #: Where the group's committed offset stood at restore; below it only ``refeed``
     #: offsets are processed (everything else there is inside the restored states).
     resume_at: int = 0
@@ -71,9 +72,9 @@ class PartitionState:
         """The engine took ``tick`` (read at ``offset``); it may hold it for lateness."""
         held = self.held.get(key)
         if held is None:
-            self.held[key] = [(offset, tick)]
+            self.held[key] = {id(tick): (offset, tick)}
         else:
-            held.append((offset, tick))
+            held[id(tick)] = (offset, tick)
 
     def state_offset(self, key: str) -> int:
         """The offset a state of ``key`` written now is exact at: the position, or the
@@ -90,12 +91,16 @@ class PartitionState:
         if not pending:
             self.held.pop(key, None)
             return unread
-        ids = {id(tick) for tick in pending}
-        kept = [(o, t) for o, t in self.held.get(key, ()) if id(t) in ids]
+        held = self.held.get(key, {})
+        kept: dict[int, tuple[int, Tick]] = {}
+        for tick in pending:
+            entry = held.get(id(tick))
+            if entry is not None:
+                kept[id(tick)] = entry
         self.held[key] = kept
         if len(kept) != len(pending):
             return None
-        return sorted([o for o, _ in kept] + unread)
+        return sorted([o for o, _ in kept.values()] + unread)
 
 
 def skip_restored(skip_below: dict[str, int], key: str, offset: int) -> bool:
