@@ -27,8 +27,10 @@ from ..records import (
 )
 from ..ticks import Tick
 from ..timefmt import format_ts
-from .rating import Held, combine, floor_rating, publish
-from .signals import Observations, evaluate
+from .figures import refresh_figures
+from .rating import Held, publish
+from .signals import Observations
+from .steady import Steady, steady_figures
 from .tiers import TierState, band, step
 from .windows import Windows, WindowState
 
@@ -101,6 +103,8 @@ class _Token:
     pending: list[tuple[float, int, Tick]] = field(default_factory=list)
     held: Held = field(default_factory=Held)
     spread_mark: float | None = None
+    #: The last refresh's figures, reused while provably unchanged (never saved).
+    steady: Steady | None = None
 
 
 class Engine:
@@ -338,23 +342,22 @@ class Engine:
             # oracle ticks alone would publish a tier with no price behind it.
             self.stats.unrated += 1
             return
-        ev = evaluate(t.windows, t.obs, c, now, detail=snap)
-        raw, signals = combine(ev.signals, c.weights, detail=snap)
-        floor = floor_rating(t.windows, now, c)
-        deviation = ev.deviation if ev.deviation is not None else t.windows.last_dev
-        # Calm: no price more than persistence_low below peg in the calm window.
-        calm = ev.calm_min >= -c.persistence_low
+        if snap:
+            figures, signals, metrics = refresh_figures(t.windows, t.obs, c, now, True)
+        else:  # a quiet token's refresh may reuse the last one's (monitor/engine/steady.py)
+            t.steady, figures = steady_figures(t.steady, t.windows, t.obs, t.last_sig, c, now)
+            signals, metrics = [], {}
+        raw, floor, deviation, calm, above = figures
         rating = publish(t.held, raw, floor, calm, now, c)
         old = t.tier.tier
-        above = t.windows.count_beyond(now, 3600, (c.premium_enter,), above=True)[0]
         changed = step(t.tier, rating, deviation, above, now, c)
         if not snap and changed is None:
             return
         stamp = format_ts(now)
         deviation_pct = round(deviation * 100.0, 4)
         if snap:
-            ev.metrics.update(rating_raw=raw, rating_floor=floor, calm=float(calm))
-            out.append(self._snapshot(t, now, stamp, rating, signals, ev.metrics,
+            metrics.update(rating_raw=raw, rating_floor=floor, calm=float(calm))
+            out.append(self._snapshot(t, now, stamp, rating, signals, metrics,
                                       deviation_pct))
         if changed is not None:
             self.stats.transitions += 1

@@ -1,0 +1,39 @@
+"""What a refresh works out from a token's windows and observations, before the stateful
+steps (the published rating's memory and the tier) that the engine runs on top."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from ..config import ModelConfig
+from ..records import SignalValue
+from .rating import combine, floor_rating
+from .signals import Observations, evaluate
+from .windows import Windows
+
+
+class Figures(NamedTuple):
+    """A refresh's inputs to ``publish`` and ``step``: functions of the windows, the
+    observations, the configuration and the refresh time only (no per-token memory)."""
+
+    raw: float          # the weighted rating of the observed signals
+    floor: float        # the hard floor the price alone guarantees
+    deviation: float    # mean deviation over the deviation window (or the last one)
+    calm: bool          # no price below the persistence line in the calm window
+    above: int          # whole buckets of the last hour above the premium line
+
+
+def refresh_figures(w: Windows, obs: Observations, cfg: ModelConfig, now: float,
+                    detail: bool) -> tuple[Figures, list[SignalValue], dict[str, float | None]]:
+    """The figures of a refresh at ``now`` of a token with a price; with ``detail`` also
+    the per-signal breakdown and the metrics of the rating snapshot."""
+    ev = evaluate(w, obs, cfg, now, detail=detail)
+    raw, signals = combine(ev.signals, cfg.weights, detail=detail)
+    floor = floor_rating(w, now, cfg)
+    deviation = ev.deviation if ev.deviation is not None else w.last_dev
+    if deviation is None:
+        raise ValueError("a refresh of a token without a price has no figures")
+    # Calm: no price more than persistence_low below peg in the calm window.
+    calm = ev.calm_min >= -cfg.persistence_low
+    above = w.count_beyond(now, 3600, (cfg.premium_enter,), above=True)[0]
+    return Figures(raw, floor, deviation, calm, above), signals, ev.metrics

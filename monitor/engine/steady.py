@@ -1,0 +1,115 @@
+"""Quiet refreshes: a refresh that provably works out the same figures as the last one
+reuses them instead of reading the windows again.
+
+Most refreshes of a replay belong to quiet feeds (a Chainlink round a day, refreshed every
+5 minutes), and in the hours after such a feed's last price every window a refresh reads
+lies wholly past the ring's newest bucket: the figures then depend on the held price and
+on where each window starts and ends relative to a bucket, not on the ring. The figures
+(:class:`~monitor.engine.figures.Figures`) of a refresh are reused when, since the
+refresh that made them,
+
+1. no tick was applied: the token's ``last_sig`` is the very same tuple object (the
+   engine builds a new one for every tick it applies, duplicates apply nothing), so the
+   windows and the observations are unchanged;
+2. every window the refresh reads (the four the rating reads, the floor window and the
+   premium hour) starts after the ring's head and after the bucket of the last price, at
+   both refreshes. A window's reads are then its open interval alone: the held deviation
+   over ``now - first_bucket * bucket`` seconds (``readings.read_fields``: the ring part
+   is empty, the squared changes are 0.0), and its counts are ``end_b - first_b + 1``
+   buckets beyond a line or none (``readings.count_beyond``: the ring part is empty, no
+   flags are touched). Both refreshes must give each window the same ``end_b - first_b``
+   and the same ``now - first_b * bucket`` (the very float expression the reads use);
+3. the slippage, oracle and spread observations are each fresh at both or stale at both
+   (the same comparisons ``signals.evaluate`` makes);
+4. ``volatility_floor > 0``: with no squared changes in the volatility window the burst
+   ratio is ``0.0 / max(baseline, floor)``, exactly 0.0 whatever the baseline has decayed
+   to, so the decaying baseline is the one input that moves and it changes nothing.
+
+Everything else a refresh reads is configuration. Whatever else happens (a tick, a
+restore, detail refreshes in between) simply fails condition 1 or 2 and the figures are
+worked out again. tests/engine/test_steady.py checks with hypothesis that an engine
+with this short-cut gives the same events, states and figures as one without.
+"""
+
+from __future__ import annotations
+
+import math
+
+from ..config import ModelConfig
+from .figures import Figures, refresh_figures
+from .memo import per_config
+from .signals import Observations, _reads
+from .windows import Windows
+
+Shape = tuple[tuple[int, float], ...]
+
+
+@per_config
+def _lengths(cfg: ModelConfig) -> tuple[float, ...]:
+    """Every window length a refresh without detail reads (reads, floors, premium)."""
+    seconds = {s for s, _ in _reads(cfg)} | {float(cfg.floor_window_seconds), 3600.0}
+    return tuple(sorted(seconds))
+
+
+class Steady:
+    """The figures of a refresh made in the held state, and what they were made from."""
+
+    __slots__ = ("figures", "fresh", "shape", "sig")
+
+    def __init__(self, sig: object, shape: Shape, fresh: tuple[bool, bool, bool],
+                 figures: Figures) -> None:
+        self.sig = sig
+        self.shape = shape
+        self.fresh = fresh
+        self.figures = figures
+
+
+def held_shape(w: Windows, cfg: ModelConfig, now: float) -> Shape | None:
+    """Per window read at ``now``, ``(end_b - first_b, now - first_b * bucket)``, when
+    every one starts after the ring's head and the last price's bucket; else None."""
+    head, since = w.head, w.last_price_ts
+    if head is None or since is None or w.last_dev is None:
+        return None
+    bucket = w.bucket
+    end_b = int(now // bucket)
+    if now == end_b * bucket:
+        end_b -= 1
+    edge = int(since // bucket)  # the bucket the held stretch starts in
+    if head > edge:
+        edge = head
+    oldest = end_b - w.size + 1
+    shape = []
+    for seconds in _lengths(cfg):
+        first_b = math.ceil((now - seconds) / bucket)
+        if first_b < oldest:
+            first_b = oldest
+        start = first_b * bucket
+        if first_b <= edge or since > start:
+            return None
+        shape.append((end_b - first_b, now - start))
+    return tuple(shape)
+
+
+def _fresh(obs: Observations, cfg: ModelConfig, now: float) -> tuple[bool, bool, bool]:
+    """Whether slippage, oracle and spread are young enough to count (signals.evaluate)."""
+    return (
+        obs.slippage_ts is not None and now - obs.slippage_ts <= cfg.slippage_max_age_seconds,
+        obs.oracle_ts is not None and now - obs.oracle_ts <= cfg.oracle_max_age_seconds,
+        obs.spread_ts is not None
+        and now - obs.spread_ts <= cfg.cross_chain_spread_max_age_seconds,
+    )
+
+
+def steady_figures(memo: Steady | None, w: Windows, obs: Observations, last_sig: object,
+                   cfg: ModelConfig, now: float) -> tuple[Steady | None, Figures]:
+    """The figures of a refresh without detail at ``now``, and the memo to keep for the
+    next refresh (``memo``: the one this returned last time for the token)."""
+    shape = held_shape(w, cfg, now) if cfg.volatility_floor > 0 else None
+    if shape is None:
+        return None, refresh_figures(w, obs, cfg, now, detail=False)[0]
+    fresh = _fresh(obs, cfg, now)
+    if memo is not None and memo.sig is last_sig and memo.shape == shape \
+            and memo.fresh == fresh:
+        return memo, memo.figures
+    figures = refresh_figures(w, obs, cfg, now, detail=False)[0]
+    return Steady(last_sig, shape, fresh, figures), figures
