@@ -25,19 +25,7 @@ import sys
 from collections.abc import MutableMapping
 from typing import IO, Any
 
-# structlog.dev imports rich whenever it is installed, for a traceback formatter this
-# configuration never uses (format_exc_info turns tracebacks into text before any
-# renderer sees them). rich is no dependency of ours (schemathesis, a test dependency,
-# brings it into a development install), and importing it was ~50-100 ms of every
-# command's start. So structlog loads as it would without rich; rich stays importable.
-_hide_rich = "rich" not in sys.modules
-if _hide_rich:
-    sys.modules["rich"] = None  # type: ignore[assignment]  # makes `import rich` fail
-try:
-    import structlog
-finally:
-    if _hide_rich:
-        del sys.modules["rich"]
+import structlog
 
 REDACTED = "[redacted]"
 
