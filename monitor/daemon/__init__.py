@@ -1,15 +1,19 @@
 """The monitor daemon: ticks from Kafka through the engine, outputs back to Kafka.
 
-One idea per module:
+One idea per module (the vault daemon, ``monitor.vaults.daemon``, is built from the same
+broker parts: ``brokercalls``, ``clients``, ``publisher``, ``readiness``, ``rebalance``,
+``state``, ``deadletter``):
 
 - ``ingest``: the consume -> engine -> publish -> checkpoint -> commit loop;
 - ``outputs``: tier changes, rating snapshots and dead letters onto their topics, counted;
 - ``partitions``: what one assigned partition holds (its engine, position, restore marks);
-- ``rebalance``: the assignment listener and where a partition resumes;
+- ``rebalance``: the assignment listener, where a partition resumes, the restore guard;
 - ``readiness``: what ``/readyz`` says about the monitor;
 - ``state``: the per-token snapshots on the compacted state topic, and reading them back;
 - ``publisher``: sends records and waits until the broker acknowledged them;
 - ``retry``: backoff for broker operations, bounded only by a shutdown's grace period;
+- ``brokercalls``: one daemon's retry policy (forever while running, a grace after a stop);
+- ``clients``: starting the Kafka clients, and offset commits the group may fence;
 - ``deadletter``: the small, self-describing record a bad tick becomes;
 - ``clock``: extrapolated event time for tokens whose ticks stopped;
 - ``sweep``: the periodic live-clock refresh of quiet tokens, token gauges, stale logs;

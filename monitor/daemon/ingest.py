@@ -20,40 +20,40 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable
 from functools import partial
-from typing import Any, TypeVar
+from typing import Any
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
-from aiokafka.errors import CommitFailedError, IllegalStateError, KafkaError
+from aiokafka.errors import IllegalStateError, KafkaError
 
 from .. import health, metrics
 from ..config import Config
 from ..engine import Output
-from ..kafka.topics import ensure_topics, make_consumer, make_producer
+from ..kafka.topics import ensure_topics, make_consumer
 from ..logs import get_logger
 from ..spread.feed import gated_keys_or_none
 from ..ticks import BadTick, Tick, decode_tick
 from ..timefmt import format_ts
 from ..timesanity import check_not_future
+from .brokercalls import BrokerCalls
+from .clients import commit_unless_fenced, start_group_consumer, start_producer
 from .clock import LiveClock
 from .lost import BrokerLost, LossDetector
 from .outputs import DaemonStats, OutputWriter
 from .partitions import PartitionState
 from .publisher import Publisher
 from .readiness import Readiness
-from .rebalance import Listener, start_offset
-from .retry import Aborted, Backoff, retry
+from .rebalance import Listener, restore_or_failure, start_offset
+from .retry import Aborted
 from .spread_gate import GateWatch
 from .state import STATE_VERSION, StateRecord, encode_state, read_states
 from .sweep import Sweeper
 
 log = get_logger(__name__)
 
-RETRIABLE = (KafkaError, OSError)
 #: Closing the clients after a stop may take this long on top of the grace period.
 SHUTDOWN_MARGIN_SECONDS = 5.0
-T = TypeVar("T")
 #: aiokafka ships no type hints; a fetched record (``aiokafka.structs.ConsumerRecord``).
 Record = Any
 
@@ -76,9 +76,11 @@ class MonitorDaemon:
         self._consumer: AIOKafkaConsumer | None = None
         self._out: OutputWriter | None = None
         self._stop = asyncio.Event()
-        self._grace_until: float | None = None
         self.readiness = Readiness(self.kafka.ready_stall_seconds,
                                    lambda: self._stop.is_set(), self._describe)
+        self._broker = BrokerCalls(self.kafka, self.readiness, lambda: self._stop.is_set(),
+                                   lambda: self._consumer is not None)
+        self._retry = self._broker.retry
         #: Set once this instance joined its group and restored its partitions' state.
         self.joined = self.readiness.joined
         #: Set by a rebalance callback that could not restore state, or when the broker
@@ -133,17 +135,20 @@ class MonitorDaemon:
         try:
             if k.create_topics:
                 await self._retry(lambda: ensure_topics(k), "ensure_topics")
-            producer = await self._retry(self._start_producer, "producer_start")
-            publisher = Publisher(producer, self._backoff(), self._abort,
+            producer = await self._retry(partial(start_producer, k), "producer_start")
+            publisher = Publisher(producer, self._broker.backoff(), self._broker.abort,
                                   self.readiness.failure, self.readiness.recovery)
             self._out = OutputWriter(k, publisher, self.stats)
-            consumer = await self._retry(self._start_consumer, "consumer_start")
+            listener = Listener(self.on_revoked, self.on_assigned)
+            consumer = await self._retry(
+                partial(start_group_consumer, k, k.monitor_group, k.ticks_topic, listener),
+                "consumer_start")
             self._consumer = consumer
             probe = asyncio.create_task(self.readiness.probe(consumer, self._check_topics))
             log.info("monitor.started", bootstrap_servers=k.bootstrap_servers,
                      topic=k.ticks_topic, group=k.monitor_group)
             await self._loop(consumer)
-            self._abort()  # starts the grace period if it has not started yet
+            self._broker.abort()  # starts the grace period if it has not started yet
             async with self._lock:
                 await self._checkpoint(list(self._parts))
             log.info("monitor.stopped", **self._summary())
@@ -177,27 +182,6 @@ class MonitorDaemon:
         """Readiness for ``/readyz`` (see ``readiness.py``)."""
         return await self.readiness.check()
 
-    async def _start_producer(self) -> AIOKafkaProducer:
-        producer = make_producer(self.kafka)
-        try:
-            await producer.start()
-        except BaseException:
-            await producer.stop()
-            raise
-        return producer
-
-    async def _start_consumer(self) -> AIOKafkaConsumer:
-        k = self.kafka
-        consumer = make_consumer(k, group_id=k.monitor_group)
-        try:
-            await consumer.start()
-            consumer.subscribe([k.ticks_topic],
-                               listener=Listener(self.on_revoked, self.on_assigned))
-        except BaseException:
-            await consumer.stop()
-            raise
-        return consumer
-
     # -- the loop ---------------------------------------------------------------------
     async def _loop(self, consumer: AIOKafkaConsumer) -> None:
         k = self.kafka
@@ -216,7 +200,7 @@ class MonitorDaemon:
                                                max_records=k.batch_max_records)
             except KafkaError as exc:
                 self.readiness.failure("fetch", exc)
-                await asyncio.sleep(self._backoff().next_delay())
+                await asyncio.sleep(self._broker.backoff().next_delay())
                 continue
             now = self.readiness.busy_since = time.monotonic()  # the stall watchdog
             try:
@@ -371,19 +355,8 @@ class MonitorDaemon:
         """Commit; False when the group had moved on (fenced), True when committed."""
         consumer = self._consumer
         assert consumer is not None
-
-        async def op() -> bool:
-            try:
-                await consumer.commit(offsets)
-            except (CommitFailedError, IllegalStateError) as exc:
-                # The group moved on without us: the new owner resumes from the states
-                # just written (they are exact at their offsets), so nothing is lost.
-                log.warning("monitor.commit_fenced", error=str(exc)[:200],
-                            partitions=sorted(tp.partition for tp in offsets))
-                return False
-            return True
-
-        return await self._retry(op, "commit")
+        return await self._retry(
+            partial(commit_unless_fenced, consumer, offsets, "monitor.commit_fenced"), "commit")
 
     # -- rebalancing ------------------------------------------------------------------
     async def on_revoked(self, revoked: list[TopicPartition]) -> None:
@@ -413,15 +386,9 @@ class MonitorDaemon:
             log.info("monitor.partitions_revoked", partitions=sorted(ours))
 
     async def on_assigned(self, assigned: list[TopicPartition]) -> None:
-        try:
-            await self._restore(assigned)
-        except Aborted:
-            pass  # shutting down anyway
-        except Exception as exc:
-            # aiokafka would log and carry on, fetching partitions we hold no engine for;
-            # stop the daemon instead (the loop re-raises this) so a restart retries.
-            log.exception("monitor.restore_failed")
-            self._fatal = exc
+        failure = await restore_or_failure(self._restore, assigned, "monitor.restore_failed")
+        if failure is not None:
+            self._fatal = failure
 
     async def _restore(self, assigned: list[TopicPartition]) -> None:
         k = self.kafka
@@ -525,25 +492,6 @@ class MonitorDaemon:
         return make_consumer(k, group_id=None, client_id=f"{k.client_id}-state-reader")
 
     # -- helpers ------------------------------------------------------------------------
-    def _backoff(self) -> Backoff:
-        return Backoff(self.kafka.retry_backoff_seconds, self.kafka.retry_backoff_max_seconds)
-
-    def _abort(self) -> bool:
-        """Give up retrying? Never while running; at once if stopped before the loop
-        started; otherwise once ``shutdown_grace_seconds`` have passed since the stop."""
-        if not self._stop.is_set():
-            return False
-        if self._consumer is None:
-            return True
-        if self._grace_until is None:
-            self._grace_until = time.monotonic() + self.kafka.shutdown_grace_seconds
-        return time.monotonic() > self._grace_until
-
-    async def _retry(self, op: Callable[[], Awaitable[T]], what: str) -> T:
-        return await retry(op, what=what, backoff=self._backoff(), abort=self._abort,
-                           retry_on=RETRIABLE, on_failure=self.readiness.failure,
-                           on_recovery=self.readiness.recovery)
-
     def _describe(self) -> str:
         tokens = sum(len(list(part.engine.keys())) for part in self._parts.values())
         return f"{len(self._parts)} partitions, {tokens} tokens"

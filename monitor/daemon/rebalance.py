@@ -15,6 +15,11 @@ from typing import Any
 
 from aiokafka import ConsumerRebalanceListener, TopicPartition
 
+from ..logs import get_logger
+from .retry import Aborted
+
+log = get_logger(__name__)
+
 PartitionsCallback = Callable[[list[TopicPartition]], Awaitable[None]]
 
 
@@ -28,6 +33,24 @@ class Listener(ConsumerRebalanceListener):  # type: ignore[misc]
 
     async def on_partitions_assigned(self, assigned: Iterable[TopicPartition]) -> None:
         await self._on_assigned(list(assigned))
+
+
+async def restore_or_failure(restore: PartitionsCallback, assigned: list[TopicPartition],
+                             failed_event: str) -> BaseException | None:
+    """Run a daemon's restore of its new partitions; the exception that made it fail, if any.
+
+    aiokafka would log a failing callback and carry on, fetching partitions the daemon
+    holds no engine for; the daemon keeps the failure instead, and its loop raises it (the
+    daemon stops, a restart retries). ``Aborted`` is no failure: it is shutting down anyway.
+    """
+    try:
+        await restore(assigned)
+    except Aborted:
+        return None
+    except Exception as exc:
+        log.exception(failed_event)
+        return exc
+    return None
 
 
 async def start_offset(consumer: Any, tp: TopicPartition) -> int:

@@ -10,7 +10,7 @@ import msgspec
 from ..commands import Command, add_bootstrap_servers, with_bootstrap_servers
 from ..config import Config
 from ..logs import get_logger
-from ..services import Service, run_until_signalled
+from ..services import Service, run_broker_service
 from .ingest import MonitorDaemon
 from .lost import BrokerLost
 
@@ -59,14 +59,8 @@ def apply_overrides(config: Config, args: argparse.Namespace) -> Config:
 
 
 def run_command(args: argparse.Namespace, config: Config) -> int:
-    config = apply_overrides(config, args)
-    if not config.kafka.bootstrap_servers:
-        log.error("monitor.no_broker",
-                  hint="set kafka.bootstrap_servers / --bootstrap-servers, or use "
-                       "`depeg-monitor run` to start an embedded broker")
-        return 2
     try:
-        return run_until_signalled(run_service, config)
+        return run_broker_service("monitor", run_service, apply_overrides(config, args))
     except BrokerLost as exc:
         log.error("monitor.exit_broker_lost", error=str(exc))
         return 3

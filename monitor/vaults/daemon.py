@@ -1,18 +1,18 @@
 """The vault daemon: ``vaults.facts`` and ``depeg.tier-changes`` in, ``vaults.ratings`` out.
 
-Built from the monitor daemon's parts (``monitor.daemon``: publisher, retry, readiness,
-rebalance listener, dead letters, state records and their restore), with the same
-guarantees: outputs are acknowledged before vault states are written, states before offsets
-are committed, so a crash re-produces at most one checkpoint interval of records, byte for
+Built from the monitor daemon's parts (``monitor.daemon``: broker calls and their shutdown
+grace, client start and fenced commits, publisher, readiness, rebalance listener and
+restore guard, dead letters, state records and their restore), with the same guarantees:
+outputs are acknowledged before vault states are written, states before offsets are
+committed, so a crash re-produces at most one checkpoint interval of records, byte for
 byte, and loses none.
 
 Two inputs:
 
 - ``vaults.facts`` is consumed in the consumer group ``vaults.group``; each instance rates
   the vaults of its partitions (one :class:`VaultEngine` per partition);
-- ``depeg.tier-changes`` is read WHOLE by every instance (no group: any vault may hold any
-  token). At start it is read to its true end into the depeg table before any fact is
-  processed; after that, each new change re-rates the holders of the token at once.
+- ``depeg.tier-changes`` is read WHOLE by every instance (``follower``), to its true end
+  before any fact is processed; after that each new change re-rates the token's holders.
 
 After a restart, restored vaults apply the tier changes newer than their ``depeg_mark`` only
 once their partition has caught up with its facts (``VaultPartition.caught_up``), so the
@@ -26,37 +26,36 @@ import asyncio
 import math
 import time
 from collections import Counter
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from functools import partial
-from typing import Any, TypeVar
+from typing import Any
 
 import msgspec
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
-from aiokafka.errors import CommitFailedError, IllegalStateError, KafkaError
+from aiokafka.errors import KafkaError
 
 from .. import health, metrics
 from ..commands import with_bootstrap_servers
 from ..config import Config
+from ..daemon.brokercalls import BrokerCalls
+from ..daemon.clients import commit_unless_fenced, start_group_consumer, start_producer
 from ..daemon.deadletter import dead_letter
 from ..daemon.publisher import Publisher
 from ..daemon.readiness import Readiness
-from ..daemon.rebalance import Listener, start_offset
-from ..daemon.retry import Aborted, Backoff, retry
+from ..daemon.rebalance import Listener, restore_or_failure, start_offset
+from ..daemon.retry import Aborted
 from ..daemon.state import STATE_VERSION, StateRecord, encode_state, read_states
-from ..kafka.readall import read_to_end
-from ..kafka.topics import ensure_topics, ensure_vault_topics, make_consumer, make_producer
+from ..kafka.topics import ensure_topics, ensure_vault_topics, make_consumer
 from ..logs import get_logger
-from ..services import Service, run_until_signalled
-from .depeg_link import BadDepegEvent, DepegTable, decode_depeg_change
+from ..services import Service, run_broker_service
+from .depeg_link import DepegTable
 from .facts import BAD_FACT_REASONS, BadFacts, decode_facts
+from .follower import decode_changes, start_follower
 from .partitions import VaultPartition
 from .records import VaultRating, encode_rating
 
 log = get_logger(__name__)
 
-RETRIABLE = (KafkaError, OSError)
-T = TypeVar("T")
 Record = Any  # aiokafka.structs.ConsumerRecord (aiokafka ships no type hints)
 CONSUMER = "vaults"
 
@@ -87,10 +86,12 @@ class VaultDaemon:
         self._follower: AIOKafkaConsumer | None = None
         self._publisher: Publisher | None = None
         self._stop = asyncio.Event()
-        self._grace_until: float | None = None
         self._dlq_reasons: Counter[str] = Counter()
         self.readiness = Readiness(self.kafka.ready_stall_seconds,
                                    lambda: self._stop.is_set(), self._describe)
+        self._broker = BrokerCalls(self.kafka, self.readiness, lambda: self._stop.is_set(),
+                                   lambda: self._consumer is not None)
+        self._retry = self._broker.retry
         #: Set once this instance joined its group and restored its partitions' state.
         self.joined = self.readiness.joined
         self._fatal: BaseException | None = None
@@ -108,17 +109,21 @@ class VaultDaemon:
                 await self._retry(lambda: ensure_topics(k), "ensure_topics")
                 await self._retry(lambda: ensure_vault_topics(k, self.vaults),
                                   "ensure_vault_topics")
-            producer = await self._retry(self._start_producer, "producer_start")
-            self._publisher = Publisher(producer, self._backoff(), self._abort,
+            producer = await self._retry(partial(start_producer, k), "producer_start")
+            self._publisher = Publisher(producer, self._broker.backoff(), self._broker.abort,
                                         self.readiness.failure, self.readiness.recovery)
-            self._follower = await self._retry(self._start_follower, "depeg_follower_start")
-            self._consumer = await self._retry(self._start_consumer, "consumer_start")
+            self._follower = await self._retry(partial(start_follower, k, self.depeg),
+                                               "depeg_follower_start")
+            listener = Listener(self.on_revoked, self.on_assigned)
+            self._consumer = await self._retry(
+                partial(start_group_consumer, k, self.vaults.group, self.vaults.facts_topic,
+                        listener), "consumer_start")
             probe = asyncio.create_task(self.readiness.probe(self._consumer))
             log.info("vaults.started", bootstrap_servers=k.bootstrap_servers,
                      topic=self.vaults.facts_topic, group=self.vaults.group,
                      depeg_tokens=len(self.depeg))
             await self._loop(self._consumer, self._follower)
-            self._abort()
+            self._broker.abort()  # starts the grace period if it has not started yet
             async with self._lock:
                 await self._checkpoint(list(self._parts))
             log.info("vaults.stopped", **self._summary())
@@ -135,59 +140,6 @@ class VaultDaemon:
                 if client is not None:
                     await client.stop()
 
-    async def _start_producer(self) -> AIOKafkaProducer:
-        producer = make_producer(self.kafka)
-        try:
-            await producer.start()
-        except BaseException:
-            await producer.stop()
-            raise
-        return producer
-
-    async def _start_follower(self) -> AIOKafkaConsumer:
-        """Every partition of depeg.tier-changes, read to its true end into the table."""
-        k = self.kafka
-        reader = make_consumer(k, group_id=None, client_id=f"{k.client_id}-vaults-depeg")
-        try:
-            await reader.start()
-            await reader.topics()  # fills the metadata partitions_for_topic reads
-            partitions = reader.partitions_for_topic(k.tier_changes_topic) or set()
-            if not partitions:
-                log.warning("vaults.no_depeg_topic", topic=k.tier_changes_topic,
-                            note="the depeg link stays off until the topic exists and the "
-                                 "vault daemon restarts")
-            tps = [TopicPartition(k.tier_changes_topic, p) for p in sorted(partitions)]
-            reader.assign(tps)
-            await reader.seek_to_beginning(*tps)
-            await read_to_end(reader, tps, self._load_depeg)
-        except BaseException:
-            await reader.stop()
-            raise
-        log.info("vaults.depeg_loaded", tokens=len(self.depeg), partitions=len(tps))
-        return reader
-
-    def _load_depeg(self, tp: TopicPartition, records: list[Record]) -> None:
-        for rec in records:
-            try:
-                change = decode_depeg_change(rec.value)
-            except BadDepegEvent as exc:
-                metrics.VAULT_DEPEG_CHANGES.labels("undecodable").inc()
-                log.warning("vaults.depeg_undecodable", partition=tp.partition,
-                            offset=rec.offset, error=str(exc)[:200])
-                continue
-            self.depeg.add(change)
-
-    async def _start_consumer(self) -> AIOKafkaConsumer:
-        consumer = make_consumer(self.kafka, group_id=self.vaults.group)
-        try:
-            await consumer.start()
-            consumer.subscribe([self.vaults.facts_topic],
-                               listener=Listener(self.on_revoked, self.on_assigned))
-        except BaseException:
-            await consumer.stop()
-            raise
-        return consumer
-
     # -- the loop ---------------------------------------------------------------------
     async def _loop(self, consumer: AIOKafkaConsumer, follower: AIOKafkaConsumer) -> None:
         k = self.kafka
@@ -201,7 +153,7 @@ class VaultDaemon:
                                                max_records=k.batch_max_records)
             except KafkaError as exc:
                 self.readiness.failure("fetch", exc)
-                await asyncio.sleep(self._backoff().next_delay())
+                await asyncio.sleep(self._broker.backoff().next_delay())
                 continue
             now = self.readiness.busy_since = time.monotonic()
             try:
@@ -224,14 +176,7 @@ class VaultDaemon:
 
     async def _apply_depeg(self, batch: dict[TopicPartition, list[Record]]) -> None:
         for tp in sorted(batch, key=lambda tp: tp.partition):
-            for rec in batch[tp]:
-                try:
-                    change = decode_depeg_change(rec.value)
-                except BadDepegEvent as exc:
-                    metrics.VAULT_DEPEG_CHANGES.labels("undecodable").inc()
-                    log.warning("vaults.depeg_undecodable", partition=tp.partition,
-                                offset=rec.offset, error=str(exc)[:200])
-                    continue
+            for change in decode_changes(tp, batch[tp]):
                 if not self.depeg.add(change):
                     metrics.VAULT_DEPEG_CHANGES.labels("duplicate").inc()
                     continue
@@ -356,16 +301,8 @@ class VaultDaemon:
     async def _commit(self, offsets: dict[TopicPartition, int]) -> None:
         consumer = self._consumer
         assert consumer is not None
-
-        async def op() -> None:
-            try:
-                await consumer.commit(offsets)
-            except (CommitFailedError, IllegalStateError) as exc:
-                # The group moved on: the new owner resumes from the states just written.
-                log.warning("vaults.commit_fenced", error=str(exc)[:200],
-                            partitions=sorted(tp.partition for tp in offsets))
-
-        await self._retry(op, "commit")
+        await self._retry(
+            partial(commit_unless_fenced, consumer, offsets, "vaults.commit_fenced"), "commit")
 
     def _set_gauges(self) -> None:
         tiers: Counter[str] = Counter()
@@ -398,13 +335,9 @@ class VaultDaemon:
             log.info("vaults.partitions_revoked", partitions=sorted(ours))
 
     async def on_assigned(self, assigned: list[TopicPartition]) -> None:
-        try:
-            await self._restore(assigned)
-        except Aborted:
-            pass
-        except Exception as exc:
-            log.exception("vaults.restore_failed")
-            self._fatal = exc
+        failure = await restore_or_failure(self._restore, assigned, "vaults.restore_failed")
+        if failure is not None:
+            self._fatal = failure
 
     async def _restore(self, assigned: list[TopicPartition]) -> None:
         consumer = self._consumer
@@ -437,34 +370,13 @@ class VaultDaemon:
     def _sorted_parts(self) -> list[VaultPartition]:
         return [self._parts[p] for p in sorted(self._parts)]
 
-    def _backoff(self) -> Backoff:
-        return Backoff(self.kafka.retry_backoff_seconds, self.kafka.retry_backoff_max_seconds)
-
-    def _abort(self) -> bool:
-        """Never give up while running; after a stop, once ``shutdown_grace_seconds`` passed
-        (at once if the loop never started)."""
-        if not self._stop.is_set():
-            return False
-        if self._consumer is None:
-            return True
-        if self._grace_until is None:
-            self._grace_until = time.monotonic() + self.kafka.shutdown_grace_seconds
-        return time.monotonic() > self._grace_until
-
-    async def _retry(self, op: Callable[[], Awaitable[T]], what: str) -> T:
-        return await retry(op, what=what, backoff=self._backoff(), abort=self._abort,
-                           retry_on=RETRIABLE, on_failure=self.readiness.failure,
-                           on_recovery=self.readiness.recovery)
-
     def _describe(self) -> str:
         vaults = sum(len(part.engine) for part in self._parts.values())
         return f"{len(self._parts)} partitions, {vaults} vaults, {len(self.depeg)} depeg tokens"
 
     def _summary(self) -> dict[str, int]:
-        s = self.stats
-        return {"records": s.records, "facts": s.facts, "dead_letters": s.dead_letters,
-                "ratings": s.ratings, "depeg_changes": s.depeg_changes,
-                "checkpoints": s.checkpoints, "restored_vaults": s.restored_vaults}
+        """The stopped line's figures: every count but the restore's skipped records."""
+        return {k: v for k, v in asdict(self.stats).items() if k != "skipped_restored"}
 
 
 # -- the command and the service -----------------------------------------------------------
@@ -477,13 +389,7 @@ def apply_overrides(config: Config, args: argparse.Namespace) -> Config:
 
 
 def run_command(args: argparse.Namespace, config: Config) -> int:
-    config = apply_overrides(config, args)
-    if not config.kafka.bootstrap_servers:
-        log.error("vaults.no_broker",
-                  hint="set kafka.bootstrap_servers / --bootstrap-servers, or use "
-                       "`depeg-monitor run` to start an embedded broker")
-        return 2
-    return run_until_signalled(run_service, config)
+    return run_broker_service("vaults", run_service, apply_overrides(config, args))
 
 
 async def run_service(config: Config, stop: asyncio.Event) -> None:

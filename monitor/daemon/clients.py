@@ -1,0 +1,57 @@
+"""Starting a daemon's Kafka clients, and committing its offsets through a rebalance.
+
+Shared by the monitor and the vault daemon. A client that fails to start is stopped
+before the error propagates (aiokafka leaves its connections and tasks open otherwise,
+and the caller retries with a new client). A commit the group refuses because it moved on
+(``CommitFailedError``/``IllegalStateError``) is not an error: the partitions' new owner
+resumes from the states written just before, which are exact at their offsets, so nothing
+is lost; it is logged and reported as not committed.
+"""
+
+from __future__ import annotations
+
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+from aiokafka.errors import CommitFailedError, IllegalStateError
+
+from ..config import KafkaConfig
+from ..kafka.topics import make_consumer, make_producer
+from ..logs import get_logger
+from .rebalance import Listener
+
+log = get_logger(__name__)
+
+
+async def start_producer(kafka: KafkaConfig) -> AIOKafkaProducer:
+    producer = make_producer(kafka)
+    try:
+        await producer.start()
+    except BaseException:
+        await producer.stop()
+        raise
+    return producer
+
+
+async def start_group_consumer(kafka: KafkaConfig, group: str, topic: str,
+                               listener: Listener) -> AIOKafkaConsumer:
+    """A consumer in ``group`` subscribed to ``topic``; ``listener`` gets the rebalances."""
+    consumer = make_consumer(kafka, group_id=group)
+    try:
+        await consumer.start()
+        consumer.subscribe([topic], listener=listener)
+    except BaseException:
+        await consumer.stop()
+        raise
+    return consumer
+
+
+async def commit_unless_fenced(consumer: AIOKafkaConsumer, offsets: dict[TopicPartition, int],
+                               fenced_event: str) -> bool:
+    """Commit ``offsets``; False (logged as ``fenced_event``) when the group had moved on.
+    Broker errors propagate, for the caller's retry."""
+    try:
+        await consumer.commit(offsets)
+    except (CommitFailedError, IllegalStateError) as exc:
+        log.warning(fenced_event, error=str(exc)[:200],
+                    partitions=sorted(tp.partition for tp in offsets))
+        return False
+    return True
