@@ -1,18 +1,27 @@
 """Throughput of the monitor daemon against a bare consumer, on the same topic, one run.
 
-    python benchmarks/bench_monitor.py [--ticks 100000] [--tokens 1000,10000]
+    python benchmarks/bench_monitor.py --table [--ticks 100000] [--tokens 1000]
+        [--rows minute,second] [--snapshot-seconds 0] [--checkpoint-interval 5]
 
-For each token count: start an embedded Tansu broker, produce ``--ticks`` synthetic ticks
-(random walks around a 1.0 peg, one-minute spacing per token, keyed ``chain:token``) to a
-fresh ticks topic, then
+``--table`` (the README's rows): per row, an embedded Tansu broker, synthetic ticks
+(random walks around a 1.0 peg, keyed ``chain:token``; one tick per token per minute, or
+per second) published once, then for ``--rounds`` rounds in rotating order:
 
-1. a bare aiokafka consumer reads every record and only decodes it (``decode_tick``);
+1. a bare aiokafka consumer reads every record and only decodes it (``decode_tick``): the
+   limit;
 2. the monitor daemon (engine, rating snapshots, tier changes, state checkpoints, offset
-   commits; acks=all) consumes the same topic from the beginning in its own group.
+   commits; acks=all) in its own group with its own output and state topics;
+3. Quix Streams (only when installed: ``pip install -e '.[bench]'``), one tumbling 5-minute
+   mean of the price per token over the same topic, in a child process: the peer.
 
-Both are timed from the moment they hold their partitions to the last tick processed.
-The ratio monitor/bare is the figure of merit (target >= 0.5). ``engine/s`` is decode +
-``Engine.process`` alone, without Kafka: the ceiling for the daemon on one core.
+Each is timed from the moment it holds its partitions to its last tick (short runs are
+dominated by the group join and first fetch: use >= 100,000 ticks). Printed: min/median/
+max per side, the ratio of the medians (targets 0.5 at 1/min, 0.7 at 1/s), and the bytes
+the monitor wrote to its state and ratings topics per byte of ticks in (target <= 1), for
+this replay-speed run and as estimated for real time at the configured checkpoint interval
+(every interval, each token that ticked writes one state record). Dead letters of these
+valid ticks count as errors (exit 1). Without ``--table``: one quick run per token count
+with ``engine/s`` (decode + ``Engine.process`` alone, no Kafka: the daemon's ceiling).
 """
 
 from __future__ import annotations
@@ -26,13 +35,16 @@ import statistics
 import sys
 import time
 from pathlib import Path
+from typing import Any
+
+import msgspec
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 
 from monitor.chains import CHAINS
-from monitor.config import Config, KafkaConfig
+from monitor.config import Config, KafkaConfig, ModelConfig
 from monitor.daemon import MonitorDaemon
 from monitor.kafka.embedded import EmbeddedBroker
 from monitor.kafka.topics import ensure_topics
@@ -40,7 +52,8 @@ from monitor.logs import configure_logging
 from monitor.ticks import decode_tick, encode_tick, make_tick
 
 
-def synthetic(n_ticks: int, n_tokens: int, seed: int = 7) -> list[tuple[bytes, bytes]]:
+def synthetic(n_ticks: int, n_tokens: int, seed: int = 7,
+              spacing: int = 60) -> list[tuple[bytes, bytes]]:
     rng = random.Random(seed)
     tokens = [(CHAINS[i % len(CHAINS)], f"0x{i:040x}") for i in range(n_tokens)]
     prices = [1.0] * n_tokens
@@ -52,7 +65,7 @@ def synthetic(n_ticks: int, n_tokens: int, seed: int = 7) -> list[tuple[bytes, b
         drift = -0.002 if j % 50 == 0 and step > 20 else 0.0  # some tokens depeg
         prices[j] = max(0.5, prices[j] + drift + rng.gauss(0, 0.0004))
         chain, token = tokens[j]
-        tick = make_tick(t0 + 60 * step, chain, token, f"T{j}", f"{prices[j]:.6f}", "1")
+        tick = make_tick(t0 + spacing * step, chain, token, f"T{j}", f"{prices[j]:.6f}", "1")
         out.append((tick.key.encode(), encode_tick(tick)))
     return out
 
@@ -145,64 +158,233 @@ async def one_run(n_ticks: int, n_tokens: int, partitions: int) -> dict[str, flo
                 "tier_changes": s.tier_changes, "checkpoints": s.checkpoints}
 
 
-async def table_rounds(n_ticks: int, n_tokens: int, partitions: int, rounds: int) -> None:
-    """The README table's row: one broker, the ticks published once, then the bare
-    consumer and the monitor alternately for ``rounds`` rounds; each monitor round gets
-    its own group and output/state topics, so none restores another's state."""
-    import msgspec
+class Row(msgspec.Struct):
+    """One table row's input: ``tokens`` tokens, one tick each every ``spacing`` seconds."""
+
+    name: str
+    spacing: int
+    ticks: int
+
+
+async def topic_bytes(bootstrap: str, topic: str, partitions: int) -> tuple[int, int]:
+    """(records, key + value bytes) on ``topic``, read to its true end."""
+    from monitor.kafka.readall import read_to_end
+
+    total = [0, 0]
+
+    def count(tp: TopicPartition, records: list[Any]) -> None:
+        for rec in records:
+            total[0] += 1
+            total[1] += len(rec.key or b"") + len(rec.value or b"")
+
+    reader = AIOKafkaConsumer(bootstrap_servers=bootstrap, group_id=None,
+                              enable_auto_commit=False, auto_offset_reset="earliest")
+    await reader.start()
+    try:
+        tps = [TopicPartition(topic, p) for p in range(partitions)]
+        reader.assign(tps)
+        await reader.seek_to_beginning(*tps)
+        await read_to_end(reader, tps, count)
+    finally:
+        await reader.stop()
+    return total[0], total[1]
+
+
+QUIX_CHILD = """
+import json, sys, time
+from datetime import timedelta
+from quixstreams import Application
+bootstrap, topic, group, total, state_dir = sys.argv[1:6]
+total = int(total)
+app = Application(broker_address=bootstrap, consumer_group=group,
+                  auto_offset_reset="earliest", state_dir=state_dir, loglevel="WARNING")
+seen = {"n": 0, "start": None, "end": None}
+def tick_time(value, headers, timestamp, timestamp_type):
+    from datetime import datetime
+    return int(datetime.fromisoformat(value["ts"].replace("Z", "+00:00")).timestamp() * 1000)
+def count(value):
+    if seen["start"] is None:
+        seen["start"] = time.perf_counter()
+    seen["n"] += 1
+    if seen["n"] >= total:
+        seen["end"] = time.perf_counter()
+        app.stop()
+    return value
+sdf = app.dataframe(app.topic(topic, value_deserializer="json", timestamp_extractor=tick_time))
+sdf = sdf.update(count).apply(lambda v: float(v["price_usd"]))
+sdf = sdf.tumbling_window(timedelta(minutes=5)).mean().final()
+app.run()
+print(json.dumps({"seen": seen["n"], "rate": seen["n"] / (seen["end"] - seen["start"])}))
+"""
+
+
+def quix_available() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("quixstreams") is not None
+
+
+def quix_round(bootstrap: str, topic: str, group: str, total: int) -> float:
+    """Quix Streams (optional, ``pip install quixstreams``): one tumbling 5-minute mean of
+    the price per token over the same topic, in a child process (its own event loop and
+    RocksDB state). Timed from its first record to its last."""
+    import json
+    import subprocess
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as state_dir:
+        done = subprocess.run([sys.executable, "-c", QUIX_CHILD, bootstrap, topic, group,
+                               str(total), state_dir], capture_output=True, text=True,
+                              timeout=1800, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"quix peer failed: {done.stderr[-2000:]}")
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    if result["seen"] < total:
+        raise RuntimeError(f"quix peer saw {result['seen']} of {total} records")
+    return float(result["rate"])
+
+
+async def table_rounds(rows: list[Row], n_tokens: int, partitions: int, rounds: int,
+                       config: Config) -> int:
+    """The README table's rows: per row one broker, its ticks published once, then the
+    bare consumer, the monitor (and Quix Streams when installed) in rotating order for
+    ``rounds`` rounds; each monitor round gets its own group and output/state topics, so
+    none restores another's state. Returns the error count."""
     from common import emit, machine_line, show
 
     print(machine_line())
-    with EmbeddedBroker() as broker:
-        bootstrap = broker.bootstrap_servers
-        base = KafkaConfig(bootstrap_servers=bootstrap, partitions=partitions, client_id="bench")
-        await ensure_topics(base)
-        records = synthetic(n_ticks, n_tokens)
-        await produce(bootstrap, base.ticks_topic, records)
-        bare: list[float] = []
-        mon: list[float] = []
-        for n in range(rounds):
-            kafka = msgspec.structs.replace(
-                base, monitor_group=f"bench-{n}", ratings_topic=f"bench.ratings.{n}",
-                tier_changes_topic=f"bench.tier-changes.{n}", state_topic=f"bench.state.{n}",
-                dlq_topic=f"bench.dlq.{n}")
-            await ensure_topics(kafka)
-            for which in ("bare", "monitor") if n % 2 == 0 else ("monitor", "bare"):
-                if which == "bare":
-                    bare.append(await bare_consumer(bootstrap, base.ticks_topic, n_ticks,
-                                                    base.batch_max_records))
-                else:
-                    mon.append((await monitor(Config(kafka=kafka), n_ticks))[0])
-                print(f"  round {n + 1} {which:<7} "
-                      f"{(bare if which == 'bare' else mon)[-1]:9.0f} ticks/s", flush=True)
-    print(show("bare aiokafka + msgspec decode", bare, "ticks/s"))
-    print(show("monitor daemon", mon, "ticks/s"))
-    ratio = statistics.median(mon) / statistics.median(bare)
-    print(f"monitor / bare consumer (medians): {ratio:.3f}  (target >= 0.5)")
-    # Both read until they have seen every tick (a lost tick would never finish): no
-    # error count beyond that; a monitor that stops early raises.
-    emit(f"live monitor, {n_tokens:,} tokens, {n_ticks:,} synthetic 1-minute ticks",
-         unit="ticks/s", limit_name="bare aiokafka + msgspec decode-only consumer",
-         limit=bare, project=mon, ratio=ratio, target=">= 0.5", met=ratio >= 0.5,
-         note="no Quix Streams peer")
+    errors = 0
+    peer = quix_available()
+    for row in rows:
+        print(f"{row.name}: {row.ticks:,} ticks, {n_tokens:,} tokens, one tick per token "
+              f"every {row.spacing}s", flush=True)
+        with EmbeddedBroker() as broker:
+            bootstrap = broker.bootstrap_servers
+            base = msgspec.structs.replace(config.kafka, bootstrap_servers=bootstrap,
+                                           partitions=partitions, client_id="bench")
+            await ensure_topics(base)
+            records = synthetic(row.ticks, n_tokens, spacing=row.spacing)
+            await produce(bootstrap, base.ticks_topic, records)
+            ticks_bytes = sum(len(k) + len(v) for k, v in records)
+            bare: list[float] = []
+            mon: list[float] = []
+            quix: list[float] = []
+            ratios: list[float] = []
+            state_sizes: list[float] = []
+            ratings_per_tick: list[float] = []
+            kinds = ["bare", "monitor"] + (["quix"] if peer else [])
+            for n in range(rounds):
+                kafka = msgspec.structs.replace(
+                    base, monitor_group=f"bench-{n}", ratings_topic=f"bench.ratings.{n}",
+                    tier_changes_topic=f"bench.tier-changes.{n}",
+                    state_topic=f"bench.state.{n}", dlq_topic=f"bench.dlq.{n}")
+                await ensure_topics(kafka)
+                for which in kinds[n % len(kinds):] + kinds[:n % len(kinds)]:
+                    if which == "bare":
+                        bare.append(await bare_consumer(bootstrap, base.ticks_topic,
+                                                        row.ticks, base.batch_max_records))
+                        figure = bare[-1]
+                    elif which == "quix":
+                        quix.append(await asyncio.to_thread(
+                            quix_round, bootstrap, base.ticks_topic, f"quix-{n}", row.ticks))
+                        figure = quix[-1]
+                    else:
+                        rate, daemon = await monitor(
+                            msgspec.structs.replace(config, kafka=kafka), row.ticks)
+                        mon.append(rate)
+                        figure = rate
+                        errors += daemon.stats.dead_letters
+                        state = await topic_bytes(bootstrap, kafka.state_topic, partitions)
+                        ratings = await topic_bytes(bootstrap, kafka.ratings_topic,
+                                                    partitions)
+                        ratios.append((state[1] + ratings[1]) / ticks_bytes)
+                        state_sizes.append(state[1] / max(state[0], 1))
+                        ratings_per_tick.append(ratings[1] / ticks_bytes)
+                        print(f"    state {state[0]:,} records {state[1]:,} B "
+                              f"(mean {state_sizes[-1]:,.0f} B), ratings {ratings[0]:,} "
+                              f"records {ratings[1]:,} B, ticks {ticks_bytes:,} B: "
+                              f"{ratios[-1]:.3f} B written per B in; dead letters "
+                              f"{daemon.stats.dead_letters}", flush=True)
+                    print(f"  round {n + 1} {which:<7} {figure:9.0f} ticks/s", flush=True)
+        print(show("bare aiokafka + msgspec decode", bare, "ticks/s"))
+        print(show("monitor daemon", mon, "ticks/s"))
+        target = 0.5 if row.spacing >= 60 else 0.7
+        ratio = statistics.median(mon) / statistics.median(bare)
+        print(f"monitor / bare consumer (medians): {ratio:.3f}  (target >= {target})")
+        note = "no Quix Streams peer (not installed)"
+        if quix:
+            print(show("Quix Streams tumbling mean", quix, "ticks/s"))
+            q = statistics.median(quix) / statistics.median(bare)
+            print(f"Quix Streams / bare consumer (medians): {q:.3f}")
+            note = f"Quix Streams tumbling mean: {q:.2f} of the same limit"
+        emit(f"live monitor, {n_tokens:,} tokens, 1 tick per token per {row.name}, "
+             f"{row.ticks:,} synthetic ticks", unit="ticks/s",
+             limit_name="bare aiokafka + msgspec decode-only consumer",
+             limit=bare, project=mon, ratio=ratio, target=f">= {target}",
+             met=ratio >= target, note=note)
+        if quix:
+            emit(f"peer: Quix Streams, one tumbling 5-minute mean, 1 tick per token per "
+                 f"{row.name}", unit="ticks/s",
+                 limit_name="bare aiokafka + msgspec decode-only consumer", limit=bare,
+                 project=quix, ratio=statistics.median(quix) / statistics.median(bare),
+                 target="peer (no target)", met=True)
+        # Real time (not this replay-speed run): every checkpoint interval each token that
+        # ticked writes one state record; its ticks in that interval are the bytes in.
+        interval = config.kafka.checkpoint_interval_seconds
+        per_interval = max(interval / row.spacing, 1.0)
+        tick_size = ticks_bytes / row.ticks
+        live = (statistics.median(state_sizes) / (per_interval * tick_size)
+                + statistics.median(ratings_per_tick))
+        print(f"bytes to state + ratings per byte of ticks in: median "
+              f"{statistics.median(ratios):.3f} in this run; in real time with "
+              f"checkpoint_interval_seconds={interval:g}: ~{live:.2f} (a token's state "
+              f"record {statistics.median(state_sizes):,.0f} B per {per_interval:g} ticks "
+              f"of {tick_size:.0f} B)", flush=True)
+        emit(f"bytes to state + ratings topics per byte of ticks in, 1 tick per token per "
+             f"{row.name}", unit="B/B", limit_name="", limit=None, project=ratios,
+             ratio=statistics.median(ratios), target="<= 1", met=max(ratios) <= 1.0,
+             note=f"real time at checkpoint_interval_seconds={interval:g}: ~{live:.2f}")
+    return errors
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--ticks", type=int, default=100_000)
+    parser.add_argument("--ticks", type=int, default=100_000,
+                        help="ticks of the one-a-minute row (and of the non-table run)")
+    parser.add_argument("--ticks-per-second-row", type=int, default=0,
+                        help="ticks of the one-a-second row (default: --ticks)")
     parser.add_argument("--tokens", default="1000,10000")
     parser.add_argument("--partitions", type=int, default=8)
     parser.add_argument("--table", action="store_true",
-                        help="the README table's row: interleaved rounds, BENCH-RESULT line")
+                        help="the README table's rows: interleaved rounds, BENCH-RESULT lines")
+    parser.add_argument("--rows", default="minute,second",
+                        help="table rows: minute (1 tick/token/min), second (1/s)")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--snapshot-seconds", type=int, default=0,
+                        help="model.snapshot_seconds of the monitor (0: every refresh)")
+    parser.add_argument("--checkpoint-interval", type=float,
+                        default=KafkaConfig().checkpoint_interval_seconds,
+                        help="kafka.checkpoint_interval_seconds of the monitor")
     args = parser.parse_args()
     # SIGTERM (e.g. from `timeout`) unwinds like Ctrl-C, so the broker child is stopped.
     signal.signal(signal.SIGTERM, signal.default_int_handler)
     configure_logging(level=os.environ.get("BENCH_LOG", "warning"), fmt="console")
     if args.table:
         n_tokens = int(args.tokens.split(",")[0])
-        asyncio.run(table_rounds(args.ticks, n_tokens, args.partitions, args.rounds))
+        # Only a non-default cadence is passed, so this script also measures older code.
+        model = (ModelConfig(snapshot_seconds=args.snapshot_seconds) if args.snapshot_seconds
+                 else ModelConfig())
+        config = Config(model=model,
+                        kafka=KafkaConfig(checkpoint_interval_seconds=args.checkpoint_interval))
+        known = {"minute": Row("minute", 60, args.ticks),
+                 "second": Row("second", 1, args.ticks_per_second_row or args.ticks)}
+        rows = [known[name] for name in args.rows.split(",")]
+        errors = asyncio.run(table_rounds(rows, n_tokens, args.partitions, args.rounds,
+                                          config))
+        from common import fail_on_errors
+
+        fail_on_errors(errors, "the monitor rounds (dead letters of valid ticks)")
         return 0
     print(f"{'tokens':>7} {'ticks':>8} {'produce/s':>10} {'bare/s':>9} {'engine/s':>9} "
           f"{'monitor/s':>10} "

@@ -23,7 +23,8 @@ HERE = Path(__file__).resolve().parent
 #: The scripts behind the table's rows (others in benchmarks/ are not in the table).
 SCRIPTS = [
     ["bench_replay.py", "--table"],
-    ["bench_monitor.py", "--table", "--ticks", "20000", "--tokens", "1000"],
+    ["bench_monitor.py", "--table", "--ticks", "100000", "--ticks-per-second-row", "300000",
+     "--tokens", "1000"],
     ["bench_delivery.py"],
     ["bench_api.py", "--db", "sqlite", "--days", "1", "--seconds", "5"],
     ["bench_cli.py"],

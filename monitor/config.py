@@ -108,6 +108,11 @@ class ModelConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     #: A rating refresh every this many seconds of event time (aligned to the epoch).
     #: 0 means refresh on every tick.
     refresh_seconds: int = 300
+    #: Rating snapshots are published at the first refresh of each period of this many
+    #: seconds of event time (aligned to the epoch) per token, instead of at every refresh;
+    #: tier changes are still evaluated (and published) at every refresh. 0: a snapshot at
+    #: every refresh. Replay honours it too, so the daemon still equals replay.
+    snapshot_seconds: int = 0
     #: Ticks may arrive this late (event time) and still be placed in order; later ones are
     #: dropped and counted.
     lateness_seconds: int = 120
@@ -128,6 +133,7 @@ class ModelConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
              "hold_decay_per_hour and calm_decay_per_hour must be > 0 (else a tier never "
              "steps down)"),
             (0 <= self.premium_minutes <= 60, "premium_minutes must be within 0-60"),
+            (self.snapshot_seconds >= 0, "snapshot_seconds must be >= 0"),
             (self.hold_margin >= 0 and self.hold_seconds >= 0,
              "hold_margin and hold_seconds must be >= 0"),
             (self.floor_window_seconds >= self.bucket_seconds > 0,

@@ -333,6 +333,24 @@ def api_request(route: str, method: str, status: int, seconds: float) -> None:
     API_SECONDS.labels(route, method).observe(seconds)
 
 
+class _TokenGauges:
+    """One token's gauge children (see ``TokenSeries._children``)."""
+
+    __slots__ = ("deviation", "labels", "price", "rating", "signals", "stale", "staleness",
+                 "tier")
+
+    def __init__(self, labels: tuple[str, str, str]) -> None:
+        self.labels = labels
+        self.rating = TOKEN_RATING.labels(*labels)
+        self.tier = TOKEN_TIER_LEVEL.labels(*labels)
+        self.staleness = TOKEN_STALENESS.labels(*labels)
+        self.stale = TOKEN_STALE.labels(*labels)
+        # Created at their first value, as before: no series for a value never seen.
+        self.deviation: Gauge | None = None
+        self.price: Gauge | None = None
+        self.signals: dict[str, Gauge] = {}
+
+
 class TokenSeries:
     """Per-token gauges for at most ``cap`` distinct tokens (first come, first kept).
 
@@ -344,33 +362,50 @@ class TokenSeries:
     def __init__(self, cap: int = TOKEN_SERIES_CAP) -> None:
         self.cap = cap
         self._labels: dict[tuple[str, str], tuple[str, str, str]] = {}
+        #: The token's gauge children, looked up once: ``labels()`` hashes and locks on
+        #: every call, and a rating snapshot sets about 11 of them (the monitor's hot path).
+        self._children: dict[tuple[str, str], _TokenGauges] = {}
 
     def observe(self, snap: RatingSnapshot) -> bool:
         """Export one snapshot; False when the token is over the cap."""
         key = (snap.chain, snap.token_address)
-        labels = self._labels.get(key)
-        if labels is None:
-            if len(self._labels) >= self.cap:
-                TOKEN_SERIES_DROPPED.inc()
-                return False
-            labels = self._labels[key] = (snap.chain, snap.symbol, snap.token_address)
-        TOKEN_RATING.labels(*labels).set(snap.rating)
-        TOKEN_TIER_LEVEL.labels(*labels).set(TIER_LEVEL.get(snap.tier, 0))
-        TOKEN_STALENESS.labels(*labels).set(snap.staleness_seconds)
-        TOKEN_STALE.labels(*labels).set(1.0 if snap.metrics.get("stale") == 1.0 else 0.0)
+        gauges = self._children.get(key)
+        if gauges is None:
+            labels = self._labels.get(key)
+            if labels is None:
+                if len(self._labels) >= self.cap:
+                    TOKEN_SERIES_DROPPED.inc()
+                    return False
+                labels = self._labels[key] = (snap.chain, snap.symbol, snap.token_address)
+            gauges = self._children[key] = _TokenGauges(labels)
+        gauges.rating.set(snap.rating)
+        gauges.tier.set(TIER_LEVEL.get(snap.tier, 0))
+        gauges.staleness.set(snap.staleness_seconds)
+        gauges.stale.set(1.0 if snap.metrics.get("stale") == 1.0 else 0.0)
         if snap.deviation_pct is not None:
-            TOKEN_DEVIATION.labels(*labels).set(snap.deviation_pct / 100.0)
+            if gauges.deviation is None:
+                gauges.deviation = TOKEN_DEVIATION.labels(*gauges.labels)
+            gauges.deviation.set(snap.deviation_pct / 100.0)
         if snap.price_usd is not None:
             try:
-                TOKEN_PRICE.labels(*labels).set(float(snap.price_usd))
+                price = float(snap.price_usd)
             except ValueError:
-                pass
+                price = None
+            if price is not None:
+                if gauges.price is None:
+                    gauges.price = TOKEN_PRICE.labels(*gauges.labels)
+                gauges.price.set(price)
+        signals = gauges.signals
         for signal in snap.signals:
-            if signal.name in SIGNALS:
-                TOKEN_SIGNAL.labels(*labels, signal.name).set(signal.score)
+            child = signals.get(signal.name)
+            if child is None and signal.name in SIGNALS:
+                child = signals[signal.name] = TOKEN_SIGNAL.labels(*gauges.labels, signal.name)
+            if child is not None:
+                child.set(signal.score)
         return True
 
     def forget(self, chain: str, token: str) -> None:
+        self._children.pop((chain, token), None)
         labels = self._labels.pop((chain, token), None)
         if labels is None:
             return

@@ -3,8 +3,9 @@
 Per batch (``getmany``), under one lock that the rebalance callbacks also take:
 
 1. decode every record; a bad one becomes a dead letter (never stops the loop);
-2. feed the partition's engine; its outputs (tier changes, rating snapshots) and the dead
-   letters go to the producer at once (not awaited per batch);
+2. feed the partition's engine; the batch's outputs (tier changes, rating snapshots) go to
+   the producer together once the batch has run through the engine, dead letters as they
+   are found (neither is awaited per batch: the producer's futures are kept);
 3. at most every ``checkpoint_interval_seconds`` (and on revoke and shutdown): wait until
    the broker acknowledged every record sent so far, write the state of every token changed
    since the last checkpoint to the state topic, wait for those too, and only then commit
@@ -28,6 +29,7 @@ from aiokafka.errors import CommitFailedError, IllegalStateError, KafkaError
 
 from .. import health, metrics
 from ..config import Config
+from ..engine import Output
 from ..kafka.topics import ensure_topics, make_consumer, make_producer
 from ..logs import get_logger
 from ..spread.feed import gated_keys_or_none
@@ -85,6 +87,10 @@ class MonitorDaemon:
         self._losses = LossDetector()
         #: Monotonic time the loop last started an iteration (None before the loop runs).
         self._loop_beat: float | None = None
+        #: Counts the restore's seeks; partition -> the count at its latest seek. A batch
+        #: fetched before a partition's seek holds records from the old position for it.
+        self._seeks = 0
+        self._seeked: dict[int, int] = {}
 
     # -- lifecycle --------------------------------------------------------------------
     async def run(self, stop: asyncio.Event | None = None) -> None:
@@ -204,6 +210,7 @@ class MonitorDaemon:
             if self._fatal is not None:
                 raise RuntimeError("partition state could not be restored") from self._fatal
             self._check_highwaters(consumer)
+            seeks = self._seeks
             try:
                 batch = await consumer.getmany(timeout_ms=k.batch_timeout_ms,
                                                max_records=k.batch_max_records)
@@ -215,7 +222,7 @@ class MonitorDaemon:
             try:
                 async with self._lock:
                     if batch:
-                        await self._process(batch)
+                        await self._process(batch, seeks)
                     if now >= next_sweep:
                         next_sweep = now + k.live_clock_interval_seconds
                         assert self._out is not None
@@ -228,15 +235,25 @@ class MonitorDaemon:
             finally:
                 self.readiness.busy_since = None
 
-    async def _process(self, batch: dict[TopicPartition, list[Record]]) -> None:
+    async def _process(self, batch: dict[TopicPartition, list[Record]], seeks: int) -> None:
+        """``seeks``: ``self._seeks`` when the batch was asked for."""
         out = self._out
         assert out is not None
         started = time.monotonic()
         records = ticks = late = 0
         wall = time.time()  # the wall clock bounds how far ahead a tick may be dated
+        # The batch's outputs, handed to the producer together after the engine ran: no
+        # producer call (nor its await) between ticks; acknowledged in bulk at checkpoint.
+        produced: list[Output] = []
         for tp, recs in batch.items():
             part = self._parts.get(tp.partition)
             if part is None:  # revoked while this batch was in flight: not ours any more
+                continue
+            if self._seeked.get(tp.partition, 0) > seeks:
+                # Sought back (a restore re-reads held ticks) while this batch was in
+                # flight: its records may come from before the seek. Drop them and fetch
+                # again from where this partition really is.
+                self._seek(tp.partition, part.next_offset)
                 continue
             engine = part.engine
             late_before = engine.stats.late
@@ -246,6 +263,8 @@ class MonitorDaemon:
                     continue  # handed out again around a rebalance; already processed
                 part.next_offset = offset + 1
                 records += 1
+                if offset < part.resume_at and offset not in part.refeed:
+                    continue  # read again after a restore, but inside the restored states
                 try:
                     tick = decode_tick(rec.value)
                     key = tick.key
@@ -277,14 +296,17 @@ class MonitorDaemon:
                     continue
                 if not spread:  # spread observations are not the token's liveness
                     self._clock.tick(key, tick.ts, tp.partition)
+                part.took(key, offset, tick)
                 part.dirty.add(key)
                 if outputs:
-                    await out.emit(outputs)
+                    produced += outputs
             late += engine.stats.late - late_before
             highwater = self._consumer.highwater(tp) if self._consumer else None
             if highwater is not None:
                 metrics.CONSUMER_LAG.labels("monitor", str(tp.partition)).set(
                     max(highwater - part.next_offset, 0))
+        if produced:
+            await out.emit(produced)
         self.stats.records += records
         self.stats.ticks += ticks
         self.stats.batches += 1
@@ -316,11 +338,16 @@ class MonitorDaemon:
         written = 0
         for part in parts:
             for key in part.dirty:
+                # Compact: the ticks still held for lateness stay out of the state (their
+                # offsets go in instead), so its size does not grow with tick density.
+                pending = part.pending_offsets(key)
                 record = StateRecord(
                     version=STATE_VERSION, key=key, partition=part.partition,
-                    offset=part.next_offset, last_event_ts=self._clock.last_event_ts(key),
+                    offset=part.state_offset(key),
+                    last_event_ts=self._clock.last_event_ts(key),
                     written_at=now, stale=self._clock.is_stale(key),
-                    engine_state=part.engine.export_state(key),
+                    engine_state=part.engine.export_state(key, pending=pending is None),
+                    pending_offsets=pending or [],
                 )
                 await publisher.send(k.state_topic, encode_state(record), key=key.encode(),
                                      partition=part.partition, kind="state")
@@ -328,11 +355,13 @@ class MonitorDaemon:
         await publisher.flush()
         for part in parts:
             part.dirty.clear()
+        # Never backwards: while a restored partition is read again below its committed
+        # offset (compact states' held ticks), the group's offset stays where it was.
         offsets = {TopicPartition(k.ticks_topic, part.partition): part.next_offset
-                   for part in parts if part.next_offset != part.committed}
+                   for part in parts if part.next_offset > part.committed}
         if offsets and await self._commit(offsets):
             for part in parts:
-                part.committed = part.next_offset
+                part.committed = max(part.committed, part.next_offset)
                 # Only offsets the group really took count as "ours" for lost.py.
                 self._losses.committed(part.partition, part.committed)
         if written or offsets:
@@ -418,6 +447,7 @@ class MonitorDaemon:
             states = await self._retry(
                 lambda: read_states(self._state_reader, k.state_topic, new), "restore_state")
             restored = 0
+            reread: dict[int, int] = {}
             for p in new:
                 position = positions[p]
                 part = PartitionState.restore(p, self.config.model, position, states[p],
@@ -427,12 +457,24 @@ class MonitorDaemon:
                     self._clock.restored(key, state.last_event_ts, p)
                 restored += len(states[p])
                 self._parts[p] = part
+                if part.next_offset < position:
+                    # Compact states left held ticks out: read them again. (aiokafka drops
+                    # what it fetched from the committed offset meanwhile; a batch already
+                    # handed out is dropped by _process, see _seeked.)
+                    self._seek(p, part.next_offset)
+                    reread[p] = position - part.next_offset
             self.stats.restored_tokens += restored
             self.joined.set()
             metrics.ASSIGNED_PARTITIONS.labels("monitor").set(len(self._parts))
         log.info("monitor.partitions_assigned", partitions=mine, restored_partitions=new,
-                 kept_partitions=kept, restored_tokens=restored,
+                 kept_partitions=kept, restored_tokens=restored, reread_records=reread,
                  positions={p: self._parts[p].next_offset for p in mine if p in self._parts})
+
+    def _seek(self, partition: int, offset: int) -> None:
+        assert self._consumer is not None
+        self._consumer.seek(TopicPartition(self.kafka.ticks_topic, partition), offset)
+        self._seeks += 1
+        self._seeked[partition] = self._seeks
 
     # -- broker loss (lost.py) ------------------------------------------------------------
     def _broker_lost(self, exc: BrokerLost) -> None:

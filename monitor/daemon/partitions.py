@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from ..config import ModelConfig
 from ..engine import Engine
+from ..ticks import Tick
 from .state import StateRecord
 
 
@@ -27,22 +28,79 @@ class PartitionState:
     committed: int = -1
     #: Tokens whose state changed since the last checkpoint.
     dirty: set[str] = field(default_factory=set)
+    #: key -> {id(tick): (offset, tick)} of ticks handed to the engine that it may still
+    #: hold for lateness; ``pending_offsets`` keeps it to those it really holds. (The
+    #: tick is kept so its ``id`` stays unique while it is listed.)
+    held: dict[str, dict[int, tuple[int, Tick]]] = field(default_factory=dict)
+    #: Where the group's committed offset stood at restore; below it only ``refeed``
+    #: offsets are processed (everything else there is inside the restored states).
+    resume_at: int = 0
+    #: Offset -> key of ticks a restored compact state left out
+    #: (``StateRecord.pending_offsets``) and not read again yet.
+    refeed: dict[int, str] = field(default_factory=dict)
 
     @classmethod
     def restore(cls, partition: int, model: ModelConfig, position: int,
                 states: dict[str, StateRecord],
                 spread_gated: frozenset[str] = frozenset()) -> PartitionState:
         engine = Engine(model, spread_gated=spread_gated)
-        part = cls(partition=partition, engine=engine, next_offset=position)
+        refeed = {o: key for key, state in states.items() for o in state.pending_offsets}
+        # Read again from the lowest tick a compact state left out (never above position).
+        start = min(refeed, default=position)
+        start = min(start, position)
+        part = cls(partition=partition, engine=engine, next_offset=start,
+                   resume_at=position, refeed=refeed)
         for key, state in states.items():
             engine.restore_state(state.engine_state)
-            if state.offset > position:
+            if state.offset > start:
                 part.skip_below[key] = state.offset
         return part
 
     def should_skip(self, key: str, offset: int) -> bool:
-        """True when the restored state of ``key`` already contains the tick at ``offset``."""
+        """True when the restored state of ``key`` already contains the tick at ``offset``
+        (a tick its compact state left out is not contained: it is read again)."""
+        if self.refeed.pop(offset, None) is not None:
+            return False
         return skip_restored(self.skip_below, key, offset)
+
+    def inside_restored(self, offset: int) -> bool:
+        """True for a record below the restore position that no state left out: it is in
+        the restored states (or was dead-lettered) already, so it is passed over whole."""
+        return offset < self.resume_at and offset not in self.refeed
+
+    def took(self, key: str, offset: int, tick: Tick) -> None:
+        """The engine took ``tick`` (read at ``offset``); it may hold it for lateness."""
+        held = self.held.get(key)
+        if held is None:
+            self.held[key] = {id(tick): (offset, tick)}
+        else:
+            held[id(tick)] = (offset, tick)
+
+    def state_offset(self, key: str) -> int:
+        """The offset a state of ``key`` written now is exact at: the position, or the
+        restored state's own when the partition is still being read again below it."""
+        return max(self.next_offset, self.skip_below.get(key, self.next_offset))
+
+    def pending_offsets(self, key: str) -> list[int] | None:
+        """Offsets of the ticks the engine holds for ``key``, in offset order; None when
+        it holds one whose offset is unknown (restored inside an old, version 1 state):
+        that state is then written whole, held ticks included."""
+        # Left out by the restored state and not read again yet: still left out.
+        unread = sorted(o for o, k in self.refeed.items() if k == key) if self.refeed else []
+        pending = self.engine.pending(key)
+        if not pending:
+            self.held.pop(key, None)
+            return unread
+        held = self.held.get(key, {})
+        kept: dict[int, tuple[int, Tick]] = {}
+        for tick in pending:
+            entry = held.get(id(tick))
+            if entry is not None:
+                kept[id(tick)] = entry
+        self.held[key] = kept
+        if len(kept) != len(pending):
+            return None
+        return sorted([o for o, _ in kept.values()] + unread)
 
 
 def skip_restored(skip_below: dict[str, int], key: str, offset: int) -> bool:

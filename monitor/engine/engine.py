@@ -197,7 +197,10 @@ class Engine:
             self._release(t, math.inf, out)
         return out
 
-    def export_state(self, key: str) -> bytes:
+    def export_state(self, key: str, *, pending: bool = True) -> bytes:
+        """The token's state; ``pending=False`` leaves out the ticks held for lateness
+        (the caller re-reads them from its input after a restore: the daemon's compact
+        checkpoints, monitor/daemon/state.py)."""
         t = self._tokens[key]
         saved = _Saved(
             version=STATE_VERSION, chain=t.chain, token=t.token, symbol=t.symbol,
@@ -206,7 +209,8 @@ class Engine:
             price_text=t.price_text, peg_text=t.peg_text, next_refresh=t.next_refresh,
             last_applied=t.last_applied, last_eval=t.last_eval, max_seen=t.max_seen,
             last_tick_ts=t.last_tick_ts, last_sig=t.last_sig,
-            pending=[tick for _, _, tick in sorted(t.pending)], held=t.held,
+            pending=[tick for _, _, tick in sorted(t.pending)] if pending else [],
+            held=t.held,
             spread_mark=t.spread_mark,
         )
         return _state_encoder.encode(saved)
@@ -230,6 +234,11 @@ class Engine:
         key = f"{s.chain}:{s.token}"
         self._tokens[key] = t
         return key
+
+    def pending(self, key: str) -> list[Tick]:
+        """The ticks of ``key`` held for lateness (taken, not applied yet), in no order."""
+        t = self._tokens.get(key)
+        return [tick for _, _, tick in t.pending] if t is not None else []
 
     def forget(self, key: str) -> None:
         """Drop a token (its partition moved to another instance)."""
@@ -320,14 +329,17 @@ class Engine:
     def _evaluate(self, t: _Token, now: float, out: list[Output]) -> None:
         c = self.config
         self.stats.refreshes += 1
+        # Due before last_eval moves: the first refresh of its snapshot period (the period
+        # of the previous refresh is in the saved state, so a restore keeps the cadence).
+        snap = self.snapshots and _snapshot_due(c.snapshot_seconds, t.last_eval, now)
         t.last_eval = now
         if t.windows.last_dev is None:
             # No price with a peg yet: the token is unrated. Rating it from slippage or
             # oracle ticks alone would publish a tier with no price behind it.
             self.stats.unrated += 1
             return
-        ev = evaluate(t.windows, t.obs, c, now, detail=self.snapshots)
-        raw, signals = combine(ev.signals, c.weights, detail=self.snapshots)
+        ev = evaluate(t.windows, t.obs, c, now, detail=snap)
+        raw, signals = combine(ev.signals, c.weights, detail=snap)
         floor = floor_rating(t.windows, now, c)
         deviation = ev.deviation if ev.deviation is not None else t.windows.last_dev
         # Calm: no price more than persistence_low below peg in the calm window.
@@ -336,11 +348,11 @@ class Engine:
         old = t.tier.tier
         above = t.windows.count_beyond(now, 3600, (c.premium_enter,), above=True)[0]
         changed = step(t.tier, rating, deviation, above, now, c)
-        if not self.snapshots and changed is None:
+        if not snap and changed is None:
             return
         stamp = format_ts(now)
         deviation_pct = round(deviation * 100.0, 4)
-        if self.snapshots:
+        if snap:
             ev.metrics.update(rating_raw=raw, rating_floor=floor, calm=float(calm))
             out.append(self._snapshot(t, now, stamp, rating, signals, ev.metrics,
                                       deviation_pct))
@@ -378,3 +390,12 @@ class Engine:
             price_usd=t.price_text, peg_usd=t.peg_text, deviation_pct=deviation_pct,
             staleness_seconds=round(staleness, 3), signals=signals, metrics=metrics,
         )
+
+
+def _snapshot_due(every: int, previous: float | None, now: float) -> bool:
+    """A rating snapshot at ``now``? Always with no cadence (0) or no earlier refresh;
+    otherwise only when ``now`` is in a later epoch-aligned period of ``every`` seconds
+    than the token's previous refresh."""
+    if every <= 0 or previous is None:
+        return True
+    return now // every != previous // every

@@ -49,12 +49,14 @@ def identity(kind: str, value: bytes) -> Identity:
     return kind, key, probe.timestamp
 
 
-def replay(files: list[Path], out_dir: Path) -> dict[Identity, bytes]:
-    """Run ``depeg-monitor replay`` (the CLI, a child process) on ``files``."""
+def replay(files: list[Path], out_dir: Path,
+           env: dict[str, str] | None = None) -> dict[Identity, bytes]:
+    """Run ``depeg-monitor replay`` (the CLI, a child process) on ``files``; ``env`` adds
+    configuration (``DEPEG_*``) the daemon under test runs with too."""
     events, ratings = out_dir / "replay-events.jsonl", out_dir / "replay-ratings.jsonl"
     subprocess.run([sys.executable, "-m", "monitor", "replay", *map(str, files),
                     "--out", str(events), "--ratings", str(ratings)],
-                   check=True, capture_output=True, env={**os.environ})
+                   check=True, capture_output=True, env={**os.environ, **(env or {})})
     truth: dict[Identity, bytes] = {}
     for kind, path in (("tier_change", events), ("rating", ratings)):
         for line in path.read_bytes().splitlines():

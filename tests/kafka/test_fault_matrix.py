@@ -45,6 +45,14 @@ def matrix_input(tmp_path_factory: pytest.TempPathFactory) -> tuple[
         list[Tick], dict[replaytruth.Identity, bytes], set[replaytruth.Identity]]:
     """The input files (written to a temp dir), their ticks, replay's truth, what is owed."""
     out = tmp_path_factory.mktemp("matrix")
+    files = matrix_files(out)
+    ticks = load_ticks(*files)
+    truth = replaytruth.replay(files, out)
+    return ticks, truth, replaytruth.owed(truth, ticks)
+
+
+def matrix_files(out: Path) -> list[Path]:
+    """The SVB weekend of USDC plus 12 simulated tokens, as tick files in ``out``."""
     usdc = out / "usdc-svb-weekend.csv"
     source = data_file("ticks/usdc_2023-03_binanceus_1m.csv")
     week = [t for t in read_file(source)
@@ -53,10 +61,7 @@ def matrix_input(tmp_path_factory: pytest.TempPathFactory) -> tuple[
     simulated = out / "simulated.csv"
     write_ticks_file(generate(make_tokens(12, seed=11), seed=11, start=SVB_DAYS[0],
                               interval=600.0, duration=SVB_DAYS[1] - SVB_DAYS[0]), simulated)
-    files = [usdc, simulated]
-    ticks = load_ticks(*files)
-    truth = replaytruth.replay(files, out)
-    return ticks, truth, replaytruth.owed(truth, ticks)
+    return [usdc, simulated]
 
 
 Scenario = Callable[[EmbeddedBroker, KafkaConfig, Path, "Progress"], Awaitable[None]]

@@ -119,6 +119,10 @@ async def test_daemon_checkpoints_restore_exactly_what_an_engine_holds(broker) -
     wrong = []
     for key in truth.keys():
         state = restored[partition_of(key, 3)].get(key)
-        if state is None or state.engine_state != truth.export_state(key):
+        # A compact state leaves the ticks held for lateness out and lists their offsets.
+        if state is None or state.engine_state != truth.export_state(
+                key, pending=not state.pending_offsets) or (
+                state.pending_offsets
+                and len(state.pending_offsets) != len(truth.pending(key))):
             wrong.append(key)
     assert not wrong, f"{len(wrong)} of {len(tokens)} tokens restored with an older state"
