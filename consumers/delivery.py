@@ -28,7 +28,7 @@ from monitor.commands import Command, add_bootstrap_servers, with_bootstrap_serv
 from monitor.config import Config
 from monitor.logs import get_logger
 from monitor.records import TierChangeEvent, decode_event, encode
-from monitor.services import Service, run_until_signalled
+from monitor.services import Service, run_broker_service
 from monitor.storage import Database, connect
 from monitor.storage.deliveries import DeliveryStore, NewEvent
 from monitor.storage.webhooks import Subscription, WebhookStore, migrate_webhooks
@@ -200,14 +200,9 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _run(args: argparse.Namespace, config: Config) -> int:
     config = with_bootstrap_servers(config, args.bootstrap_servers)
-    if not config.kafka.bootstrap_servers:
-        # As the other daemons do; it used to try 127.0.0.1:9092 and exit 1 on aiokafka's
-        # own connection error, which names no setting.
-        log.error("delivery.no_broker",
-                  hint="set kafka.bootstrap_servers / --bootstrap-servers, or use "
-                       "`depeg-monitor run` to start an embedded broker")
-        return 2
-    return run_until_signalled(run_worker, config)
+    # Without a broker: exit 2 naming the setting, as the other daemons (it used to try
+    # 127.0.0.1:9092 and exit 1 on aiokafka's own connection error, which names none).
+    return run_broker_service("delivery", run_worker, config)
 
 
 command = Command(

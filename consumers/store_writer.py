@@ -40,7 +40,7 @@ from monitor.records import (
     decode_snapshot,
     encode,
 )
-from monitor.services import Service, run_until_signalled
+from monitor.services import Service, StartupError, run_until_signalled
 from monitor.storage import connect
 from monitor.storage.ratings import RatingsStore
 from monitor.storage.vaults import VaultStore
@@ -230,8 +230,10 @@ class StoreWriter:
     async def run(self, stop: asyncio.Event) -> None:
         k = self.config.kafka
         if not self.bootstrap:
-            raise RuntimeError("kafka.bootstrap_servers is empty: the store writer needs a "
-                               "broker (set DEPEG_KAFKA__BOOTSTRAP_SERVERS)")
+            # Configuration, not a runtime failure: exit 2 as every command without a broker.
+            raise StartupError("kafka.bootstrap_servers is empty: the store writer needs a "
+                               "broker (set DEPEG_KAFKA__BOOTSTRAP_SERVERS or pass "
+                               "--bootstrap-servers, or use `depeg-monitor run`)")
         # The vault tables are this writer's own addition: created here (idempotent), so a
         # caller that migrated only the ratings store does not stall on a missing table.
         await self.vaults.store.migrate()

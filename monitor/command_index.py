@@ -14,7 +14,8 @@ HELP: dict[str, str] = {
     "monitor": "run the monitor daemon: ticks in, ratings and tier changes out (Kafka)",
     "produce": ("publish to Kafka: tick files, simulated tokens, Uniswap v3, on-chain adapters "
                 "(chain), vault facts (vaults)"),
-    "registry": "token registry tools: `registry check FILE` validates a Token Lists registry",
+    "registry": ("token registry tools: `registry check [FILE]` validates a registry "
+                 "(default: the configured registry.path)"),
     "replay": "run tick files through the engine and write the tier changes it would have sent",
     "run": "run everything in one process (embedded broker unless one is configured)",
     "spread": "run the cross-chain spread stage: every chain's ticks in, spread observations out",

@@ -229,10 +229,18 @@ class ApiConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     max_concurrent_test_sends: int = 2
     #: Per-key overrides, keyed by the key's name, id or display prefix (dpm_xxxxxxxx).
     key_rate_limits: dict[str, KeyRateLimit] = msgspec.field(default_factory=dict)
+    #: Failed authentications (401) per client address (monitor/api/authlimit.py):
+    #: ``failed_auth_burst`` at once, refilled at ``failed_auth_per_second``; beyond it
+    #: every keyed request from the address is 429 with Retry-After until a token is back,
+    #: so keys cannot be guessed at line rate. 0 per second: no limit.
+    failed_auth_per_second: float = 10.0
+    failed_auth_burst: int = 20
 
     def __post_init__(self) -> None:
         if self.rate_limit_per_second < 0 or self.rate_limit_burst < 0:
             raise ValueError("api.rate_limit_per_second and rate_limit_burst must be >= 0")
+        if self.failed_auth_per_second < 0 or self.failed_auth_burst < 0:
+            raise ValueError("api.failed_auth_per_second and failed_auth_burst must be >= 0")
         if self.max_concurrent_test_sends < 1:
             raise ValueError("api.max_concurrent_test_sends must be >= 1")
 

@@ -118,6 +118,16 @@ def store_check(db: Pingable) -> Check:
     return check
 
 
+def idle_check(reason: str) -> Check:
+    """A service that runs but has nothing to do (no chain configured, no multi-chain
+    asset): ready, and ``/readyz`` says why it is idle instead of leaving it out."""
+
+    async def check() -> tuple[bool, str]:
+        return True, f"idle: {reason}"
+
+    return check
+
+
 def _split_hostport(server: str) -> tuple[str, int]:
     host, _, port = server.strip().rpartition(":")
     return host.strip("[]") or "localhost", int(port or 9092)

@@ -156,7 +156,11 @@ async def _final_journal_cycle(journal: Journal, broker: EmbeddedBroker | None) 
         if broker is not None and broker.process is not None \
                 and broker.process.poll() is None:
             copied = await asyncio.wait_for(journal.cycle(), 60)
-            log.info("run.journal_saved", records=copied, path=str(journal.store.path))
+            # What an operator checks after a stop: this save, everything this run copied,
+            # and what the next start will put back.
+            held = await asyncio.to_thread(journal.store.count)
+            log.info("run.journal_saved", records=copied, copied_this_run=journal.copied,
+                     records_held=held, path=str(journal.store.path))
     except (KafkaError, OSError, TimeoutError) as exc:
         log.error("run.journal_incomplete", error=f"{type(exc).__name__}: {exc}"[:300],
                   note="the next start restores the previous journal cycle")
@@ -203,6 +207,7 @@ async def _supervise(config: Config, services: list[Service], stop: asyncio.Even
         log.info("run.service_started", service=service.name)
     stopper: asyncio.Task[Any] = asyncio.create_task(stop.wait())
     failed = False
+    misconfigured = False
     pending = set(tasks)
     while pending:
         done, _ = await asyncio.wait(pending | {stopper}, return_when=asyncio.FIRST_COMPLETED)
@@ -213,14 +218,19 @@ async def _supervise(config: Config, services: list[Service], stop: asyncio.Even
             name = tasks[task].name
             exc = task.exception() if not task.cancelled() else None
             if isinstance(exc, StartupError):
-                failed = True  # a clear message already; no traceback
-                log.error("run.service_failed", service=name, error=str(exc))
+                failed = misconfigured = True  # a clear message already; no traceback
+                log.error("run.service_failed", service=name, error=str(exc),
+                          note="configuration: stopping every service, exit 2")
             elif exc is not None:
                 failed = True
                 log.error("run.service_failed", service=name,
-                          error=f"{type(exc).__name__}: {exc}", exc_info=exc)
+                          error=f"{type(exc).__name__}: {exc}", exc_info=exc,
+                          note="stopping every service, exit 1 (a supervisor restarts run)")
             elif not stop.is_set():
-                log.warning("run.service_exited", service=name)
+                # A service returns only once stopped: anything else is a failure too.
+                log.error("run.service_exited", service=name,
+                          note="returned without being stopped: stopping every service, "
+                               "exit 1 (a supervisor restarts run)")
             else:
                 log.info("run.service_stopped", service=name)
             if not stop.is_set():
@@ -230,7 +240,8 @@ async def _supervise(config: Config, services: list[Service], stop: asyncio.Even
             log.info("run.stopping", waiting_for=sorted(tasks[t].name for t in pending))
             stopper = asyncio.create_task(asyncio.Event().wait())  # wait on services only
     stopper.cancel()
-    return 1 if failed else 0
+    # README "Exit codes": 2 = a service named a setting to fix, 1 = one crashed or quit.
+    return 2 if misconfigured else 1 if failed else 0
 
 
 def run_command(args: argparse.Namespace, config: Config) -> int:

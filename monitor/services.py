@@ -36,6 +36,25 @@ def discover_services() -> list[Service]:
     return sorted((s for s in found if isinstance(s, Service)), key=lambda s: (s.order, s.name))
 
 
+#: What a Kafka service started alone says when no broker is configured.
+NO_BROKER_HINT = ("set kafka.bootstrap_servers / --bootstrap-servers, or use "
+                  "`depeg-monitor run` to start an embedded broker")
+
+
+def run_broker_service(component: str,
+                       run: Callable[[Config, asyncio.Event], Awaitable[None]],
+                       config: Config) -> int:
+    """The command of a Kafka service started alone: without a broker (none configured,
+    no ``run`` found) log ``<component>.no_broker`` naming the setting and exit 2 (README,
+    "Exit codes"), else :func:`run_until_signalled`."""
+    if not config.kafka.bootstrap_servers:
+        from .logs import get_logger
+
+        get_logger(__name__).error(f"{component}.no_broker", hint=NO_BROKER_HINT)
+        return 2
+    return run_until_signalled(run, config)
+
+
 def run_until_signalled(run: Callable[[Config, asyncio.Event], Awaitable[None]],
                         config: Config, *, ops: bool = True) -> int:
     """Run one service as a process: SIGTERM or Ctrl-C sets its stop event, and the
@@ -45,6 +64,8 @@ def run_until_signalled(run: Callable[[Config, asyncio.Event], Awaitable[None]],
     ``metrics.host:metrics.port`` (the HTTP API serves them on its own port instead).
     """
     import signal
+
+    from aiokafka.errors import KafkaConnectionError
 
     from .logs import get_logger
     from .ops_server import OpsServer
@@ -72,6 +93,13 @@ def run_until_signalled(run: Callable[[Config, asyncio.Event], Awaitable[None]],
         except StartupError as exc:
             log.error("service.start_failed", error=str(exc))
             return 2
+        except KafkaConnectionError as exc:
+            # A broker is configured but does not answer, and the service gave up: a
+            # runtime failure (exit 1), one line naming the setting, no traceback.
+            log.error("service.broker_unreachable",
+                      bootstrap_servers=config.kafka.bootstrap_servers, error=str(exc),
+                      hint="check kafka.bootstrap_servers (DEPEG_KAFKA__BOOTSTRAP_SERVERS)")
+            return 1
         finally:
             if server is not None:
                 await server.stop()

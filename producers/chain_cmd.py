@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import sys
 
+from monitor import health
 from monitor.chains import CHAINS
 from monitor.config import Config
 from monitor.logs import get_logger
@@ -54,7 +55,13 @@ async def run_service(config: Config, stop: asyncio.Event) -> None:
         await _serve(config, stop)
     except (SourcesError, ProduceError) as exc:
         raise StartupError(f"chain sources: {exc}") from exc
-    await stop.wait()
+    if not stop.is_set():
+        # Idle (no chain has rpc_urls): still listed in /readyz, saying so, rather than
+        # absent (which reads as "not started"). Configured chains list themselves as
+        # chain:<name> while they poll.
+        with health.checking("chain", health.idle_check(
+                "no chain has rpc_urls configured (chains.<chain>.rpc_urls)")):
+            await stop.wait()
 
 
 def run(args: argparse.Namespace, config: Config) -> int:
@@ -84,7 +91,8 @@ def run(args: argparse.Namespace, config: Config) -> int:
         return run_until_signalled(forever, config)
     except (SourcesError, ProduceError) as exc:
         print(f"depeg-monitor produce chain: {exc}", file=sys.stderr)
-        return 2
+        # A bad sources file is configuration (2); a ProduceError says which it is.
+        return exc.exit_code if isinstance(exc, ProduceError) else 2
 
 
 service = Service(name="chain", run=run_service, order=40)

@@ -38,6 +38,16 @@ log = get_logger(__name__)
 class ProduceError(RuntimeError):
     """Publishing failed in a way retrying inside the producer did not fix."""
 
+    #: The command's exit code (README, "Exit codes"): 1 = a runtime failure.
+    exit_code = 1
+
+
+class NoBrokerConfigured(ProduceError):
+    """Nothing says where the broker is: a configuration error the operator fixes, exit 2
+    as for every command (the daemons too), not a runtime failure."""
+
+    exit_code = 2
+
 
 def bootstrap_from(cli_value: str | None, kafka: KafkaConfig,
                    config: Config | None = None) -> str:
@@ -50,7 +60,7 @@ def bootstrap_from(cli_value: str | None, kafka: KafkaConfig,
     if not servers and config is not None:
         servers = discover_bootstrap(config) or ""
     if not servers:
-        raise ProduceError(
+        raise NoBrokerConfigured(
             "no broker configured and no `depeg-monitor run` found on this machine: start "
             "one, or pass --bootstrap-servers HOST:PORT / set DEPEG_KAFKA__BOOTSTRAP_SERVERS"
         )

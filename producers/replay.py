@@ -106,4 +106,4 @@ def run(args: argparse.Namespace, config: Config) -> int:
         return asyncio.run(main())
     except ProduceError as exc:
         print(f"depeg-monitor produce replay: {exc}", file=sys.stderr)
-        return 1
+        return exc.exit_code

@@ -23,7 +23,7 @@ from .csvout import write_ticks_file
 from .kafka_out import ProduceError, bootstrap_from, open_sender
 from .publish import add_kafka_arguments, publish_rows
 from .runtime import StopSignal
-from .synthetic import generate, make_tokens
+from .synthetic import cross_chain_pair, generate, make_tokens
 
 DESCRIPTION = """Generate synthetic pegged tokens for demos and load tests: calm noise, depegs
 that recover, collapses, above-peg premiums and liquidity drains, across the seven chains, with
@@ -71,6 +71,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "default now)")
     parser.add_argument("--out", metavar="FILE",
                         help="write a canonical tick CSV (- for stdout) instead of publishing")
+    parser.add_argument("--cross-chain", action="store_true",
+                        help="also simulate USDC on eth (calm) and arb (depegging) under their "
+                             "real addresses: with a registry naming both as one asset (the "
+                             "committed Token List: DEPEG_REGISTRY__PATH=deploy/registry/"
+                             "pegged-tokens.tokenlist.json) the spread stage publishes their "
+                             "cross-chain spread")
     parser.add_argument("--list-tokens", action="store_true",
                         help="print the simulated tokens (chain, address, symbol, peg, "
                              "scenario) and exit")
@@ -79,13 +85,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, config: Config) -> int:
     tokens = make_tokens(args.tokens, args.seed)
+    if args.cross_chain:
+        tokens += cross_chain_pair(len(tokens), args.seed)
     if args.list_tokens:
         for t in tokens:
             print(f"{t.chain}:{t.address} {t.symbol} peg={t.peg_kind}({t.peg0:.6g}) "
                   f"scenario={t.scenario}")
         return 0
     start = args.start if args.start is not None else float(int(time.time()))
-    interval = args.time_scale * args.tokens / args.rate
+    interval = args.time_scale * len(tokens) / args.rate  # --rate: over all, pair included
     span = args.duration * args.time_scale if args.duration is not None else None
     ticks = generate(tokens, seed=args.seed, start=start, interval=interval, duration=span)
     if args.out:
@@ -119,4 +127,4 @@ def run(args: argparse.Namespace, config: Config) -> int:
         return asyncio.run(main())
     except ProduceError as exc:
         print(f"depeg-monitor produce simulate: {exc}", file=sys.stderr)
-        return 1
+        return exc.exit_code

@@ -113,6 +113,26 @@ def make_tokens(count: int, seed: int) -> list[TokenSpec]:
     return tokens
 
 
+#: Circle's USDC on eth and arb: the committed Token List
+#: (deploy/registry/pegged-tokens.tokenlist.json) names both under ``asset = "usdc"``, so a
+#: registry holding them makes the spread stage compare the two (docs/cross-chain-spread.md).
+USDC_PAIR: Final = (("eth", "0xa0b86991c6218b36c1d19d4a2e9eb0ce3606eb48"),
+                    ("arb", "0xaf88d065e77c8cc2239327c5edb3a432268e5831"))
+
+
+def cross_chain_pair(first_index: int, seed: int) -> list[TokenSpec]:
+    """USDC on eth (calm) and on arb (depegging episodes): one asset on two chains whose
+    prices part, so a demo shows a cross-chain spread. Real addresses, because the spread
+    stage learns which tokens are one asset from the registry, never from symbols."""
+    rng = random.Random(f"pair:{seed}")
+    return [TokenSpec(index=first_index + n, chain=chain, address=address, symbol="USDC",
+                      peg_kind="USD", scenario=scenario, peg0=1.0,
+                      base_slippage_bps=rng.uniform(2.0, 6.0), noise_bps=rng.uniform(1.0, 2.0))
+            for n, ((chain, address), scenario) in enumerate(zip(USDC_PAIR,
+                                                                 ("calm", "depeg"),
+                                                                 strict=True))]
+
+
 class _TokenPath:
     """One token's price, peg and slippage through event time (its own random stream)."""
 

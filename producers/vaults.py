@@ -119,7 +119,7 @@ def run(args: argparse.Namespace, config: Config) -> int:
         return _files(args, config)
     except ProduceError as exc:
         print(f"depeg-monitor produce vaults: {exc}", file=sys.stderr)
-        return 1
+        return exc.exit_code
 
 
 def _files(args: argparse.Namespace, config: Config) -> int:

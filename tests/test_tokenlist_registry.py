@@ -101,3 +101,28 @@ def test_the_api_registry_loads_a_token_list(registry):
     assert len(tokens) == len(registry["tokens"])
     usdc = next(t for t in tokens if t.address == "0xa0b86991c6218b36c1d19d4a2e9eb0ce3606eb48")
     assert (usdc.chain, usdc.peg_type, usdc.symbol) == ("eth", "usd", "USDC")
+
+
+def test_registry_check_defaults_to_the_configured_registry(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]):
+    """No FILE: registry.path is checked (Token List or TOML); none configured is exit 2
+    naming the setting (FILE used to be required)."""
+    monkeypatch.delenv("DEPEG_CONFIG", raising=False)
+    monkeypatch.setenv("DEPEG_REGISTRY__PATH", "")
+    assert main(["registry", "check"]) == 2
+    assert "DEPEG_REGISTRY__PATH" in capsys.readouterr().err
+    monkeypatch.setenv("DEPEG_REGISTRY__PATH", str(REGISTRY))
+    assert main(["registry", "check"]) == 0
+    assert f"{len(load_registry(REGISTRY))} tokens" in capsys.readouterr().out
+    toml = tmp_path / "registry.toml"
+    toml.write_text("".join(
+        f'[[token]]\nchain = "{chain}"\naddress = "0x{n:040x}"\nsymbol = "USDC"\n'
+        f'asset = "usdc"\n' for n, chain in enumerate(["eth", "arb", "arb"], start=1)))
+    monkeypatch.setenv("DEPEG_REGISTRY__PATH", str(toml))
+    assert main(["registry", "check"]) == 0
+    assert "3 tokens (eth 1, arb 2)" in capsys.readouterr().out
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[[token]]\nchain = "doge"\naddress = "0x1"\nsymbol = "X"\n')
+    monkeypatch.setenv("DEPEG_REGISTRY__PATH", str(bad))
+    assert main(["registry", "check"]) == 1
+    assert str(bad) in capsys.readouterr().err

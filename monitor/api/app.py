@@ -14,7 +14,7 @@ from aiohttp import web
 from ..config import Config
 from ..logs import get_logger
 from ..storage import Database
-from . import auth, context, deprecation, observe, openapi, ratelimit, resources
+from . import auth, authlimit, context, deprecation, observe, openapi, ratelimit, resources
 from .context import Handler
 from .errors import ApiError, error_response
 
@@ -44,11 +44,13 @@ async def errors_middleware(request: web.Request, handler: Handler) -> web.Strea
 def create_app(config: Config, db: Database) -> web.Application:
     app = web.Application(
         middlewares=[observe.metrics_middleware, deprecation.deprecation_middleware,
-                     errors_middleware, auth.auth_middleware],
+                     errors_middleware, authlimit.failed_auth_middleware,
+                     auth.auth_middleware],
         client_max_size=config.api.max_body_bytes,
     )
     context.install(app, config, db)
     ratelimit.install(app, config.api, db)  # its middleware runs inside auth's
+    authlimit.install(app, config.api)  # 401s per client address, outside auth's
     for module in (*resources.ROUTE_MODULES, openapi):
         module.add_routes(app)
     return app

@@ -17,13 +17,22 @@ from aiohttp import web
 from .. import __version__
 from . import resources
 
+#: The one error schema of every route. The spec fixes error bodies only for E8's pins
+#: (``supported_versions``, ``supported_schemes``, ``Invalid chain``); elsewhere the two
+#: families keep the details their clients already read (README, "Errors"): the read
+#: routes name the query ``parameter``, the webhook routes the ``field`` and a ``reason``.
 ERROR_SCHEMA: dict[str, Any] = {
     "type": "object",
-    "description": "Every error: a message in `error`, optional details beside it (the "
-                   "offending `parameter`, the `allowed` values, ...).",
+    "description": "Every error: a message in `error`, optional details beside it. A 400 "
+                   "of /rwa, /vaults and /v3 names the offending query `parameter` (and "
+                   "the `allowed` values, or the `minimum`/`maximum`); a 400 of /webhooks names "
+                   "the offending `field` (body or query) and the `reason`. A 429 adds "
+                   "`retry_after_seconds`.",
     "required": ["error"],
     "properties": {"error": {"type": "string"}, "parameter": {"type": "string"},
-                   "allowed": {"type": "array"}},
+                   "allowed": {"type": "array"}, "minimum": {"type": "number"},
+                   "maximum": {"type": "number"}, "field": {"type": "string"},
+                   "reason": {"type": "string"}, "retry_after_seconds": {"type": "integer"}},
     "additionalProperties": True,
 }
 

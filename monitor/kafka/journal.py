@@ -96,6 +96,10 @@ class JournalStore:
                 "(group_id, topic, part) DO UPDATE SET off = excluded.off",
                 [(g, t, p, o) for (g, t, p), o in offsets.items()])
 
+    def count(self) -> int:
+        """Records held: what the next start puts back (logged by ``run.journal_saved``)."""
+        return int(self._db.execute("SELECT COUNT(*) FROM journal_records").fetchone()[0])
+
     def next_offsets(self) -> dict[tuple[str, int], int]:
         cur = self._db.execute(
             "SELECT topic, part, MAX(off) + 1 FROM journal_records GROUP BY topic, part")
@@ -124,6 +128,8 @@ class Journal:
         self.store = JournalStore(path)
         self.groups = groups
         self._next = self.store.next_offsets()
+        #: Records copied by this process's cycles (the final one included).
+        self.copied = 0
 
     # -- seeding a fresh broker ---------------------------------------------------------
     async def seed(self) -> int:
@@ -191,6 +197,7 @@ class Journal:
         await asyncio.to_thread(self.store.save, rows, offsets)
         for topic, part, off, *_ in rows:
             self._next[(topic, part)] = max(self._next.get((topic, part), 0), off + 1)
+        self.copied += len(rows)
         return len(rows)
 
     async def _group_offsets(self) -> dict[tuple[str, str, int], int]:

@@ -36,7 +36,7 @@ from ..daemon.retry import Aborted, Backoff, retry
 from ..kafka.topics import admin_client, ensure_topics, make_consumer, make_producer
 from ..logs import get_logger
 from ..registry import RegistryError
-from ..services import Service, run_until_signalled
+from ..services import Service, run_broker_service
 from ..ticks import BadTick, decode_tick, encode_tick
 from ..timesanity import check_not_future
 from .assets import AssetMap
@@ -91,10 +91,14 @@ class SpreadDaemon:
                 health.unregister_check("spread")
             return
         if not self.assets or self.config.model.refresh_seconds <= 0:
-            log.info("spread.idle", reason="no asset is registered on two or more chains"
-                     if not self.assets else "model.refresh_seconds is 0")
+            reason = ("no asset is registered on two or more chains" if not self.assets
+                      else "model.refresh_seconds is 0")
+            log.info("spread.idle", reason=reason)
             self.ready.set()
-            await self._stop.wait()
+            # Listed in /readyz all the same, so an operator sees the stage runs and why
+            # it publishes nothing (an absent entry reads as "not started").
+            with health.checking("spread", health.idle_check(reason)):
+                await self._stop.wait()
             return
         self.stage = make_stage(self.config, self.assets)
         producer: AIOKafkaProducer | None = None
@@ -321,12 +325,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run_command(args: argparse.Namespace, config: Config) -> int:
     config = with_bootstrap_servers(config, getattr(args, "bootstrap_servers", None))
-    if not config.kafka.bootstrap_servers:
-        log.error("spread.no_broker",
-                  hint="set kafka.bootstrap_servers / --bootstrap-servers, or use "
-                       "`depeg-monitor run`")
-        return 2
-    return run_until_signalled(run_service, config)
+    return run_broker_service("spread", run_service, config)
 
 
 async def run_service(config: Config, stop: asyncio.Event) -> None:

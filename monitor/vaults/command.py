@@ -8,6 +8,7 @@ from pathlib import Path
 
 from ..commands import Command, add_bootstrap_servers
 from ..config import Config
+from ..paths import data_dir
 
 DESCRIPTION = """\
 Without an action: run the vault daemon. It consumes fact records from vaults.facts and the
@@ -18,7 +19,7 @@ compacted vaults.state topic so a restart or a rebalance continues where it stop
 several with the same group to split the partitions. SIGTERM/Ctrl-C: the batch in flight
 finishes, states are written, offsets committed.
 
-`vaults replay FACTS.jsonl... [--depeg TRANSITIONS.jsonl...] --out OUT.jsonl` runs the same
+`vaults replay FACTS.jsonl... [--depeg TRANSITIONS.jsonl...] [--out OUT.jsonl]` runs the same
 engine over fact files and depeg tier-change files (as `depeg-monitor replay` writes them),
 merged by event time, and writes the vaults.ratings records; byte-identical on every run.
 
@@ -45,8 +46,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="fact files, one JSON object per line")
     replay.add_argument("--depeg", nargs="+", type=Path, default=[], metavar="TRANSITIONS.jsonl",
                         help="depeg tier-change files (DEPEG_TIER_CHANGE event objects)")
-    replay.add_argument("--out", type=Path, required=True,
-                        help="write the vaults.ratings records here, one per line")
+    replay.add_argument("--out", type=Path,
+                        help="write the vaults.ratings records here, one per line (default: "
+                             "replays/<first file>.vault-ratings.jsonl in the data directory)")
+    replay.add_argument("--overwrite", action="store_true",
+                        help="replace an output file that already exists (default: refuse)")
 
 
 def run(args: argparse.Namespace, config: Config) -> int:
@@ -58,15 +62,33 @@ def run(args: argparse.Namespace, config: Config) -> int:
 
 
 def _replay(args: argparse.Namespace, config: Config) -> int:
+    from ..replay import clash  # the engine: loaded only for a replay
     from .replay import replay_files
 
     missing = [str(p) for p in [*args.facts, *args.depeg] if not p.is_file()]
     if missing:
         print(f"vaults replay: no such file: {', '.join(missing)}", file=sys.stderr)
         return 2
-    summary = replay_files(args.facts, args.depeg, args.out, config.vaults)
+    out = replay_output(args, config)
+    # The same guard as ``depeg-monitor replay``: never an input, never an existing file
+    # unless --overwrite.
+    problem = clash(out, None, [*args.facts, *args.depeg], args.overwrite)
+    if problem is not None:
+        print(f"vaults replay: {problem}", file=sys.stderr)
+        return 2
+    summary = replay_files(args.facts, args.depeg, out, config.vaults)
     print(summary.render(), file=sys.stderr)
+    print(f"vaults replay: wrote {out}", file=sys.stderr)
     return 0
+
+
+def replay_output(args: argparse.Namespace, config: Config) -> Path:
+    """``--out``, else beside ``depeg-monitor replay``'s outputs in the data directory,
+    named after the first fact file (as ``replay`` names its own)."""
+    if args.out is not None:
+        return Path(args.out)
+    stem = args.facts[0].name.split(".")[0] or "vaults"
+    return data_dir(config) / "replays" / f"{stem}.vault-ratings.jsonl"
 
 
 command = Command(

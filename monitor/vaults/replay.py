@@ -127,8 +127,13 @@ def replay_files(fact_files: list[Path], depeg_files: list[Path], out: Path,
                 yield item
 
         records = run_vault_replay(counted(), config, summary)
-    with out.open("wb") as fh:
+    # As ``depeg-monitor replay`` writes: a temporary file beside ``out``, then a rename,
+    # so an interrupted replay never leaves half a file under the name asked for.
+    out.parent.mkdir(parents=True, exist_ok=True)
+    partial = out.with_name(f".{out.name}.partial")
+    with partial.open("wb") as fh:
         for record in records:
             fh.write(encode_rating(record))
             fh.write(b"\n")
+    partial.replace(out)
     return summary

@@ -12,6 +12,7 @@ import msgspec
 from aiohttp import web
 from webhook_support import api_client, make_config, new_key, receiver, subscribe
 
+from monitor.api.authlimit import FAILED_AUTH
 from monitor.api.ratelimit import LIMITER
 from monitor.config import ApiConfig, Config, KeyRateLimit
 
@@ -119,6 +120,56 @@ async def test_concurrent_test_sends_are_capped_per_key(tmp_path: Path) -> None:
         assert [(await t).status for t in [*first, other]] == [200, 200, 200]
         again = await test_send(a, sub_a)  # the slots are free again
         assert again.status == 200 and (await again.json())["delivered"] is True
+
+
+async def test_failed_authentication_is_limited_per_client_address(tmp_path: Path) -> None:
+    """Keys could be guessed at line rate: a 401 never reached the per-key limiter. Now
+    ``failed_auth_burst`` failures, then 429 with Retry-After for every keyed request from
+    the address (before the lookup, so a right guess is refused too), never charged."""
+    config = _config(tmp_path, failed_auth_per_second=2, failed_auth_burst=5)
+    async with api_client(config) as (client, db):
+        clock = FakeClock()
+        client.server.app[FAILED_AUTH].clock = clock
+        good, good_id = await new_key(db, "good")
+
+        async def get(key: str | None) -> Any:
+            headers = {"x-api-key": key} if key is not None else {}
+            return await client.get("/webhooks/subscriptions", headers=headers)
+
+        async def charged() -> int:
+            return int(await db.fetchval(
+                "SELECT COALESCE(SUM(units), 0) FROM cu_ledger WHERE api_key_id = $1",
+                good_id) or 0)
+
+        # Successes cost nothing here: far more than the burst with the right key.
+        assert [(await get(good)).status for _ in range(20)] == [200] * 20
+        units = await charged()
+        # Wrong and missing keys alike: the burst of 401s, then 429.
+        guesses = [await get(f"dpm_guess{i:040d}") for i in range(4)] + [await get(None)]
+        assert [r.status for r in guesses] == [401] * 5
+        refused = await get(good)
+        assert refused.status == 429
+        assert refused.headers["Retry-After"] == "1"
+        body = await refused.json()
+        assert body["error"] == "too many failed authentications from this address"
+        assert body["retry_after_seconds"] == 1
+        assert await charged() == units  # the 429 reached no handler
+        assert (await client.get("/healthz")).status == 200  # public routes: never limited
+        # Half a second refills one token (2/s): one more try, which a wrong key spends.
+        clock.now += 0.5
+        assert (await get("dpm_" + "x" * 40)).status == 401
+        assert (await get(good)).status == 429
+        clock.now += 0.5
+        assert (await get(good)).status == 200
+
+
+async def test_failed_authentication_limit_can_be_turned_off(tmp_path: Path) -> None:
+    config = _config(tmp_path, failed_auth_per_second=0)
+    async with api_client(config) as (client, _db):
+        statuses = {(await client.get("/webhooks/subscriptions",
+                                      headers={"x-api-key": "dpm_nope"})).status
+                    for _ in range(30)}
+        assert statuses == {401}
 
 
 def test_openapi_documents_429_on_every_authenticated_operation() -> None:

@@ -134,6 +134,19 @@ class TopicReader:
         return self.records
 
 
+def log_events(path: Path) -> list[dict[str, Any]]:
+    """The JSON log lines of a spawned process (DEPEG_LOGGING__FORMAT=json), in order."""
+    import json
+
+    out = []
+    for line in path.read_text(errors="replace").splitlines():
+        try:
+            out.append(json.loads(line))
+        except ValueError:
+            continue
+    return out
+
+
 async def wait_for(cond: Callable[[], Awaitable[bool]], within: float, what: str) -> None:
     """Poll ``cond`` until true (an eventual condition across processes), or fail."""
     deadline = time.monotonic() + within

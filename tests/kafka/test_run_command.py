@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import socket
@@ -15,21 +14,11 @@ import pytest
 from monitor.kafka.embedded import free_port
 from monitor.ticks import make_tick
 
-from .kafkatools import TopicReader, produce, tick_records, wait_for
+from .kafkatools import TopicReader, log_events, produce, tick_records, wait_for
 
 pytestmark = pytest.mark.broker
 
 TOKEN = "0xdac17f958d2ee523a2206206994597c13d831ec7"
-
-
-def _events(log: Path) -> list[dict[str, object]]:
-    out = []
-    for line in log.read_text(errors="replace").splitlines():
-        try:
-            out.append(json.loads(line))
-        except ValueError:
-            continue
-    return out
 
 
 def _spawn_run(port: int, log: Path) -> subprocess.Popen[bytes]:
@@ -51,10 +40,10 @@ async def test_run_starts_embedded_broker_and_stops_cleanly(tmp_path: Path) -> N
     try:
         async def assigned() -> bool:
             assert proc.poll() is None, log.read_text()[-3000:]
-            return any(e.get("event") == "monitor.partitions_assigned" for e in _events(log))
+            return any(e.get("event") == "monitor.partitions_assigned" for e in log_events(log))
 
         await wait_for(assigned, 60, "the monitor to join its group")
-        names = [e.get("event") for e in _events(log)]
+        names = [e.get("event") for e in log_events(log)]
         assert "run.embedded_broker" in names and "kafka.topics_created" in names
         ticks = [make_tick(1_678_000_000 + 60 * i, "eth", TOKEN, "USDT", "1.0001", "1")
                  for i in range(12)]
@@ -67,7 +56,7 @@ async def test_run_starts_embedded_broker_and_stops_cleanly(tmp_path: Path) -> N
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-    names = [e.get("event") for e in _events(log)]
+    names = [e.get("event") for e in log_events(log)]
     assert "monitor.stopped" in names  # batch finished, states written, offsets committed
     assert "run.embedded_broker_stopped" in names
     with pytest.raises(OSError), socket.create_connection(("127.0.0.1", port), timeout=1):

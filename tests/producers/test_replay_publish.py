@@ -139,7 +139,7 @@ def test_missing_file_and_missing_broker_are_clear_errors(tmp_path, capsys):
                         "127.0.0.1:1"]) == 2
     assert "no such file" in capsys.readouterr().err
     paths = write_inputs(tmp_path)
-    assert run_produce(["replay", str(paths[0])]) == 1
+    assert run_produce(["replay", str(paths[0])]) == 2
     assert "no broker configured" in capsys.readouterr().err
 
 

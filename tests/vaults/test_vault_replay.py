@@ -117,3 +117,24 @@ def test_usdc_march_2023_depeg_tags_a_usdc_vault_and_releases_it(tmp_path: Path)
             r.tags)
     assert any("vault-underlying-depegging" in r.tags for r in records)
     assert encode(events[0])  # the file we fed is the monitor's own output format
+
+
+def test_without_out_the_output_goes_to_the_data_dir_and_is_not_overwritten(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]):
+    """As ``depeg-monitor replay``: no ``--out`` means replays/<first file>.vault-ratings
+    .jsonl in the data directory; an existing output or an input is refused (exit 2) unless
+    --overwrite (``--out`` used to be required)."""
+    data = tmp_path / "data"
+    monkeypatch.setenv("DEPEG_STORAGE__DATA_DIR", str(data))
+    facts = write_facts(tmp_path / "facts.jsonl", synthetic_updates(vaults=3, hours=2))
+    want = replay(tmp_path, "explicit.jsonl", [facts], [])
+    assert main(["vaults", "replay", str(facts)]) == 0
+    default = data / "replays" / "facts.vault-ratings.jsonl"
+    assert default.read_bytes() == want
+    assert main(["vaults", "replay", str(facts)]) == 2
+    assert "already exists; pass --overwrite" in capsys.readouterr().err
+    assert main(["vaults", "replay", str(facts), "--overwrite"]) == 0
+    assert default.read_bytes() == want
+    assert main(["vaults", "replay", str(facts), "--out", str(facts), "--overwrite"]) == 2
+    assert "is one of the input files" in capsys.readouterr().err
+    assert facts.read_bytes()  # the input is untouched

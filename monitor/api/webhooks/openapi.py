@@ -32,12 +32,8 @@ OPENAPI_SECURITY_SCHEMES: dict[str, Any] = {
 }
 
 OPENAPI_SCHEMAS: dict[str, Any] = {
-    "Error": {
-        "type": "object", "required": ["error"],
-        "properties": {"error": {"type": "string"}, "field": {"type": "string"},
-                       "reason": {"type": "string"}},
-        "additionalProperties": True,
-    },
+    # No "Error" here: this module's 400 details (field, reason) are part of the shared
+    # schema in monitor/api/openapi.py; a second "Error" replaced it in the document.
     "WebhookFilters": {
         "type": "object", "additionalProperties": False,
         "properties": {
