@@ -77,7 +77,7 @@ def _edited_source(status_line: str) -> bool:
 
 
 def _distributed(config: pytest.Config) -> bool:
-    """True in a pytest-xdist worker (``-n 2``): the workers collect and run the tests (the
+    """True in a pytest-xdist worker (``-n 3``): the workers collect and run the tests (the
     controller only hands them out), and xdist gives each one ``workerinput``."""
     return getattr(config, "workerinput", None) is not None
 
@@ -107,7 +107,7 @@ def _unique_node_ids(items: list[pytest.Item]) -> None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Under pytest-xdist (``.ci/run`` uses ``-n 2 --dist loadfile``, so the tests of one
+    """Under pytest-xdist (``.ci/run`` uses ``-n 3 --dist loadfile``, so the tests of one
     file share one worker, its module fixtures and its order): every test has its own id,
     and the files with slow tests are handed out first (with ``--no-loadscope-reorder``),
     so no worker is left with a 100 s test at the end while the other has nothing to do.
