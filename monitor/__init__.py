@@ -5,3 +5,8 @@ everything that touches Kafka, a database or HTTP sits in its own module at the 
 """
 
 __version__ = "0.1.0"
+
+# Opt-in compiled modules (monitor/compiled.py): nothing happens unless asked for.
+from .compiled import search_first as _search_first
+
+_search_first(__name__, __path__)

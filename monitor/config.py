@@ -229,6 +229,15 @@ class ApiConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     max_concurrent_test_sends: int = 2
     #: Per-key overrides, keyed by the key's name, id or display prefix (dpm_xxxxxxxx).
     key_rate_limits: dict[str, KeyRateLimit] = msgspec.field(default_factory=dict)
+    #: A valid API key is accepted without a database lookup for this long after one
+    #: found it (monitor/api/keycache.py): the bound on how long a revoked or rotated-out
+    #: key keeps working. 0: look the key up on every request.
+    key_cache_seconds: float = 1.0
+    #: GET /rwa and /rwa/{address} bodies are served from memory; the ratings store's
+    #: version is re-read at most this often, and a body built before a write is served
+    #: for at most this long after the write was noticed (monitor/api/rwa/cache.py): a
+    #: store write shows in the API within twice this. 0: read it on every request.
+    ratings_check_seconds: float = 0.05
     #: Failed authentications (401) per client address (monitor/api/authlimit.py):
     #: ``failed_auth_burst`` at once, refilled at ``failed_auth_per_second``; beyond it
     #: every keyed request from the address is 429 with Retry-After until a token is back,
@@ -239,6 +248,8 @@ class ApiConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     def __post_init__(self) -> None:
         if self.rate_limit_per_second < 0 or self.rate_limit_burst < 0:
             raise ValueError("api.rate_limit_per_second and rate_limit_burst must be >= 0")
+        if self.key_cache_seconds < 0 or self.ratings_check_seconds < 0:
+            raise ValueError("api.key_cache_seconds and ratings_check_seconds must be >= 0")
         if self.failed_auth_per_second < 0 or self.failed_auth_burst < 0:
             raise ValueError("api.failed_auth_per_second and failed_auth_burst must be >= 0")
         if self.max_concurrent_test_sends < 1:
@@ -268,8 +279,9 @@ class DeliveryConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     #: Key file created (mode 0600) on first use when no key is configured. Empty:
     #: ``secret-key`` in the data directory (storage.data_dir).
     secret_key_file: str = ""
-    #: A claimed delivery's lease is timeout_seconds plus this margin, so a live sender
-    #: never loses its claim; a crashed sender's deliveries are retried after it.
+    #: A claimed delivery's lease is timeout_seconds plus this margin (the worker claims
+    #: one send ahead: 2 x timeout_seconds plus it), so a live sender never loses its
+    #: claim; a crashed sender's deliveries are retried after it.
     lease_margin_seconds: float = 30.0
     #: E15: a delivery may be re-sent by hand at most once per this many seconds.
     manual_retry_interval_seconds: float = 300.0

@@ -49,6 +49,7 @@ def create_app(config: Config, db: Database) -> web.Application:
         client_max_size=config.api.max_body_bytes,
     )
     context.install(app, config, db)
+    auth.install(app)
     ratelimit.install(app, config.api, db)  # its middleware runs inside auth's
     authlimit.install(app, config.api)  # 401s per client address, outside auth's
     for module in (*resources.ROUTE_MODULES, openapi):

@@ -25,6 +25,9 @@ DB = web.AppKey("db", Database)
 #: Injectable wall clock (epoch seconds). ``create_app`` sets ``time.time``; tests replace
 #: it to simulate the 24 h secret-rotation window, the 5-minute retry rule, and so on.
 CLOCK: web.AppKey[Callable[[], float]] = web.AppKey("clock")
+#: Injectable monotonic clock (seconds) for the in-memory caches' bounds (how long a
+#: verified key or a ratings version read is trusted); tests replace it before startup.
+TICKS: web.AppKey[Callable[[], float]] = web.AppKey("ticks")
 
 #: The x-api-key header and the request key holding the authenticated API key's id.
 API_KEY_HEADER = "x-api-key"
@@ -37,6 +40,7 @@ def install(app: web.Application, config: Config, db: Database) -> None:
     app[CONFIG] = config
     app[DB] = db
     app[CLOCK] = time.time
+    app[TICKS] = time.monotonic
 
 
 def now(request: web.Request) -> float:

@@ -1,27 +1,35 @@
-"""``depeg-monitor api``: the HTTP API as a process (and as a service of ``run``)."""
+"""``depeg-monitor api``: the HTTP API as a process (and as a service of ``run``).
+
+The server's modules (aiohttp, the app and every resource, the database drivers) are
+imported when it starts, not when this module is: ``depeg-monitor api --help`` imports
+only this module and answers in a fraction of the time (benchmarks/bench_cli.py).
+"""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+from typing import TYPE_CHECKING
 
-import msgspec
-from aiohttp import web
-
-from .. import health
 from ..commands import Command
-from ..config import Config
-from ..logs import get_logger
-from ..preflight import api_port_hint
-from ..services import Service, StartupError, run_until_signalled
-from ..storage import connect
-from .app import create_app
+from ..services import Service
 
-log = get_logger(__name__)
+if TYPE_CHECKING:
+    from ..config import Config
 
 
 async def serve_api(config: Config, stop: asyncio.Event) -> None:
     """Serve until ``stop`` is set; in-flight requests get a grace period to finish."""
+    from aiohttp import web
+
+    from .. import health
+    from ..logs import get_logger
+    from ..preflight import api_port_hint
+    from ..services import StartupError
+    from ..storage import connect
+    from .app import create_app
+
+    log = get_logger(__name__)
     db = await connect(config.storage.url)
     try:
         app = create_app(config, db)
@@ -53,6 +61,10 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _run(args: argparse.Namespace, config: Config) -> int:
+    import msgspec
+
+    from ..services import run_until_signalled
+
     api = msgspec.structs.replace(
         config.api,
         host=args.host or config.api.host,

@@ -11,6 +11,10 @@ Public surface::
     engine.stats                          # counters: ticks, late, duplicates, no_peg
 """
 
-from .engine import Engine, EngineStats, Output
+from ..compiled import search_first as _search_first
+
+_search_first(__name__, __path__)
+
+from .engine import Engine, EngineStats, Output  # noqa: E402
 
 __all__ = ["Engine", "EngineStats", "Output"]

@@ -331,10 +331,10 @@ class Engine:
         floor = floor_rating(t.windows, now, c)
         deviation = ev.deviation if ev.deviation is not None else t.windows.last_dev
         # Calm: no price more than persistence_low below peg in the calm window.
-        calm = t.windows.window(now, c.calm_window_seconds).min_dev >= -c.persistence_low
+        calm = ev.calm_min >= -c.persistence_low
         rating = publish(t.held, raw, floor, calm, now, c)
         old = t.tier.tier
-        above = t.windows.buckets_above(now, 3600, c.premium_enter)
+        above = t.windows.count_beyond(now, 3600, (c.premium_enter,), above=True)[0]
         changed = step(t.tier, rating, deviation, above, now, c)
         if not self.snapshots and changed is None:
             return

@@ -12,10 +12,10 @@ over observed signals only.
 
 from __future__ import annotations
 
-import msgspec
-
 from ..config import ModelConfig, Weights
 from ..records import SignalValue
+from .memo import per_config
+from .saved import Held as Held  # re-exported: its old home
 from .signals import Signal
 from .windows import Windows
 
@@ -24,15 +24,22 @@ def weight_of(weights: Weights, name: str) -> float:
     return float(getattr(weights, name))
 
 
+@per_config
+def _weights(weights: Weights) -> dict[str, float]:
+    """Every signal's weight by name (read once per configuration, not per refresh)."""
+    return {name: weight_of(weights, name) for name in weights.__struct_fields__}
+
+
 def combine(signals: tuple[Signal, ...], weights: Weights, detail: bool = True,
             ) -> tuple[float, list[SignalValue]]:
     """The raw rating and, with ``detail``, the per-signal breakdown of the snapshot (a
     replay that only wants transitions skips building it; the rating is the same)."""
-    observed_weight = sum(weight_of(weights, s.name) for s in signals if s.observed)
+    table = _weights(weights)
+    observed_weight = sum(table[s.name] for s in signals if s.observed)
     values: list[SignalValue] = []
     total = 0.0
     for s in signals:
-        w = weight_of(weights, s.name)
+        w = table[s.name]
         share = (w / observed_weight) if (s.observed and observed_weight > 0) else 0.0
         points = 100.0 * share * s.score
         total += points
@@ -44,6 +51,7 @@ def combine(signals: tuple[Signal, ...], weights: Weights, detail: bool = True,
     return round(min(100.0, max(0.0, total)), 2), values
 
 
+@per_config
 def floors(cfg: ModelConfig) -> tuple[tuple[float, int, float], ...]:
     """``(fraction below peg, whole minutes, rating floor)`` per hard floor, worst first."""
     return tuple(
@@ -55,27 +63,26 @@ def floors(cfg: ModelConfig) -> tuple[tuple[float, int, float], ...]:
     )
 
 
+@per_config
+def _floor_lines(cfg: ModelConfig) -> tuple[float, ...]:
+    """The deviation each floor's buckets must stay under, in :func:`floors`' order."""
+    return tuple(-below for below, _, _ in floors(cfg))
+
+
 def floor_rating(windows: Windows, now: float, cfg: ModelConfig) -> float:
     """The lowest rating the price alone guarantees: the band edge of the worst floor met.
 
     Built on prices only (never slippage or oracle ticks), so adding healthy liquidity or an
     agreeing oracle can soften the weighted rating but never pull a clear depeg below it.
     """
-    # One pass over the buckets for all floors (the same count as ``buckets_below``).
-    highs = windows.bucket_extremes(now, cfg.floor_window_seconds, above=False)
-    for below, minutes, at in floors(cfg):
-        if sum(1 for x in highs if x < -below) >= minutes:
+    # One pass over the buckets for all floors (the same counts as ``buckets_below``).
+    table = floors(cfg)
+    counts = windows.count_beyond(now, cfg.floor_window_seconds, _floor_lines(cfg),
+                                  above=False)
+    for (_, minutes, at), count in zip(table, counts, strict=True):
+        if count >= minutes:
             return at
     return 0.0
-
-
-class Held(msgspec.Struct, array_like=True):
-    """The published rating of the last refresh and when it was made (state topic)."""
-
-    rating: float = 0.0
-    at: float | None = None
-    #: Last event time the raw rating came within ``hold_margin`` of the current band.
-    support_at: float | None = None
 
 
 def band_edge(rating: float, cfg: ModelConfig) -> float:

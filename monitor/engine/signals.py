@@ -4,9 +4,21 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from ..config import ModelConfig
-from .windows import Windows
+from .memo import per_config
+from .windows import COV, DEV, HIGH, LOW, MIN, R2, Windows
+
+
+@per_config
+def _reads(cfg: ModelConfig) -> tuple[tuple[float, tuple[int, ...]], ...]:
+    """The windows and fields a refresh without detail reads, in ``evaluate``'s order
+    (the calm window's lowest deviation last)."""
+    return ((float(cfg.deviation_window_seconds), (DEV, COV)),
+            (float(cfg.persistence_window_seconds), (LOW, HIGH)),
+            (float(cfg.volatility_window_seconds), (R2,)),
+            (float(cfg.calm_window_seconds), (MIN,)))
 
 
 def _ramp(value: float, start: float, full: float) -> float:
@@ -33,20 +45,24 @@ class Observations:
     spread_ts: float | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class Signal:
+class Signal(NamedTuple):
+    """One scored signal (a tuple: six are made per refresh, and a frozen dataclass
+    costs several times as much to build)."""
+
     name: str
     value: float | None
     score: float
     observed: bool
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Evaluation:
     signals: tuple[Signal, ...]
     #: Time-weighted mean deviation over the deviation window (fraction, signed).
     deviation: float | None
     metrics: dict[str, float | None]
+    #: Lowest deviation held over the calm window (inf when no price is known there).
+    calm_min: float
 
 
 def _pct(x: float | None) -> float | None:
@@ -60,24 +76,29 @@ def evaluate(w: Windows, obs: Observations, cfg: ModelConfig, now: float,
     has_price = w.last_dev is not None
     metrics: dict[str, float | None] = {}
 
-    model_windows = {float(cfg.deviation_window_seconds),
-                     float(cfg.persistence_window_seconds),
-                     float(cfg.volatility_window_seconds)}
-    horizons = model_windows | {60.0, 300.0, 900.0, 3600.0} if detail else model_windows
-    sums = {h: w.window(now, h) for h in horizons}
     if detail:
+        model_windows = {float(cfg.deviation_window_seconds),
+                         float(cfg.persistence_window_seconds),
+                         float(cfg.volatility_window_seconds)}
+        sums = {h: w.window(now, h) for h in model_windows | {60.0, 300.0, 900.0, 3600.0}}
         for minutes in (1, 5, 15, 60):
             s = sums[minutes * 60.0]
             metrics[f"deviation_twap_{minutes}m_pct"] = _pct(
                 s.dev_dt / s.covered if s.covered > 0 else None)
             metrics[f"coverage_{minutes}m_seconds"] = s.covered
-    dev_win = sums[float(cfg.deviation_window_seconds)]
-    deviation = dev_win.dev_dt / dev_win.covered if dev_win.covered > 0 else w.last_dev
-    persist = sums[float(cfg.persistence_window_seconds)]
-    cov_p, low_s, high_s, ticks_p = persist.covered, persist.low_s, persist.high_s, persist.ticks
-    mn, mx = persist.min_dev, persist.max_dev
-    vol = sums[float(cfg.volatility_window_seconds)]
-    r2, ticks_v = vol.r2, vol.ticks
+        dev_win = sums[float(cfg.deviation_window_seconds)]
+        dev_dt, covered = dev_win.dev_dt, dev_win.covered
+        persist = sums[float(cfg.persistence_window_seconds)]
+        cov_p, low_s, high_s, ticks_p = persist.covered, persist.low_s, persist.high_s, \
+            persist.ticks
+        mn, mx = persist.min_dev, persist.max_dev
+        vol = sums[float(cfg.volatility_window_seconds)]
+        r2, ticks_v = vol.r2, vol.ticks
+        calm_min = w.window(now, cfg.calm_window_seconds).min_dev
+    else:
+        # Only the fields the rating reads (the same floats as ``window``'s).
+        dev_dt, covered, low_s, high_s, r2, calm_min = w.reads(now, _reads(cfg))
+    deviation = dev_dt / covered if covered > 0 else w.last_dev
 
     recent_rate = r2 / cfg.volatility_window_seconds
     recent_vol = math.sqrt(recent_rate * 60.0)
@@ -114,7 +135,8 @@ def evaluate(w: Windows, obs: Observations, cfg: ModelConfig, now: float,
         headroom,
     )
     if not detail:
-        return Evaluation(signals=signals, deviation=deviation, metrics=metrics)
+        return Evaluation(signals=signals, deviation=deviation, metrics=metrics,
+                          calm_min=calm_min)
     metrics.update({
         "price_usd": obs.price,
         "peg_usd": obs.peg,
@@ -138,7 +160,8 @@ def evaluate(w: Windows, obs: Observations, cfg: ModelConfig, now: float,
         "cross_chain_spread_age_seconds": None if obs.spread_ts is None else now - obs.spread_ts,
         "price_age_seconds": None if obs.price_ts is None else now - obs.price_ts,
     })
-    return Evaluation(signals=signals, deviation=deviation, metrics=metrics)
+    return Evaluation(signals=signals, deviation=deviation, metrics=metrics,
+                          calm_min=calm_min)
 
 
 def _headroom(obs: Observations, cfg: ModelConfig, now: float,

@@ -10,10 +10,9 @@ rating is not shown as premium because its price overshot.
 
 from __future__ import annotations
 
-import msgspec
-
 from ..config import ModelConfig
 from ..records import Tier
+from .saved import TierState as TierState  # re-exported: its old home
 
 
 def band(rating: float, cfg: ModelConfig) -> Tier:
@@ -24,12 +23,6 @@ def band(rating: float, cfg: ModelConfig) -> Tier:
     if rating >= cfg.watch_at:
         return Tier.WATCH
     return Tier.OK
-
-
-class TierState(msgspec.Struct, array_like=True):
-    tier: Tier = Tier.OK
-    #: Event time the current tier was entered (None: never left the initial ok).
-    since: float | None = None
 
 
 def target_tier(rating: float, deviation: float | None, above_minutes: int, current: Tier,

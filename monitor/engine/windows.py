@@ -15,13 +15,20 @@ from __future__ import annotations
 
 import math
 from array import array
+from collections.abc import Sequence
 from typing import NamedTuple
 
-import msgspec
-
-# Field order in the ring: the additive ones, then the two extremes.
-_DEV, _COV, _LOW, _HIGH, _R2, _TICKS, _MIN, _MAX = range(8)
-_EMPTY = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0, math.inf, -math.inf)
+from .readings import Flags, count_beyond, read_fields
+from .ringfields import _COV, _DEV, _EMPTY, _HIGH, _LOW, _MAX, _MIN, _R2, _TICKS
+from .ringfields import COV as COV  # the field names, re-exported for the readers
+from .ringfields import DEV as DEV
+from .ringfields import HIGH as HIGH
+from .ringfields import LOW as LOW
+from .ringfields import MAX as MAX
+from .ringfields import MIN as MIN
+from .ringfields import R2 as R2
+from .ringfields import TICKS as TICKS
+from .saved import WindowState as WindowState  # re-exported: its old home
 
 
 class Sums(NamedTuple):
@@ -37,17 +44,6 @@ class Sums(NamedTuple):
     max_dev: float
 
 
-class WindowState(msgspec.Struct, array_like=True):
-    """Serialisable contents of :class:`Windows` (for the state topic)."""
-
-    head: int | None
-    values: list[list[float]]
-    last_price_ts: float | None
-    last_dev: float | None
-    base_s: float
-    base_ts: float | None
-
-
 class Windows:
     """Per-token buckets of deviation, persistence and squared changes.
 
@@ -56,8 +52,8 @@ class Windows:
     """
 
     __slots__ = (
-        "_f", "base_s", "base_tau", "base_ts", "bucket", "head", "high", "last_dev",
-        "last_price_ts", "low", "size",
+        "_f", "_flags", "base_s", "base_tau", "base_ts", "bucket", "head", "high",
+        "last_dev", "last_price_ts", "low", "size",
     )
 
     def __init__(self, bucket_seconds: int, size: int, low: float, high: float,
@@ -68,6 +64,8 @@ class Windows:
         self.high = high
         self.base_tau = float(baseline_seconds)
         self._f = [array("d", [empty]) * size for empty in _EMPTY]
+        #: Derived from the ring, never saved (rebuilt on demand after ``load``).
+        self._flags: dict[tuple[tuple[float, ...], bool], Flags] = {}
         self.head: int | None = None  # newest bucket index held by the ring
         self.last_price_ts: float | None = None
         self.last_dev: float | None = None
@@ -102,12 +100,16 @@ class Windows:
         below_low = dev < -self.low
         below_high = dev < -self.high
         bucket = self.bucket
+        size = self.size
         t = start
         while t < end:
             b = int(t // bucket)
-            stop = min(end, (b + 1) * bucket)
+            stop = (b + 1) * bucket
+            if stop > end:
+                stop = end
             dt = stop - t
-            slot = self._slot(b)
+            head = self.head  # rolling the ring forward is the rare case
+            slot = b % size if head is not None and b <= head else self._slot(b)
             dev_dt[slot] += dev * dt
             covered[slot] += dt
             if below_low:
@@ -124,8 +126,12 @@ class Windows:
         """A new price observation at ``ts`` (ticks arrive in time order)."""
         last_dev = self.last_dev
         if last_dev is not None and self.last_price_ts is not None:
+            if ts < self.last_price_ts:
+                self._flags.clear()  # out of order (never from the engine): rework them
             self._hold(last_dev, self.last_price_ts, ts)
-        slot = self._slot(int(ts // self.bucket))
+        b = int(ts // self.bucket)
+        head = self.head
+        slot = b % self.size if head is not None and b <= head else self._slot(b)
         f = self._f
         if last_dev is not None:
             change = dev - last_dev
@@ -234,6 +240,21 @@ class Windows:
                     out.append(dev)
         return out
 
+    # -- the same queries, only what a refresh reads (monitor/engine/readings.py) -------
+    def fields(self, now: float, seconds: float, which: Sequence[int]) -> list[float]:
+        """``[window(now, seconds)[i] for i in which]``, computing only those fields."""
+        return read_fields(self, now, ((seconds, which),))
+
+    def reads(self, now: float, spec: Sequence[tuple[float, Sequence[int]]]) -> list[float]:
+        """:meth:`fields` of several windows ending at ``now``, in one list."""
+        return read_fields(self, now, spec)
+
+    def count_beyond(self, now: float, seconds: float, lines: tuple[float, ...], *,
+                     above: bool) -> list[int]:
+        """Per line, how many of ``bucket_extremes(now, seconds, above=above)`` are
+        beyond it (``> line`` when ``above``, else ``< line``)."""
+        return count_beyond(self, now, seconds, lines, above=above)
+
     def baseline_rate(self, now: float) -> float:
         """Baseline variance of deviation changes per second, decayed to ``now``."""
         if self.base_ts is None:
@@ -254,6 +275,7 @@ class Windows:
         if len(sizes) != 1 or not 0 < (old := sizes.pop()) <= self.size:
             raise ValueError("window state was saved with a larger ring")
         self.head = state.head
+        self._flags.clear()
         if old == self.size:
             self._f = [array("d", v) for v in state.values]
         else:

@@ -1,25 +1,38 @@
-"""Batched attempt bookkeeping for the delivery worker: one transaction per batch.
+"""The delivery worker's bookkeeping: one transaction per cycle, whatever its size.
 
 Same rules as :meth:`DeliveryStore.begin_attempt` and :meth:`DeliveryStore.record_attempt`
 (count an attempt before its request goes out; record an outcome only while the claim
-is held and the delivery is not already a success), applied to many deliveries at once.
-Per-delivery transactions were the worker's ceiling: two commits and four statements per
-send, each a thread hop on SQLite and a round trip on PostgreSQL. A batch costs a fixed
-handful of statements, whatever its size.
+is held and the delivery is not already a success), applied to many deliveries at once:
+a cycle records every outcome that finished since the last one AND claims the next due
+deliveries (counting one attempt for each) in a single transaction, so a busy worker
+pays one commit for many sends, not two per send.
 
-Which rows are still held is read inside the write transaction (SQLite's ``BEGIN
-IMMEDIATE`` excludes other writers; PostgreSQL locks the rows ``FOR UPDATE``), so the
-answer cannot change before the writes that depend on it.
+The due rows are read inside that write transaction (SQLite's ``BEGIN IMMEDIATE``
+excludes other writers; PostgreSQL locks them ``FOR UPDATE ... SKIP LOCKED``, so two
+workers never claim the same row), so what is claimed is exactly what is due at that
+moment. Whether an outcome's claim is still held is decided by the UPDATE itself (its
+row count on SQLite, ``RETURNING`` on PostgreSQL).
+
+SQLite runs the whole cycle in one hop to the connection's thread
+(:meth:`~monitor.storage.db.SqliteDatabase.run_sync`); PostgreSQL runs a fixed handful
+of statements whose text never varies with the batch size (arrays, ``unnest``), so
+asyncpg prepares each once per connection.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+import json
+import sqlite3
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from .db import Database, Executor
-from .deliveries import INTERRUPTED, DueDelivery
+from .deliveries import _DUE_SELECT, INTERRUPTED, RETRYABLE, DueDelivery
+
+#: Due rows read per status and cycle beyond what the free slots can take: rows of an
+#: endpoint without room are skipped, so a little slack keeps the others fed.
+READ_SLACK = 2
 
 
 @dataclass(frozen=True)
@@ -38,111 +51,291 @@ class Outcome:
     now: float
 
 
-async def _held(db: Database, tx: Executor, pairs: Sequence[tuple[str, str]]
-                ) -> dict[str, int]:
-    """``{delivery id: attempts}`` of those still claimed with their token and not a
-    success."""
-    ids = sorted({d for d, _ in pairs})
-    marks = ", ".join(f"${i + 1}" for i in range(len(ids)))
-    lock = " FOR UPDATE" if db.dialect == "postgresql" else ""
-    rows = await tx.fetch(
-        "SELECT id, lease_token, status, attempts FROM webhook_deliveries"
-        f" WHERE id IN ({marks}){lock}", *ids)
-    tokens = dict(pairs)
-    return {r["id"]: int(r["attempts"]) for r in rows
-            if r["lease_token"] == tokens[r["id"]] and r["status"] != "success"}
+@dataclass(frozen=True)
+class ClaimRequest:
+    """Claim up to ``limit`` due deliveries, at most ``room.get(endpoint, default_room)``
+    per endpoint (endpoints with no room are not even read)."""
+
+    limit: int
+    room: Mapping[str, int]
+    default_room: int
+    token: str
+    now: float
+    lease_until: float
+    max_attempts: int
 
 
-_CLAIMABLE = (
-    "SELECT d.id, d.status, d.lease_until, d.attempts, d.next_attempt_at, s.webhook_url,"
-    " s.secret_sealed, s.previous_secret_sealed, s.rotated_at"
-    " FROM webhook_deliveries d JOIN webhook_subscriptions s ON s.id = d.subscription_id"
-    " WHERE d.id IN ({marks}) AND s.is_active = 1 AND s.deleted_at IS NULL"
-    " AND d.api_key_id IN (SELECT id FROM api_keys WHERE revoked_at IS NULL){lock}"
+@dataclass
+class CycleResult:
+    #: Ids of the outcomes recorded (the others' claims were lost, or already a success).
+    recorded: set[str] = field(default_factory=set)
+    #: Claimed with one attempt counted: (delivery, attempt number); send these.
+    claimed: list[tuple[DueDelivery, int]] = field(default_factory=list)
+    #: Due but with every attempt used by interrupted sends: now max_retries_exceeded.
+    exhausted: list[DueDelivery] = field(default_factory=list)
+    #: The due read returned all it asked for: more may be due right now.
+    more_due: bool = False
+
+
+def _pick(rows: Sequence[tuple[float, DueDelivery]], request: ClaimRequest
+          ) -> list[DueDelivery]:
+    """Oldest first (rows are (next attempt time, delivery)), within the overall limit
+    and each endpoint's room."""
+    room = dict(request.room)
+    picked: list[DueDelivery] = []
+    for _, d in sorted(rows, key=lambda r: r[0]):
+        if len(picked) >= request.limit:
+            break
+        left = room.get(d.endpoint, request.default_room)
+        if left <= 0:
+            continue
+        room[d.endpoint] = left - 1
+        picked.append(d)
+    return picked
+
+
+def _full(request: ClaimRequest) -> list[str]:
+    return sorted(e for e, n in request.room.items() if n <= 0)
+
+
+def _outcome_row(o: Outcome) -> tuple[Any, ...]:
+    completed = float(o.now) if o.new_status in ("success", "max_retries_exceeded") else None
+    return (o.delivery.id, o.token, o.new_status, o.attempt,
+            None if o.next_attempt_at is None else float(o.next_attempt_at),
+            o.status_code, o.error, float(o.now), completed)
+
+
+def _history_row(o: Outcome) -> tuple[Any, ...]:
+    return (o.delivery.id, o.attempt, float(o.started_at), o.status_code,
+            float(o.latency_ms), o.error)
+
+
+def _due_from(row: Sequence[Any]) -> tuple[float, DueDelivery]:
+    """(next attempt time, delivery) from a row of ``_DUE_SELECT`` (its column order:
+    ..., d.created_at, d.next_attempt_at, s.webhook_url, ..., e.payload)."""
+    return float(row[8]), DueDelivery(
+        row[0], row[1], row[2], row[3], row[4], row[5], row[6], row[7], row[9], row[10],
+        row[11], row[12], row[13], row[14].encode("utf-8"))
+
+
+# -- SQLite: the whole cycle as one synchronous function on the connection's thread ----
+_SQLITE_DUE = (
+    _DUE_SELECT + " WHERE d.status = ?1 AND d.next_attempt_at <= ?2"
+    " AND (d.lease_until IS NULL OR d.lease_until < ?2)"
+    " AND s.is_active = 1 AND s.deleted_at IS NULL"
+    " AND d.api_key_id IN (SELECT id FROM api_keys WHERE revoked_at IS NULL)"
+    " AND s.endpoint NOT IN (SELECT value FROM json_each(?4))"
+    " ORDER BY d.next_attempt_at LIMIT ?3"
+)
+_OUTCOME_SQL = (
+    "UPDATE webhook_deliveries SET status = ?3, attempts = ?4, next_attempt_at = ?5,"
+    " last_status_code = ?6, last_error = ?7, updated_at = ?8,"
+    " completed_at = COALESCE(?9, completed_at), lease_token = NULL, lease_until = NULL"
+    " WHERE id = ?1 AND lease_token = ?2 AND status <> 'success'"
+)
+_HISTORY_SQL = (
+    "INSERT INTO webhook_attempts (delivery_id, attempt, manual, started_at, status_code,"
+    " latency_ms, error) VALUES (?1, ?2, 0, ?3, ?4, ?5, ?6)"
+    " ON CONFLICT (delivery_id, attempt) DO UPDATE SET status_code = excluded.status_code,"
+    " latency_ms = excluded.latency_ms, error = excluded.error"
+)
+_BEGIN_SQL = (
+    "UPDATE webhook_deliveries SET lease_token = ?2, lease_until = ?3, attempts = ?4,"
+    " updated_at = ?5 WHERE id = ?1"
+)
+_INTERRUPTED_SQL = (
+    "INSERT INTO webhook_attempts (delivery_id, attempt, manual, started_at, status_code,"
+    " latency_ms, error) VALUES (?1, ?2, 0, ?3, NULL, 0, ?4)"
+)
+_GIVE_UP_SQL = (
+    "UPDATE webhook_deliveries SET status = 'max_retries_exceeded', next_attempt_at = NULL,"
+    " updated_at = ?2, completed_at = ?2, lease_token = NULL, lease_until = NULL,"
+    " last_error = COALESCE(last_error, ?3) WHERE id = ?1"
 )
 
 
-def _unchanged(row: dict[str, Any], d: DueDelivery, now: float) -> bool:
-    """Still due, unclaimed, and exactly as the worker read it (attempts, target and
-    secrets): a delivery read a moment ago is claimed only if nothing about it moved."""
-    return (row["status"] in ("pending", "failed")
-            and (row["lease_until"] is None or row["lease_until"] < now)
-            and row["next_attempt_at"] is not None and row["next_attempt_at"] <= now
-            and int(row["attempts"]) == d.attempts
-            and (row["webhook_url"], row["secret_sealed"], row["previous_secret_sealed"],
-                 row["rotated_at"]) == (d.webhook_url, d.secret_sealed,
-                                        d.previous_secret_sealed, d.rotated_at))
+def _sqlite_cycle(conn: sqlite3.Connection, outcomes: Sequence[Outcome],
+                  claim: ClaimRequest | None) -> CycleResult:
+    result = CycleResult()
+    for o in outcomes:
+        # One statement per row (cached by sqlite3, no thread hop): its row count says
+        # whether this worker still held the claim.
+        if conn.execute(_OUTCOME_SQL, _outcome_row(o)).rowcount:
+            result.recorded.add(o.delivery.id)
+    if result.recorded:
+        conn.executemany(_HISTORY_SQL, [_history_row(o) for o in outcomes
+                                        if o.delivery.id in result.recorded])
+    if claim is None or claim.limit <= 0:
+        return result
+    read = claim.limit * READ_SLACK
+    rows: list[tuple[float, DueDelivery]] = []
+    full = json.dumps(_full(claim))
+    for status in RETRYABLE:
+        found = conn.execute(_SQLITE_DUE, (status, claim.now, read, full)).fetchall()
+        result.more_due |= len(found) >= read
+        rows += map(_due_from, found)
+    _claim_picked(result, _pick(rows, claim), claim)
+    if result.claimed:
+        conn.executemany(_BEGIN_SQL, [(d.id, claim.token, claim.lease_until, n, claim.now)
+                                      for d, n in result.claimed])
+        conn.executemany(_INTERRUPTED_SQL, [(d.id, n, claim.now, INTERRUPTED)
+                                            for d, n in result.claimed])
+    if result.exhausted:
+        conn.executemany(_GIVE_UP_SQL, [(d.id, claim.now, INTERRUPTED)
+                                        for d in result.exhausted])
+    return result
 
 
-async def claim_and_begin(db: Database, candidates: Sequence[DueDelivery], token: str,
-                          now: float, lease_until: float, max_attempts: int
-                          ) -> tuple[dict[str, int], list[DueDelivery]]:
-    """Claim the candidates that are still due and unchanged and count one attempt for
-    each, in one transaction, before any is sent. Returns ``({id: attempt number}, the
-    claimed deliveries whose attempts are used up)`` — those must be given up, not sent.
+def _claim_picked(result: CycleResult, picked: Sequence[DueDelivery],
+                  claim: ClaimRequest) -> None:
+    for d in picked:
+        if d.attempts >= claim.max_attempts:
+            result.exhausted.append(d)
+        else:
+            result.claimed.append((d, d.attempts + 1))
 
-    The same checks as :meth:`DeliveryStore.due` plus :meth:`DeliveryStore.claim_many`,
-    made at claim time, so candidates may come from a read-ahead buffer."""
-    if not candidates:
-        return {}, []
-    now, lease_until = float(now), float(lease_until)
-    by_id = {d.id: d for d in candidates}
-    ids = sorted(by_id)
-    marks = ", ".join(f"${i + 1}" for i in range(len(ids)))
-    lock = " FOR UPDATE OF d" if db.dialect == "postgresql" else ""
+
+# -- PostgreSQL: a fixed set of array statements in one transaction ----------------------
+_PG_DUE = (
+    _DUE_SELECT + " WHERE d.status = $1 AND d.next_attempt_at <= $2"
+    " AND (d.lease_until IS NULL OR d.lease_until < $2)"
+    " AND s.is_active = 1 AND s.deleted_at IS NULL"
+    " AND d.api_key_id IN (SELECT id FROM api_keys WHERE revoked_at IS NULL)"
+    " AND s.endpoint <> ALL($4::text[])"
+    " ORDER BY d.next_attempt_at LIMIT $3 FOR UPDATE OF d SKIP LOCKED"
+)
+_PG_OUTCOMES = (
+    "UPDATE webhook_deliveries d SET status = v.status, attempts = v.attempt,"
+    " next_attempt_at = v.next_at, last_status_code = v.code, last_error = v.error,"
+    " updated_at = v.now, completed_at = COALESCE(v.completed, d.completed_at),"
+    " lease_token = NULL, lease_until = NULL"
+    " FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::float8[], $6::int[],"
+    " $7::text[], $8::float8[], $9::float8[])"
+    " AS v(id, token, status, attempt, next_at, code, error, now, completed)"
+    " WHERE d.id = v.id AND d.lease_token = v.token AND d.status <> 'success'"
+    " RETURNING d.id"
+)
+_PG_HISTORY = (
+    "INSERT INTO webhook_attempts (delivery_id, attempt, manual, started_at, status_code,"
+    " latency_ms, error) SELECT v.id, v.attempt, 0, v.started, v.code, v.latency, v.error"
+    " FROM unnest($1::text[], $2::int[], $3::float8[], $4::int[], $5::float8[], $6::text[])"
+    " AS v(id, attempt, started, code, latency, error)"
+    " ON CONFLICT (delivery_id, attempt) DO UPDATE SET status_code = excluded.status_code,"
+    " latency_ms = excluded.latency_ms, error = excluded.error"
+)
+_PG_BEGIN = (
+    "UPDATE webhook_deliveries d SET lease_token = $1, lease_until = $2, attempts = v.n,"
+    " updated_at = $3 FROM unnest($4::text[], $5::int[]) AS v(id, n) WHERE d.id = v.id"
+)
+_PG_INTERRUPTED = (
+    "INSERT INTO webhook_attempts (delivery_id, attempt, manual, started_at, status_code,"
+    " latency_ms, error) SELECT v.id, v.n, 0, $1, NULL, 0, $2"
+    " FROM unnest($3::text[], $4::int[]) AS v(id, n)"
+)
+_PG_GIVE_UP = (
+    "UPDATE webhook_deliveries SET status = 'max_retries_exceeded', next_attempt_at = NULL,"
+    " updated_at = $2, completed_at = $2, lease_token = NULL, lease_until = NULL,"
+    " last_error = COALESCE(last_error, $3) WHERE id = ANY($1::text[])"
+)
+
+
+def _columns(rows: Sequence[tuple[Any, ...]], width: int) -> list[list[Any]]:
+    return [[r[i] for r in rows] for i in range(width)] if rows else [[] for _ in range(width)]
+
+
+async def _pg_cycle(tx: Executor, outcomes: Sequence[Outcome], claim: ClaimRequest | None
+                    ) -> CycleResult:
+    result = CycleResult()
+    if outcomes:
+        rows = await tx.fetch(_PG_OUTCOMES, *_columns([_outcome_row(o) for o in outcomes], 9))
+        result.recorded = {r["id"] for r in rows}
+        history = [_history_row(o) for o in outcomes if o.delivery.id in result.recorded]
+        if history:
+            await tx.execute(_PG_HISTORY, *_columns(history, 6))
+    if claim is None or claim.limit <= 0:
+        return result
+    read = claim.limit * READ_SLACK
+    # The due query must walk the (status, next_attempt_at) index in order and stop at
+    # the LIMIT. With statistics older than a burst of new deliveries (autovacuum has
+    # not analysed the table yet) the planner estimates one due row and joins and sorts
+    # ALL of them instead: 100+ ms per cycle on a 20k backlog, against 0.3 ms. No sort
+    # is the only sane plan here, so forbid it, for this transaction only.
+    await tx.execute("SET LOCAL enable_sort = off")
+    due: list[tuple[float, DueDelivery]] = []
+    for status in RETRYABLE:
+        found = await tx.fetch(_PG_DUE, status, claim.now, read, _full(claim))
+        result.more_due |= len(found) >= read
+        due += (_due_from(list(r.values())) for r in found)
+    _claim_picked(result, _pick(due, claim), claim)
+    if result.claimed:
+        ids = [d.id for d, _ in result.claimed]
+        numbers = [n for _, n in result.claimed]
+        await tx.execute(_PG_BEGIN, claim.token, claim.lease_until, claim.now, ids, numbers)
+        await tx.execute(_PG_INTERRUPTED, claim.now, INTERRUPTED, ids, numbers)
+    if result.exhausted:
+        await tx.execute(_PG_GIVE_UP, [d.id for d in result.exhausted], claim.now,
+                         INTERRUPTED)
+    return result
+
+
+async def run_cycle(db: Database, outcomes: Sequence[Outcome], claim: ClaimRequest | None
+                    ) -> CycleResult:
+    """Record ``outcomes`` and make ``claim``, atomically (see the module docstring)."""
+    if not outcomes and (claim is None or claim.limit <= 0):
+        return CycleResult()
+    run_sync = getattr(db, "run_sync", None)
+    if run_sync is not None:
+        result: CycleResult = await run_sync(lambda conn: _sqlite_cycle(conn, outcomes, claim))
+        return result
     async with db.transaction() as tx:
-        rows = await tx.fetch(_CLAIMABLE.format(marks=marks, lock=lock), *ids)
-        claimable = [by_id[r["id"]] for r in rows if _unchanged(r, by_id[r["id"]], now)]
-        if not claimable:
-            return {}, []
-        exhausted = [d for d in claimable if d.attempts >= max_attempts]
-        numbers = {d.id: d.attempts + 1 for d in claimable if d.attempts < max_attempts}
-        if exhausted:
-            await tx.executemany(
-                "UPDATE webhook_deliveries SET lease_token = $2, lease_until = $3"
-                " WHERE id = $1", [(d.id, token, lease_until) for d in exhausted])
-        if numbers:
-            await tx.executemany(
-                "UPDATE webhook_deliveries SET lease_token = $2, lease_until = $3,"
-                " attempts = $4, updated_at = $5 WHERE id = $1",
-                [(d, token, lease_until, n, now) for d, n in numbers.items()])
-            await tx.executemany(
-                "INSERT INTO webhook_attempts (delivery_id, attempt, manual, started_at,"
-                " status_code, latency_ms, error) VALUES ($1, $2, 0, $3, NULL, 0, $4)",
-                [(d, n, now, INTERRUPTED) for d, n in numbers.items()])
-    return numbers, exhausted
+        return await _pg_cycle(tx, outcomes, claim)
 
 
-async def record_outcomes(db: Database, outcomes: Sequence[Outcome]) -> set[str]:
-    """Store each outcome and its delivery's new state; returns the ids recorded (an
-    outcome whose claim was lost, or whose delivery is already a success, is not)."""
-    if not outcomes:
-        return set()
+# -- giving back what was claimed but never sent ------------------------------------------
+_SQLITE_UNCOUNT = (
+    "UPDATE webhook_deliveries SET attempts = attempts - 1, lease_token = NULL,"
+    " lease_until = NULL WHERE id = ?1 AND lease_token = ?2 AND attempts = ?3"
+    " AND status IN ('pending', 'failed')"
+)
+_SQLITE_DROP_ATTEMPT = (
+    "DELETE FROM webhook_attempts WHERE delivery_id = ?1 AND attempt = ?2"
+    " AND status_code IS NULL AND error = ?3"
+)
+
+
+async def release_unsent(db: Database, unsent: Sequence[tuple[DueDelivery, str, int]]
+                         ) -> int:
+    """Give back deliveries claimed (attempt counted) but never sent, on a clean stop:
+    the attempt is uncounted and its "interrupted" history row removed, as if never
+    claimed. ``unsent``: (delivery, token, attempt number). Returns how many."""
+    if not unsent:
+        return 0
+    rows = [(d.id, token, n) for d, token, n in unsent]
+    run_sync = getattr(db, "run_sync", None)
+    if run_sync is not None:
+        def work(conn: sqlite3.Connection) -> int:
+            released = 0
+            for row in rows:
+                if conn.execute(_SQLITE_UNCOUNT, row).rowcount:
+                    released += 1
+                    conn.execute(_SQLITE_DROP_ATTEMPT, (row[0], row[2], INTERRUPTED))
+            return released
+
+        count: int = await run_sync(work)
+        return count
     async with db.transaction() as tx:
-        held = await _held(db, tx, [(o.delivery.id, o.token) for o in outcomes])
-        mine = [o for o in outcomes if o.delivery.id in held]
-        if not mine:
-            return set()
-        updates: list[tuple[Any, ...]] = []
-        history: list[tuple[Any, ...]] = []
-        for o in mine:
-            completed = (float(o.now) if o.new_status in ("success", "max_retries_exceeded")
-                         else None)
-            updates.append((
-                o.delivery.id, o.token, o.new_status, o.attempt,
-                None if o.next_attempt_at is None else float(o.next_attempt_at),
-                o.status_code, o.error, float(o.now), completed))
-            history.append((o.delivery.id, o.attempt, float(o.started_at), o.status_code,
-                            float(o.latency_ms), o.error))
-        await tx.executemany(
-            "UPDATE webhook_deliveries SET status = $3, attempts = $4, next_attempt_at = $5,"
-            " last_status_code = $6, last_error = $7, updated_at = $8,"
-            " completed_at = COALESCE($9, completed_at), lease_token = NULL,"
-            " lease_until = NULL WHERE id = $1 AND lease_token = $2", updates)
-        await tx.executemany(
-            "INSERT INTO webhook_attempts (delivery_id, attempt, manual, started_at,"
-            " status_code, latency_ms, error) VALUES ($1, $2, 0, $3, $4, $5, $6)"
-            " ON CONFLICT (delivery_id, attempt) DO UPDATE SET"
-            " status_code = excluded.status_code, latency_ms = excluded.latency_ms,"
-            " error = excluded.error", history)
-    return {o.delivery.id for o in mine}
+        ids = await tx.fetch(
+            "UPDATE webhook_deliveries d SET attempts = d.attempts - 1, lease_token = NULL,"
+            " lease_until = NULL FROM unnest($1::text[], $2::text[], $3::int[])"
+            " AS v(id, token, n) WHERE d.id = v.id AND d.lease_token = v.token"
+            " AND d.attempts = v.n AND d.status IN ('pending', 'failed') RETURNING d.id",
+            *_columns(rows, 3))
+        held = {r["id"] for r in ids}
+        mine = [(i, n) for i, _, n in rows if i in held]
+        if mine:
+            await tx.execute(
+                "DELETE FROM webhook_attempts a USING unnest($1::text[], $2::int[])"
+                " AS v(id, n) WHERE a.delivery_id = v.id AND a.attempt = v.n"
+                " AND a.status_code IS NULL AND a.error = $3",
+                [i for i, _ in mine], [n for _, n in mine], INTERRUPTED)
+        return len(held)

@@ -105,10 +105,12 @@ class WebhookStore:
 
     async def authenticate(self, key: str) -> str | None:
         """The key's id when the key exists and is not revoked."""
+        return await self.authenticate_hash(hash_api_key(key))
+
+    async def authenticate_hash(self, key_hash: str) -> str | None:
+        """As :meth:`authenticate`, for a key already hashed (the API's key cache)."""
         value = await self.db.fetchval(
-            "SELECT id FROM api_keys WHERE key_hash = $1 AND revoked_at IS NULL",
-            hash_api_key(key),
-        )
+            "SELECT id FROM api_keys WHERE key_hash = $1 AND revoked_at IS NULL", key_hash)
         return str(value) if value is not None else None
 
     # -- subscriptions ----------------------------------------------------------------

@@ -1,315 +1,281 @@
 """Drives deliveries from the database: claim what is due, send, record, schedule retries.
 
-Isolation: at most ``max_concurrency`` sends in flight overall and
-``per_endpoint_concurrency`` per endpoint (scheme://host:port). A saturated endpoint's
-deliveries are left unclaimed — they are excluded from the due query — so a hanging
-receiver holds at most its own few slots and never the queue of healthy ones.
+The worker is two loops that never wait on each other:
 
-Retries: exponential backoff with jitter, ``backoff_base * 2**(n-1)`` capped at
-``backoff_max``, scaled by a random factor in ``[1 - jitter, 1 + jitter]``; after
-``max_attempts`` failed attempts the delivery is ``max_retries_exceeded``.
+* **senders**: one task per POST. A claimed delivery waits in its endpoint's *ready*
+  queue; when a send finishes, the next ready delivery of that endpoint (or of any
+  endpoint, when the overall bound was the limit) starts at once, with no database
+  work in between. The finished send leaves its outcome in a list and frees its slot.
+* **bookkeeping** (:meth:`Dispatcher.run`): a cycle writes every outcome finished since
+  the last one and claims the next due deliveries (counting one attempt for each, before
+  any is sent) in ONE transaction (:func:`~monitor.storage.delivery_batches.run_cycle`).
+  Cycles run back to back while there is work, so the batch size follows the load.
+
+Claims run ahead of the sends by :data:`CLAIM_AHEAD` times the concurrency bounds, so a
+freed slot always finds a claimed delivery waiting. A delivery waits in a ready queue
+behind at most one send per slot of its endpoint (at most ``timeout_seconds``), so its
+lease is ``CLAIM_AHEAD * timeout_seconds + lease_margin_seconds``. On a clean stop the
+claimed-but-unsent deliveries are given back with their attempt uncounted; after a crash
+they count as interrupted attempts, like the sends that were in flight (never more than
+``max_attempts`` sends, whatever crashes).
+
+Isolation: at most ``max_concurrency`` sends in flight overall and
+``per_endpoint_concurrency`` per endpoint (scheme://host:port), and claims are bounded per
+endpoint too: a hanging receiver holds its own few slots and ready deliveries, never the
+queue of healthy ones (endpoints without room are left out of the due query).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
-import random
 import time
 import uuid
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections import deque
+from dataclasses import dataclass
 
-from ..config import DeliveryConfig
 from ..logs import get_logger
-from ..storage.deliveries import DeliveryStore, DueDelivery
-from ..storage.delivery_batches import Outcome, claim_and_begin, record_outcomes
+from ..storage.deliveries import DueDelivery
+from ..storage.delivery_batches import (
+    ClaimRequest,
+    CycleResult,
+    Outcome,
+    release_unsent,
+    run_cycle,
+)
 from . import metrics
-from .batching import GroupCommit
-from .secrets import SecretBox
-from .sender import AttemptResult, Sender
+from .attempts import DeliveryAttempts, backoff_delay
+from .sender import AttemptResult
+
+__all__ = ["CLAIM_AHEAD", "DeliveryAttempts", "Dispatcher", "backoff_delay"]
 
 log = get_logger(__name__)
 
-#: Due rows read ahead per query (oldest first); claims re-check each one.
-READ_AHEAD = 512
-
-Clock = Callable[[], float]
-
-
-def backoff_delay(attempt: int, config: DeliveryConfig, rand: Callable[[], float]) -> float:
-    """Delay before attempt ``attempt + 1`` after ``attempt`` failures (``attempt >= 1``)."""
-    base = min(config.backoff_max_seconds, config.backoff_base_seconds * 2.0 ** (attempt - 1))
-    return max(0.0, base * (1.0 + config.backoff_jitter * (2.0 * rand() - 1.0)))
+#: Claimed deliveries (in flight + ready) per slot: 2 keeps one claimed delivery behind
+#: every send, so the next one starts without waiting for a database round trip.
+CLAIM_AHEAD = 2
 
 
-@dataclass
-class DeliveryAttempts:
-    """One attempt of one delivery: shared by the worker and the API's manual retry."""
+@dataclass(frozen=True)
+class _Ready:
+    """A claimed delivery (one attempt counted) waiting for a free slot of its endpoint."""
 
-    store: DeliveryStore
-    sender: Sender
-    box: SecretBox
-    config: DeliveryConfig
-    clock: Clock = time.time
-    rand: Callable[[], float] = field(default=random.random)
-
-    def lease_until(self, now: float) -> float:
-        return now + self.config.timeout_seconds + self.config.lease_margin_seconds
-
-    def secrets_for(self, subscription_id: str, sealed: str, previous_sealed: str | None,
-                    rotated_at: float | None, now: float) -> tuple[str, str | None]:
-        """The signing secret, plus the previous one while the rotation window is open."""
-        secret = self.box.open(sealed, subscription_id)
-        previous = None
-        if (previous_sealed and rotated_at is not None
-                and now - rotated_at < self.config.previous_secret_seconds):
-            previous = self.box.open(previous_sealed, subscription_id)
-        return secret, previous
-
-    async def attempt(self, d: DueDelivery, token: str, manual: bool = False) -> AttemptResult:
-        """Send ``d`` (already claimed with ``token``) once and record the outcome.
-
-        The attempt is counted before the request goes out, so however often the worker
-        dies mid-send, a delivery gets at most ``max_attempts`` automatic sends."""
-        started = self.clock()
-        if not manual and d.attempts >= self.config.max_attempts:
-            await self.give_up(d, token, started)
-            return AttemptResult(None, 0.0, "attempts used up by interrupted sends")
-        secret, previous = self.secrets_for(d.subscription_id, d.secret_sealed,
-                                            d.previous_secret_sealed, d.rotated_at, started)
-        attempts = await self.store.begin_attempt(d, token, manual, started)
-        if attempts is None:
-            return AttemptResult(None, 0.0, "claim lost before sending")
-        return await self.send_counted(d, token, attempts, started, (secret, previous), manual)
-
-    async def give_up(self, d: DueDelivery, token: str, now: float) -> None:
-        """Every attempt was used by sends cut off before their outcome was recorded."""
-        gave_up = await self.store.give_up(d, token, now)
-        if gave_up:
-            metrics.status("max_retries_exceeded")
-        log.warning("webhook.attempts_exhausted", delivery_id=d.id,
-                    subscription_id=d.subscription_id, event_id=d.event_id,
-                    attempts=d.attempts, recorded=gave_up)
-
-    async def claim_batch(self, candidates: list[DueDelivery], token: str
-                          ) -> list[tuple[DueDelivery, int, float, tuple[str, str | None]]]:
-        """The worker's path: claim the candidates and count one attempt for each in one
-        transaction (before any is sent), giving up on those whose attempts are used up.
-        Returns what may now be sent: (delivery, attempt number, start, secrets)."""
-        started = self.clock()
-        ready: list[tuple[DueDelivery, tuple[str, str | None]]] = []
-        exhausted: list[DueDelivery] = []
-        for d in candidates:
-            if d.attempts >= self.config.max_attempts:
-                exhausted.append(d)  # claimed only to be given up: no secret needed
-                continue
-            try:
-                ready.append((d, self.secrets_for(d.subscription_id, d.secret_sealed,
-                                                  d.previous_secret_sealed, d.rotated_at,
-                                                  started)))
-            except Exception as exc:
-                # Not claimed, not sent: retried on a later pass.
-                log.error("webhook.attempt_error", delivery_id=d.id, error=str(exc))
-        numbers, used_up = await claim_and_begin(
-            self.store.db, [d for d, _ in ready] + exhausted, token, started,
-            self.lease_until(started), self.config.max_attempts)
-        for d in used_up:
-            await self.give_up(d, token, started)
-        return [(d, numbers[d.id], started, secrets) for d, secrets in ready
-                if d.id in numbers]
-
-    async def send_counted(self, d: DueDelivery, token: str, attempts: int, started: float,
-                           secrets: tuple[str, str | None], manual: bool = False
-                           ) -> AttemptResult:
-        """Send an attempt already counted as number ``attempts`` and record its outcome
-        (worker attempts are recorded in batches with others finishing meanwhile)."""
-        secret, previous = secrets
-        with metrics.in_flight():
-            result = await self.sender.send(
-                d.webhook_url, d.payload, event_type=d.event_type, event_id=d.event_id,
-                secret=secret, previous_secret=previous, delivered_at=started)
-        metrics.attempt(result.status_code, result.error, result.latency_ms / 1000.0)
-        now = self.clock()
-        next_at: float | None = None
-        if result.ok:
-            status = "success"
-        elif manual and d.status == "max_retries_exceeded":
-            # A failed manual re-send of an exhausted delivery schedules nothing new.
-            status = d.status
-        elif attempts >= self.config.max_attempts:
-            status = "max_retries_exceeded"
-        else:
-            status = "failed"
-            next_at = now + backoff_delay(attempts, self.config, self.rand)
-        if manual:
-            recorded = await self.store.record_attempt(
-                delivery=d, token=token, manual=manual, started_at=started,
-                status_code=result.status_code, latency_ms=result.latency_ms,
-                error=result.error, new_status=status, next_attempt_at=next_at, now=now,
-                attempt=attempts)
-        else:
-            recorded = await self._outcomes.submit(Outcome(
-                d, token, attempts, started, result.status_code, result.latency_ms,
-                result.error, status, next_at, now))
-        if recorded and (status == "failed" or status != d.status):
-            metrics.status(status)
-            if status == "success":
-                metrics.delivered(now - d.created_at)
-        # A failed attempt is a warning: the operator's signal that a receiver is in trouble.
-        (log.info if result.ok else log.warning)(
-            "webhook.attempt", delivery_id=d.id, subscription_id=d.subscription_id,
-            event_id=d.event_id, attempt=attempts, manual=manual, outcome=status,
-            status_code=result.status_code, latency_ms=round(result.latency_ms, 1),
-            error=result.error, recorded=recorded)
-        return result
-
-    @functools.cached_property
-    def _outcomes(self) -> GroupCommit[Outcome, bool]:
-        async def flush(batch: Sequence[Outcome]) -> list[bool]:
-            recorded = await record_outcomes(self.store.db, batch)
-            return [o.delivery.id in recorded for o in batch]
-
-        return GroupCommit(flush)
+    delivery: DueDelivery
+    token: str
+    attempt: int
+    started: float
+    secrets: tuple[str, str | None]
 
 
 class Dispatcher:
-    """The worker's loop over due deliveries (see the module docstring).
-
-    Due deliveries are read ahead into a buffer (up to :data:`READ_AHEAD` rows, oldest
-    first) and claimed from it as slots free up, so a send finishing costs one claim
-    transaction shared with the others finishing at the same time, not a fresh due query.
-    The claim re-checks every row (still due, unclaimed, same attempts, target and
-    secrets), so a buffered row that moved meanwhile is skipped, never sent early or
-    twice. The buffer is re-read when :attr:`wake` is set (new deliveries), when it is
-    empty, and when it holds nothing a free endpoint could take (then at most every
-    ``poll_interval_seconds`` unless it was cut at the read limit).
-    """
+    """The worker's loop over due deliveries (see the module docstring)."""
 
     def __init__(self, attempts: DeliveryAttempts) -> None:
         self.attempts = attempts
         self.config = attempts.config
-        #: Set by whoever creates deliveries: re-read the due rows now.
+        #: Set by whoever creates deliveries: look for due rows now.
         self.wake = asyncio.Event()
-        self._slot_freed = asyncio.Event()
+        self._work = asyncio.Event()  # an outcome waits to be written, a slot was freed
+        self._ready: dict[str, deque[_Ready]] = {}
         self._inflight: dict[str, int] = {}
         self._tasks: set[asyncio.Task[None]] = set()
-        self._buffer: list[DueDelivery] = []
-        self._buffer_full = False  # the last read hit its limit: more may be due
+        self._outcomes: list[Outcome] = []
+        self._more_due = True  # the last due read was cut at its limit
+        self._full_at_read: set[str] = set()  # endpoints without room at the last read
+        self._freed: set[str] = set()  # endpoints where a send finished since then
         self._read_at = -float("inf")
+        self._stopping = False
 
     @property
     def in_flight(self) -> int:
         return len(self._tasks)
 
-    def _saturated(self) -> list[str]:
-        limit = max(self.config.per_endpoint_concurrency, 1)
-        return [e for e, n in self._inflight.items() if n >= limit]
+    @property
+    def ready(self) -> int:
+        """Claimed deliveries waiting for a slot."""
+        return sum(len(q) for q in self._ready.values())
 
-    def _pick(self, free: int) -> list[DueDelivery]:
-        """Oldest buffered deliveries that fit the overall and per-endpoint bounds."""
-        picked: list[DueDelivery] = []
-        planned: dict[str, int] = dict(self._inflight)
-        for d in self._buffer:
-            if len(picked) >= free:
-                break
-            if planned.get(d.endpoint, 0) >= self.config.per_endpoint_concurrency:
-                continue
-            planned[d.endpoint] = planned.get(d.endpoint, 0) + 1
-            picked.append(d)
-        return picked
+    def lease_until(self, now: float) -> float:
+        return (now + CLAIM_AHEAD * self.config.timeout_seconds
+                + self.config.lease_margin_seconds)
 
-    async def _read_ahead(self) -> None:
-        store, now = self.attempts.store, self.attempts.clock()
-        self._buffer = await store.due(now, READ_AHEAD, self._saturated())
-        self._buffer_full = len(self._buffer) >= READ_AHEAD
-        self._read_at = time.monotonic()
+    # -- claiming --------------------------------------------------------------------
+    def _claim_request(self, look: bool) -> ClaimRequest | None:
+        """What to claim now, or None: no room, or no reason to think anything is due.
 
-    async def dispatch_due(self, reread: bool = True) -> int:
-        """Claim and start what is due and fits the concurrency bounds; returns how many.
-        ``reread``: read the due rows afresh first (else only when the buffer has nothing
-        a free endpoint could take and may be hiding more)."""
-        free = max(self.config.max_concurrency, 1) - len(self._tasks)
-        if free <= 0:
-            return 0
-        if reread:
-            await self._read_ahead()
-        picked = self._pick(free)
+        The due query leaves out endpoints without room, so when every endpoint with due
+        rows is full it walks the whole backlog to find nothing. It therefore runs only
+        when something may be claimable: new deliveries (``look``), a read cut at its
+        limit, a slot freed at an endpoint that was full when last read, or the poll
+        interval (retries coming due, deliveries made by another process)."""
+        per_endpoint = max(self.config.per_endpoint_concurrency, 1) * CLAIM_AHEAD
+        limit = max(self.config.max_concurrency, 1) * CLAIM_AHEAD - self.in_flight - self.ready
+        if limit <= 0:
+            return None
         stale = time.monotonic() - self._read_at >= self.config.poll_interval_seconds
-        if not picked and not reread and (self._buffer_full or stale):
-            # The buffer holds only saturated endpoints' rows (or is old): retries whose
-            # time has come and other endpoints' rows may be waiting behind them.
-            await self._read_ahead()
-            picked = self._pick(free)
-        if not picked:
-            return 0
-        taken = {d.id for d in picked}
-        self._buffer = [d for d in self._buffer if d.id not in taken]
-        token = uuid.uuid4().hex
-        for d in picked:
-            self._inflight[d.endpoint] = self._inflight.get(d.endpoint, 0) + 1
-        ready: list[tuple[DueDelivery, int, float, tuple[str, str | None]]] = []
-        try:
-            ready = await self.attempts.claim_batch(picked, token)
-        finally:
-            # Slots of deliveries not sent (claimed elsewhere, changed, given up) are free.
-            started = {d.id for d, *_ in ready}
-            for d in picked:
-                if d.id not in started:
-                    self._release_slot(d)
-        for d, attempt, began, secrets in ready:
-            self._tasks.add(asyncio.create_task(self._run_one(d, token, attempt, began,
-                                                              secrets)))
-        return len(ready)
+        if not (look or stale or self._more_due or self._freed & self._full_at_read):
+            return None
+        room = {e: per_endpoint - n for e, n in self._inflight.items()}
+        for endpoint, queue in self._ready.items():
+            room[endpoint] = room.get(endpoint, per_endpoint) - len(queue)
+        if room and not (look or stale) and max(room.values()) <= 0:
+            return None  # only endpoints not held yet could take more: the poll finds them
+        # Enough for the endpoints with room plus one new endpoint's worth; more is
+        # claimed in the next cycle (a read cut at its limit brings one at once).
+        limit = min(limit, sum(n for n in room.values() if n > 0) + per_endpoint)
+        self._full_at_read = {e for e, n in room.items() if n <= 0}
+        self._freed.clear()
+        now = self.attempts.clock()
+        return ClaimRequest(limit, room, per_endpoint, uuid.uuid4().hex, now,
+                            self.lease_until(now), self.config.max_attempts)
 
-    def _release_slot(self, d: DueDelivery) -> None:
-        self._inflight[d.endpoint] -= 1
-        if not self._inflight[d.endpoint]:
-            del self._inflight[d.endpoint]
-
-    async def _run_one(self, d: DueDelivery, token: str, attempt: int, started: float,
-                       secrets: tuple[str, str | None]) -> None:
+    async def cycle(self, look: bool = True) -> bool:
+        """Write the finished outcomes and claim what is due, in one transaction; start
+        the sends it allows. ``look``: read the due rows even if nothing suggests new
+        ones. Returns whether there was anything to do."""
+        outcomes, self._outcomes = self._outcomes, []
+        claim = None if self._stopping else self._claim_request(look)
+        if not outcomes and claim is None:
+            return False
         try:
-            await self.attempts.send_counted(d, token, attempt, started, secrets)
+            result = await run_cycle(self.attempts.store.db, outcomes, claim)
+        except BaseException:
+            self._outcomes[:0] = outcomes  # written with the next cycle
+            raise
+        if claim is not None:
+            self._read_at = time.monotonic()
+            # Only when this read made progress: rows left behind because their
+            # endpoints have no room are looked at again when a slot frees, not in a spin.
+            self._more_due = result.more_due and bool(result.claimed or result.exhausted)
+        for o in outcomes:
+            self.attempts.report(o.delivery, o.attempt, False, _result_of(o), o.new_status,
+                                 o.delivery.id in result.recorded, o.now)
+        await self._accept(result, claim)
+        return True
+
+    async def _accept(self, result: CycleResult, claim: ClaimRequest | None) -> None:
+        for d in result.exhausted:
+            metrics.status("max_retries_exceeded")
+            log.warning("webhook.attempts_exhausted", delivery_id=d.id,
+                        subscription_id=d.subscription_id, event_id=d.event_id,
+                        attempts=d.attempts, recorded=True)
+        if claim is None or not result.claimed:
+            return
+        unusable: list[tuple[DueDelivery, str, int]] = []
+        for d, attempt in result.claimed:
+            try:
+                secrets = self.attempts.secrets_for(d.subscription_id, d.secret_sealed,
+                                                    d.previous_secret_sealed, d.rotated_at,
+                                                    claim.now)
+            except Exception as exc:
+                # Not sent: given back uncounted and retried on a later pass.
+                log.error("webhook.attempt_error", delivery_id=d.id, error=str(exc))
+                unusable.append((d, claim.token, attempt))
+                continue
+            self._ready.setdefault(d.endpoint, deque()).append(
+                _Ready(d, claim.token, attempt, claim.now, secrets))
+        self._start_sends()
+        if unusable:
+            await release_unsent(self.attempts.store.db, unusable)
+
+    # -- sending -----------------------------------------------------------------------
+    def _start_sends(self, first: str | None = None) -> None:
+        """Start ready deliveries into free slots (``first``: that endpoint's first)."""
+        if self._stopping:
+            return
+        free = max(self.config.max_concurrency, 1) - len(self._tasks)
+        limit = max(self.config.per_endpoint_concurrency, 1)
+        endpoints = list(self._ready)
+        if first is not None and first in self._ready:
+            endpoints.remove(first)
+            endpoints.insert(0, first)
+        for endpoint in endpoints:
+            if free <= 0:
+                return
+            queue = self._ready[endpoint]
+            while queue and free > 0 and self._inflight.get(endpoint, 0) < limit:
+                ready = queue.popleft()
+                self._inflight[endpoint] = self._inflight.get(endpoint, 0) + 1
+                free -= 1
+                self._tasks.add(asyncio.create_task(self._send(ready)))
+            if not queue:
+                del self._ready[endpoint]
+
+    async def _send(self, r: _Ready) -> None:
+        d = r.delivery
+        try:
+            result = await self.attempts.send(d, r.secrets)
+            now = self.attempts.clock()
+            status, next_at = self.attempts.next_state(d, r.attempt, result, False, now)
+            self._outcomes.append(Outcome(d, r.token, r.attempt, r.started, result.status_code,
+                                          result.latency_ms, result.error, status, next_at,
+                                          now))
         except asyncio.CancelledError:
             raise
         except Exception as exc:
-            # A database or secret failure: the claim expires and the delivery is retried.
+            # Not recorded: the claim expires and the delivery is retried.
             log.error("webhook.attempt_error", delivery_id=d.id, error=str(exc))
         finally:
-            self._release_slot(d)
+            self._inflight[d.endpoint] -= 1
+            if not self._inflight[d.endpoint]:
+                del self._inflight[d.endpoint]
             task = asyncio.current_task()
             if task is not None:
                 self._tasks.discard(task)
-            self._slot_freed.set()
+            self._freed.add(d.endpoint)
+            self._work.set()
+            self._start_sends(d.endpoint)
 
+    # -- the loop ----------------------------------------------------------------------
     async def run(self, stop: asyncio.Event) -> None:
-        """Until ``stop``: dispatch, then sleep until woken or the poll interval passes.
-        On stop, in-flight sends finish (each is bounded by the HTTP timeout)."""
+        """Until ``stop``: cycle while there is work, else sleep until woken, a send
+        finishes or the poll interval passes. On stop, in-flight sends finish (each is
+        bounded by the HTTP timeout), their outcomes are written, and claimed deliveries
+        not sent are given back."""
         stop_wait = asyncio.create_task(stop.wait())
         try:
             while not stop.is_set():
-                reread = self.wake.is_set() or not self._buffer
+                look = self.wake.is_set()
                 self.wake.clear()
-                self._slot_freed.clear()
+                self._work.clear()
+                busy = False
                 try:
-                    await self.dispatch_due(reread)
+                    busy = await self.cycle(look)
                 except Exception as exc:
                     log.error("webhook.dispatch_error", error=str(exc))
+                if busy and self._more_due:
+                    continue  # the read was cut at its limit: claim the rest now
                 wake_wait = asyncio.create_task(self.wake.wait())
-                freed_wait = asyncio.create_task(self._slot_freed.wait())
-                await asyncio.wait({stop_wait, wake_wait, freed_wait},
+                work_wait = asyncio.create_task(self._work.wait())
+                await asyncio.wait({stop_wait, wake_wait, work_wait},
                                    timeout=self.config.poll_interval_seconds,
                                    return_when=asyncio.FIRST_COMPLETED)
                 wake_wait.cancel()
-                freed_wait.cancel()
+                work_wait.cancel()
         finally:
             stop_wait.cancel()
-            if self._tasks:
-                _, pending = await asyncio.wait(
-                    set(self._tasks), timeout=self.config.timeout_seconds + 5)
-                for task in pending:
-                    task.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await asyncio.gather(*pending, return_exceptions=True)
+            await self._drain()
+
+    async def _drain(self) -> None:
+        self._stopping = True
+        if self._tasks:
+            _, pending = await asyncio.wait(
+                set(self._tasks), timeout=self.config.timeout_seconds + 5)
+            for task in pending:
+                task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.gather(*pending, return_exceptions=True)
+        unsent = [(r.delivery, r.token, r.attempt)
+                  for queue in self._ready.values() for r in queue]
+        self._ready.clear()
+        try:
+            await self.cycle(look=False)
+            await release_unsent(self.attempts.store.db, unsent)
+        except Exception as exc:
+            # Their claims expire and they are retried (as interrupted attempts).
+            log.error("webhook.stop_bookkeeping_failed", error=str(exc),
+                      outcomes=len(self._outcomes), unsent=len(unsent))
+
+
+def _result_of(o: Outcome) -> AttemptResult:
+    return AttemptResult(o.status_code, o.latency_ms, o.error)

@@ -1,16 +1,20 @@
 """GET /rwa and /rwa/{address} serve cached bodies only while the store is unchanged:
-a write by another connection (the store writer's) shows in the very next response, and
-a cached body is byte-identical to a freshly built one."""
+a write by another connection (the store writer's) shows in every response to a request
+that starts twice ``api.ratings_check_seconds`` after it (the documented bound, proved on
+an injected clock), and a cached body is byte-identical to a freshly built one."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import aiohttp
 from readapi_support import T0, api_headers, population, serve, snapshot
 
 from monitor.api.app import create_app
-from monitor.config import Config, RegistryConfig
+from monitor.api.context import TICKS
+from monitor.api.rwa.cache import ReadCache
+from monitor.config import ApiConfig, Config, RegistryConfig
 from monitor.registry import parse_registry
 from monitor.storage import connect
 from monitor.storage.ratings import RatingsStore
@@ -19,8 +23,8 @@ PATHS = ["/rwa", "/rwa?sort=symbol&order=asc&pageSize=7&page=2", "/rwa?tier=crit
          "/rwa/0x0000000000000000000000000000000000000001?hours=48"]
 
 
-async def test_writes_by_another_connection_show_at_once(storage_url: str,
-                                                         tmp_path: Path) -> None:
+async def test_writes_by_another_connection_show_within_the_check_interval(
+        storage_url: str, tmp_path: Path) -> None:
     snaps, registry_text = population(40)
     reg_path = tmp_path / "tokens.toml"
     reg_path.write_text(registry_text)
@@ -29,7 +33,13 @@ async def test_writes_by_another_connection_show_at_once(storage_url: str,
         await RatingsStore(api_db).migrate()
         writer = RatingsStore(writer_db)
         await writer.write_batch(snaps, [])
-        app = create_app(Config(registry=RegistryConfig(path=str(reg_path))), api_db)
+        # The version is trusted for 0.1 s of the app's monotonic clock, injected here, and
+        # bodies built before a write are served for at most 0.1 s after it was noticed.
+        config = Config(api=ApiConfig(ratings_check_seconds=0.1),
+                        registry=RegistryConfig(path=str(reg_path)))
+        app = create_app(config, api_db)
+        ticks = [1000.0]
+        app[TICKS] = lambda: ticks[0]
         async with serve(app) as base, aiohttp.ClientSession(
                 headers=await api_headers(api_db)) as session:
             async def bodies() -> list[bytes]:
@@ -49,6 +59,11 @@ async def test_writes_by_another_connection_show_at_once(storage_url: str,
             moved = snapshot(first_snap.chain, first_snap.token_address, T0 + 2 * 86400,
                              97.5, "critical", 0.5)
             await writer.write_batch([moved], [])
+            ticks[0] += 0.099  # within the interval the last version read is trusted:
+            assert await bodies() == first
+            ticks[0] += 0.001  # read again: the write is noticed (bodies are rebuilding)
+            await bodies()
+            ticks[0] += 0.1  # from twice the interval on, the write shows in every body
             after = await bodies()
             assert after[0] != first[0] and after[3] != first[3]
             async with session.get(base + "/rwa/" + moved.token_address) as resp:
@@ -60,11 +75,17 @@ async def test_writes_by_another_connection_show_at_once(storage_url: str,
 
             # A registry change (names shown in the list) is a write as well.
             await writer.sync_registry(parse_registry(registry_text)[1:])
+            ticks[0] += 0.1
+            await bodies()
+            ticks[0] += 0.1
             assert (await bodies())[0] != after[0]
 
             # What the cache serves is what a fresh app on the same data builds.
             fresh = create_app(Config(registry=RegistryConfig(path=str(reg_path))), api_db)
             async with serve(fresh) as base2:  # (it loads the whole registry file back)
+                ticks[0] += 0.1  # (a write, shown by the first app once the bound passed)
+                await bodies()
+                ticks[0] += 0.1
                 cached = await bodies()  # built once here, then served from the cache:
                 assert await bodies() == cached
                 for path, body in zip(PATHS, cached, strict=True):
@@ -76,25 +97,111 @@ async def test_writes_by_another_connection_show_at_once(storage_url: str,
 
 
 async def test_a_cached_body_is_rebuilt_once_older_than_its_max_age(tmp_path: Path) -> None:
-    """A quiet store does not freeze the wall-clock ``stale`` flag: bodies expire."""
-    from monitor.api.rwa.cache import ReadCache
-
+    """A quiet store does not freeze the wall-clock ``stale`` flag: bodies expire. Between
+    max_age and twice that, the old body is served while one rebuild runs; past twice
+    max_age a request waits for the new one."""
     db = await connect(f"sqlite:///{tmp_path / 'store.db'}")
     try:
         await RatingsStore(db).migrate()
         wall = [100.0]
-        cache = ReadCache(db, max_age=1.0, clock=lambda: wall[0])
+        # (The version is read once: nothing here waits on the database after that.)
+        cache = ReadCache(db, max_age=1.0, check_interval=1e9, clock=lambda: wall[0])
         builds: list[float] = []
+        gate = asyncio.Event()
 
         async def build() -> bytes:
             builds.append(wall[0])
+            if len(builds) > 1:
+                await gate.wait()  # a rebuild in flight until the test lets it finish
             return f"built at {wall[0]}".encode()
 
         assert await cache.body("/rwa", build) == b"built at 100.0"
         wall[0] = 100.9
         assert await cache.body("/rwa", build) == b"built at 100.0"  # young: served again
         wall[0] = 101.0
-        assert await cache.body("/rwa", build) == b"built at 101.0"  # a second old: rebuilt
+        # A second old: still served, while one rebuild starts (not one per request).
+        assert await cache.body("/rwa", build) == b"built at 100.0"
+        assert await cache.body("/rwa", build) == b"built at 100.0"
+        await asyncio.sleep(0)  # one loop turn: the background rebuild starts
         assert builds == [100.0, 101.0]
+        wall[0] = 102.0  # twice max_age: this request waits for the rebuild in flight
+        waiting = asyncio.ensure_future(cache.body("/rwa", build))
+        await asyncio.sleep(0)
+        assert not waiting.done()
+        gate.set()
+        assert await waiting == b"built at 102.0"  # (the build reads the clock as it ends)
+        assert builds == [100.0, 101.0]
+    finally:
+        await db.close()
+
+
+async def test_concurrent_misses_share_one_build(tmp_path: Path) -> None:
+    """Many requests for a key nobody has built yet run its queries once, not once each,
+    and a version change is read once per check interval, not once per request."""
+    db = await connect(f"sqlite:///{tmp_path / 'store.db'}")
+    try:
+        store = RatingsStore(db)
+        await store.migrate()
+        ticks = [0.0]
+        cache = ReadCache(db, check_interval=0.1, clock=lambda: ticks[0])
+        builds = 0
+        gate = asyncio.Event()
+
+        async def build() -> bytes:
+            nonlocal builds
+            builds += 1
+            await gate.wait()
+            return b"body %d" % builds
+
+        await cache.version()  # read once, so no request below waits on the database
+        waiting = [asyncio.ensure_future(cache.body("/rwa", build)) for _ in range(20)]
+        await asyncio.sleep(0)  # one loop turn: each request runs up to the shared build
+        assert not any(w.done() for w in waiting)
+        gate.set()
+        assert set(await asyncio.gather(*waiting)) == {b"body 1"} and builds == 1
+        await store.sync_registry([])  # a write: the version moves
+        assert await cache.body("/rwa", build) == b"body 1"  # (within the check interval)
+        ticks[0] = 0.1  # noticed: the old body once more, while one rebuild starts
+        assert await cache.body("/rwa", build) == b"body 1"
+        assert await cache.body("/rwa", build) == b"body 1"
+        ticks[0] = 0.2  # (the rebuild ran while this request read the version)
+        assert await cache.body("/rwa", build) == b"body 2" and builds == 2
+
+    finally:
+        await db.close()
+
+
+async def test_past_the_bound_a_request_waits_for_the_new_body(tmp_path: Path) -> None:
+    """Twice the check interval after a write was noticed, no body from before it is
+    served, even when its rebuild is still running."""
+    db = await connect(f"sqlite:///{tmp_path / 'store.db'}")
+    try:
+        store = RatingsStore(db)
+        await store.migrate()
+        ticks = [0.0]
+        cache = ReadCache(db, check_interval=0.1, clock=lambda: ticks[0])
+        gate = asyncio.Event()
+        builds = 0
+
+        async def build() -> bytes:
+            nonlocal builds
+            builds += 1
+            if builds > 1:
+                await gate.wait()  # the rebuild after the write hangs until released
+            return b"body %d" % builds
+
+        assert await cache.body("/rwa", build) == b"body 1"
+        await store.sync_registry([])
+        ticks[0] = 0.1
+        assert await cache.body("/rwa", build) == b"body 1"  # noticed; rebuild hangs
+        ticks[0] = 0.199
+        assert await cache.body("/rwa", build) == b"body 1"
+        ticks[0] = 0.2
+        await cache.version()  # read here, so the request below does not wait on the database
+        waiting = asyncio.ensure_future(cache.body("/rwa", build))
+        await asyncio.sleep(0)  # one loop turn: the request runs up to the rebuild, and waits
+        assert not waiting.done() and builds == 2
+        gate.set()
+        assert await waiting == b"body 2" and builds == 2
     finally:
         await db.close()

@@ -24,7 +24,7 @@ from ...storage.db import Row
 from ...storage.ratings import RatingsStore
 from ...timefmt import format_ts
 from .. import jsonbody, params
-from ..context import CONFIG, DB, now
+from ..context import CONFIG, DB, TICKS, now
 from ..errors import ApiError
 from .cache import ReadCache
 from .openapi import OPENAPI_PATHS, OPENAPI_SCHEMAS
@@ -191,7 +191,8 @@ async def _prepare_store(app: web.Application) -> None:
     store = RatingsStore(app[DB])
     await store.migrate()
     await store.sync_registry(load_registry(app[CONFIG].registry.path))
-    app[READ_CACHE] = ReadCache(app[DB])
+    app[READ_CACHE] = ReadCache(app[DB], check_interval=app[CONFIG].api.ratings_check_seconds,
+                                clock=app[TICKS])
 
 
 def add_routes(app: web.Application) -> None:

@@ -1,0 +1,192 @@
+"""What a refresh reads from the windows: only the fields it uses, and counts of whole
+buckets beyond a line, giving the very floats and counts of the plain queries.
+
+A refresh reads a handful of fields of four windows and counts whole buckets beyond
+four lines; computing every field of every window (``Windows.window``) and listing every
+bucket's extreme (``Windows.bucket_extremes``) was most of its cost. Each field here is
+summed over the very same ring slices in the very same order as ``window`` sums it
+(float addition is not associative, so a running sum would move the last bits);
+counts are integers, so they are kept incrementally (:class:`Flags`). ``window`` and
+``bucket_extremes`` stay as the plain reference (tests/engine/test_windows_fast.py).
+"""
+
+from __future__ import annotations
+
+import math
+from array import array
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from .ringfields import _COV, _DEV, _EMPTY, _HIGH, _LOW, _MAX, _MIN
+
+if TYPE_CHECKING:  # these read a Windows' ring directly (its companion module)
+    from .windows import Windows
+
+
+class Flags:
+    """Per ring slot and per line, 1 when that final bucket was covered and its extreme
+    beyond the line, else 0: valid for the buckets ``lo..upto`` still in the ring."""
+
+    __slots__ = ("columns", "lo", "upto")
+
+    def __init__(self, lines: int, size: int) -> None:
+        self.columns = [array("b", bytes(size)) for _ in range(lines)]
+        self.lo = 0
+        self.upto: int | None = None
+
+    def cover(self, lo: int, hi: int, ext: array[float], cov: array[float],
+              lines: tuple[float, ...], above: bool) -> None:
+        """Make the flags of final buckets ``lo..hi`` valid (working out only the new)."""
+        if self.upto is None or lo < self.lo or self.upto < lo - 1:
+            start, self.lo = lo, lo
+        else:
+            start = self.upto + 1
+        size = len(ext)
+        for k in range(start, hi + 1):
+            slot = k % size
+            x = ext[slot]
+            covered = cov[slot] > 0
+            for column, line in zip(self.columns, lines, strict=True):
+                column[slot] = 1 if covered and (x > line if above else x < line) else 0
+        if self.upto is None or start == lo or hi > self.upto:
+            self.upto = hi
+
+
+def read_fields(w: Windows, now: float,
+                spec: Sequence[tuple[float, Sequence[int]]]) -> list[float]:
+    """For each ``(seconds, fields)`` of ``spec``, ``[w.window(now, seconds)[i] for i in
+    fields]``, one after the other in one list (a refresh's reads in one call)."""
+    bucket = w.bucket
+    size = w.size
+    end_b = int(now // bucket)
+    if now == end_b * bucket:
+        end_b -= 1
+    head = w.head
+    dev = w.last_dev
+    since = w.last_price_ts if dev is not None else None
+    f = w._f
+    below_low = dev is not None and dev < -w.low
+    below_high = below_low and dev is not None and dev < -w.high
+    out: list[float] = []
+    for seconds, which in spec:
+        first_b = math.ceil((now - seconds) / bucket)
+        if first_b < end_b - size + 1:
+            first_b = end_b - size + 1
+        a = b = -1
+        if head is not None:
+            lo = first_b if first_b > head - size + 1 else head - size + 1
+            hi = end_b if end_b < head else head
+            if lo <= hi:
+                a, b = lo % size, hi % size
+        dt = 0.0
+        if since is not None:
+            start = first_b * bucket
+            if since > start:
+                start = since
+            if now > start:
+                dt = now - start
+        for i in which:
+            column = f[i]
+            if i < _MIN:
+                acc = 0.0
+                if a < 0:
+                    pass
+                elif a <= b:
+                    acc += sum(column[a:b + 1])
+                else:
+                    acc += sum(column[a:])
+                    acc += sum(column[:b + 1])
+                if dt and dev is not None:
+                    if i == _DEV:
+                        acc += dev * dt
+                    elif i == _COV:
+                        acc += dt
+                    elif i == _LOW:
+                        if below_low:
+                            acc += dt
+                    elif i == _HIGH and below_high:
+                        acc += dt
+            else:
+                pick = min if i == _MIN else max
+                acc = _EMPTY[i]
+                if a < 0:
+                    pass
+                elif a <= b:
+                    acc = pick(acc, pick(column[a:b + 1]))
+                else:
+                    acc = pick(acc, pick(column[a:]))
+                    acc = pick(acc, pick(column[:b + 1]))
+                if dt and dev is not None:
+                    acc = pick(acc, dev)
+            out.append(acc)
+    return out
+
+def count_beyond(w: Windows, now: float, seconds: float, lines: tuple[float, ...], *,
+                 above: bool) -> list[int]:
+    """Per line, how many of ``bucket_extremes(now, seconds, above=above)`` are
+    beyond it: ``> line`` when ``above``, else ``< line`` (the same counts as
+    ``buckets_above``/``buckets_below`` with ``line = level``/``-level``).
+
+    A bucket before the one holding the last tick is final (ticks come in time
+    order, so nothing is written there again): whether it is beyond each line is
+    worked out once, kept per ring slot (:class:`_Flags`), and a refresh adds up
+    flags. Only the buckets from the last tick's on are looked at each time."""
+    bucket = w.bucket
+    size = w.size
+    end_b = int(now // bucket)
+    if now == end_b * bucket:
+        end_b -= 1
+    first_b = math.ceil((now - seconds) / bucket)
+    if first_b < end_b - size + 1:
+        first_b = end_b - size + 1
+    counts = [0] * len(lines)
+    if first_b > end_b:
+        return counts
+    head = w.head
+    dev, since = w.last_dev, w.last_price_ts
+    held_from = int(since // bucket) if since is not None and dev is not None \
+        else end_b + 1
+    f_ext = w._f[_MIN] if above else w._f[_MAX]
+    if head is not None:
+        lo = first_b if first_b > head - size + 1 else head - size + 1
+        hi = end_b if end_b < head else head
+        if hi > held_from - 1:
+            hi = held_from - 1
+        if lo <= hi:
+            flags = w._flags.get((lines, above))
+            if flags is None:
+                flags = w._flags[(lines, above)] = Flags(len(lines), size)
+            flags.cover(lo, hi, f_ext, w._f[_COV], lines, above)
+            a, b = lo % size, hi % size
+            for n, column in enumerate(flags.columns):
+                counts[n] = sum(column[a:b + 1]) if a <= b \
+                    else sum(column[a:]) + sum(column[:b + 1])
+    # The held stretch: ring buckets take the extreme with ``dev``; the buckets past
+    # the ring's head hold ``dev`` alone.
+    lo = first_b if first_b > held_from else held_from
+    if lo <= end_b and dev is not None:
+        ring_hi = lo - 1 if head is None else min(end_b, head)
+        held: list[float] = []
+        lone = 0
+        for k in range(lo, ring_hi + 1):
+            if head is not None and head - size < k:  # at most one bucket, normally
+                x = f_ext[k % size]
+                held.append((x if x < dev else dev) if above else (x if x > dev else dev))
+            else:
+                lone += 1
+        lone += end_b - max(lo, ring_hi + 1) + 1
+        n = 0
+        for line in lines:
+            if above:
+                count = lone if dev > line else 0
+                for x in held:
+                    if x > line:
+                        count += 1
+            else:
+                count = lone if dev < line else 0
+                for x in held:
+                    if x < line:
+                        count += 1
+            counts[n] += count
+            n += 1
+    return counts

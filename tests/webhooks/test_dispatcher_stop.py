@@ -1,0 +1,92 @@
+"""A clean stop gives back what the worker claimed ahead but never sent.
+
+The dispatcher claims one send ahead per slot (the attempt is counted at the claim, before
+any request goes out). A delivery still waiting for a slot when the worker stops was never
+sent: its attempt is uncounted and its "interrupted" history row removed, so it reads as
+if never claimed. Checked against the receiver's own count of requests, on both backends.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections.abc import AsyncIterator
+
+import pytest
+from aiohttp import web
+from webhook_support import ENCRYPTION_KEY, new_key, receiver, tier_change, wait_until
+
+from monitor.config import DeliveryConfig
+from monitor.records import encode
+from monitor.storage import Database, connect
+from monitor.storage.deliveries import DeliveryStore, NewEvent
+from monitor.storage.webhooks import WebhookStore, migrate_webhooks
+from monitor.webhooks.dispatcher import CLAIM_AHEAD, DeliveryAttempts, Dispatcher
+from monitor.webhooks.filters import Filters
+from monitor.webhooks.secrets import SecretBox
+from monitor.webhooks.sender import Sender
+from monitor.webhooks.urls import origin
+
+
+@pytest.fixture
+async def db(storage_url: str) -> AsyncIterator[Database]:
+    database = await connect(storage_url)
+    await migrate_webhooks(database)
+    try:
+        yield database
+    finally:
+        await database.close()
+
+
+async def test_claimed_but_unsent_deliveries_are_given_back_on_stop(db: Database) -> None:
+    config = DeliveryConfig(allow_loopback=True, secret_encryption_key=ENCRYPTION_KEY,
+                            max_concurrency=1, per_endpoint_concurrency=1,
+                            timeout_seconds=5.0)
+    release = asyncio.Event()
+    _, key_id = await new_key(db)
+    async with receiver() as rec:
+        async def held(_request: web.Request, _body: bytes) -> None:
+            await release.wait()  # the first send stays in flight until the stop
+
+        rec.on_request = held
+        box = SecretBox.from_config(config)
+        sid = str(uuid.uuid4())
+        await WebhookStore(db).create_subscription(
+            sub_id=sid, api_key_id=key_id, webhook_url=rec.url, endpoint=origin(rec.url),
+            event_types=["DEPEG_TIER_CHANGE"], filters=Filters(),
+            secret_sealed=box.seal("s" * 32, sid), now=time.time())
+        subs = await WebhookStore(db).active_subscriptions()
+        events = [tier_change() for _ in range(5)]
+        await DeliveryStore(db).record_events(
+            [NewEvent(e.event_id, e.event_type, encode(e), subs) for e in events], time.time())
+        sender = Sender(config)
+        dispatcher = Dispatcher(DeliveryAttempts(DeliveryStore(db), sender, box, config))
+        stop = asyncio.Event()
+        runner = asyncio.create_task(dispatcher.run(stop))
+        try:
+            await rec.wait_requests(1)
+
+            async def claimed_ahead() -> bool:
+                return dispatcher.ready == CLAIM_AHEAD - 1
+
+            await wait_until(claimed_ahead, what="a delivery claimed ahead of its slot")
+            counted = await db.fetchval("SELECT SUM(attempts) FROM webhook_deliveries")
+            assert counted == CLAIM_AHEAD  # counted before sending, in flight or not
+            stop.set()
+            release.set()
+            await runner
+        finally:
+            release.set()
+            stop.set()
+            await asyncio.gather(runner, return_exceptions=True)
+            await sender.close()
+    assert len(rec.received) == 1, "the receiver's own count of requests"
+    rows = await db.fetch("SELECT id, status, attempts, lease_token FROM webhook_deliveries")
+    assert sorted((r["status"], r["attempts"]) for r in rows) == (
+        [("pending", 0)] * 4 + [("success", 1)])
+    assert all(r["lease_token"] is None for r in rows)
+    history = await db.fetch("SELECT delivery_id, attempt, status_code FROM webhook_attempts")
+    sent = next(r["id"] for r in rows if r["status"] == "success")
+    assert [(h["delivery_id"], h["attempt"], h["status_code"]) for h in history] == [
+        (sent, 1, 200)]
