@@ -1,20 +1,22 @@
-"""``depeg-monitor monitor`` (the daemon alone) and its :class:`Service` for ``run``."""
+"""``depeg-monitor monitor`` (the daemon alone) and its :class:`Service` for ``run``.
+
+The daemon (aiokafka, the engines) is imported when it starts, not with this module:
+``depeg-monitor monitor --help`` stays fast (benchmarks/bench_cli.py).
+"""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+from typing import TYPE_CHECKING
 
 import msgspec
 
 from ..commands import Command, add_bootstrap_servers, with_bootstrap_servers
-from ..config import Config
-from ..logs import get_logger
-from ..services import Service, run_broker_service
-from .ingest import MonitorDaemon
-from .lost import BrokerLost
+from ..services import Service
 
-log = get_logger(__name__)
+if TYPE_CHECKING:
+    from ..config import Config
 
 DESCRIPTION = """\
 Consume ticks from the ticks topic, rate every token, publish rating snapshots and tier
@@ -59,14 +61,20 @@ def apply_overrides(config: Config, args: argparse.Namespace) -> Config:
 
 
 def run_command(args: argparse.Namespace, config: Config) -> int:
+    from ..logs import get_logger
+    from ..services import run_broker_service
+    from .lost import BrokerLost
+
     try:
         return run_broker_service("monitor", run_service, apply_overrides(config, args))
     except BrokerLost as exc:
-        log.error("monitor.exit_broker_lost", error=str(exc))
+        get_logger(__name__).error("monitor.exit_broker_lost", error=str(exc))
         return 3
 
 
 async def run_service(config: Config, stop: asyncio.Event) -> None:
+    from .ingest import MonitorDaemon
+
     await MonitorDaemon(config).run(stop)
 
 
