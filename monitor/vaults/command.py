@@ -6,7 +6,9 @@ import argparse
 import sys
 from pathlib import Path
 
-from ..commands import Command, add_bootstrap_servers
+import msgspec
+
+from ..commands import Command, add_bootstrap_servers, with_bootstrap_servers
 from ..config import Config
 from ..paths import data_dir
 
@@ -56,9 +58,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace, config: Config) -> int:
     if args.vaults_action == "replay":
         return _replay(args, config)
-    from .daemon import run_command
+    return run_daemon(args, config)
 
-    return run_command(args, config)
+
+def apply_overrides(config: Config, args: argparse.Namespace) -> Config:
+    config = with_bootstrap_servers(config, getattr(args, "bootstrap_servers", None))
+    if getattr(args, "group", None):
+        vaults = msgspec.structs.replace(config.vaults, group=args.group)
+        config = msgspec.structs.replace(config, vaults=vaults)
+    return config
+
+
+def run_daemon(args: argparse.Namespace, config: Config) -> int:
+    """The vault daemon alone (no broker configured: exit 2 naming the setting)."""
+    from ..services import run_broker_service
+    from .daemon import run_service  # aiokafka and the engine: loaded only to run
+
+    return run_broker_service("vaults", run_service, apply_overrides(config, args))
 
 
 def _replay(args: argparse.Namespace, config: Config) -> int:

@@ -21,7 +21,6 @@ records of the re-processed interval come out in the order they had before.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import math
 import time
@@ -30,12 +29,10 @@ from dataclasses import asdict, dataclass
 from functools import partial
 from typing import Any
 
-import msgspec
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.errors import KafkaError
 
 from .. import health, metrics
-from ..commands import with_bootstrap_servers
 from ..config import Config
 from ..daemon.brokercalls import BrokerCalls
 from ..daemon.clients import commit_unless_fenced, start_group_consumer, start_producer
@@ -47,7 +44,7 @@ from ..daemon.retry import Aborted
 from ..daemon.state import STATE_VERSION, StateRecord, encode_state, read_states
 from ..kafka.topics import ensure_topics, ensure_vault_topics, make_consumer
 from ..logs import get_logger
-from ..services import Service, run_broker_service
+from ..services import Service
 from .depeg_link import DepegTable
 from .facts import BAD_FACT_REASONS, BadFacts, decode_facts
 from .follower import decode_changes, start_follower
@@ -379,19 +376,7 @@ class VaultDaemon:
         return {k: v for k, v in asdict(self.stats).items() if k != "skipped_restored"}
 
 
-# -- the command and the service -----------------------------------------------------------
-def apply_overrides(config: Config, args: argparse.Namespace) -> Config:
-    config = with_bootstrap_servers(config, getattr(args, "bootstrap_servers", None))
-    if getattr(args, "group", None):
-        vaults = msgspec.structs.replace(config.vaults, group=args.group)
-        config = msgspec.structs.replace(config, vaults=vaults)
-    return config
-
-
-def run_command(args: argparse.Namespace, config: Config) -> int:
-    return run_broker_service("vaults", run_service, apply_overrides(config, args))
-
-
+# -- the service (the command, ``depeg-monitor vaults``, is in ``command.py``) ------------
 async def run_service(config: Config, stop: asyncio.Event) -> None:
     await VaultDaemon(config).run(stop)
 
