@@ -143,7 +143,8 @@ class Engine:
     def process(self, tick: Tick) -> list[Output]:
         """Take one tick; returns the refreshes and tier changes it made due."""
         self.stats.ticks += 1
-        t = self._token(tick)
+        key = tick.key  # a property building the string: once per tick
+        t = self._token(tick, key)
         if (t.last_applied is not None and tick.ts < t.last_applied) or (
             t.last_eval is not None and tick.ts <= t.last_eval
         ):
@@ -160,7 +161,7 @@ class Engine:
         if t.max_seen is None:
             return out
         horizon = t.max_seen - self.config.lateness_seconds
-        if tick.key in self.spread_gated:
+        if self.spread_gated and key in self.spread_gated:
             horizon = min(horizon, t.spread_mark if t.spread_mark is not None else -math.inf)
         self._release(t, horizon, out)
         return out
@@ -262,8 +263,7 @@ class Engine:
         return Windows(c.bucket_seconds, self._ring, c.persistence_low, c.persistence_high,
                        c.volatility_baseline_seconds)
 
-    def _token(self, tick: Tick) -> _Token:
-        key = tick.key
+    def _token(self, tick: Tick, key: str) -> _Token:
         t = self._tokens.get(key)
         if t is None:
             t = _Token(chain=tick.chain, token=tick.token, symbol=tick.symbol,

@@ -42,12 +42,19 @@ class Flags:
         else:
             start = self.upto + 1
         size = len(ext)
+        pairs = tuple(zip(self.columns, lines, strict=True))
         for k in range(start, hi + 1):
             slot = k % size
             x = ext[slot]
-            covered = cov[slot] > 0
-            for column, line in zip(self.columns, lines, strict=True):
-                column[slot] = 1 if covered and (x > line if above else x < line) else 0
+            if not cov[slot] > 0:
+                for column, _ in pairs:
+                    column[slot] = 0
+            elif above:
+                for column, line in pairs:
+                    column[slot] = 1 if x > line else 0
+            else:
+                for column, line in pairs:
+                    column[slot] = 1 if x < line else 0
         if self.upto is None or start == lo or hi > self.upto:
             self.upto = hi
 

@@ -8,7 +8,7 @@ from typing import NamedTuple
 
 from ..config import ModelConfig
 from .memo import per_config
-from .windows import COV, DEV, HIGH, LOW, MIN, R2, Windows
+from .windows import COV, DEV, HIGH, LOW, MAX, MIN, R2, TICKS, Windows
 
 
 @per_config
@@ -18,6 +18,23 @@ def _reads(cfg: ModelConfig) -> tuple[tuple[float, tuple[int, ...]], ...]:
     return ((float(cfg.deviation_window_seconds), (DEV, COV)),
             (float(cfg.persistence_window_seconds), (LOW, HIGH)),
             (float(cfg.volatility_window_seconds), (R2,)),
+            (float(cfg.calm_window_seconds), (MIN,)))
+
+
+#: The metric snapshot's TWAP windows, in minutes.
+_TWAP_MINUTES = (1, 5, 15, 60)
+
+
+@per_config
+def _detail_reads(cfg: ModelConfig) -> tuple[tuple[float, tuple[int, ...]], ...]:
+    """The windows and fields a refresh with detail reads: the TWAP windows, then the
+    deviation, persistence, volatility and calm windows (``evaluate`` unpacks them in this
+    order). Only the fields used are summed, over the same slices as ``Windows.window``
+    (the same floats): a snapshot read every field of five windows before."""
+    return (*((m * 60.0, (DEV, COV)) for m in _TWAP_MINUTES),
+            (float(cfg.deviation_window_seconds), (DEV, COV)),
+            (float(cfg.persistence_window_seconds), (COV, LOW, HIGH, TICKS, MIN, MAX)),
+            (float(cfg.volatility_window_seconds), (R2, TICKS)),
             (float(cfg.calm_window_seconds), (MIN,)))
 
 
@@ -77,24 +94,14 @@ def evaluate(w: Windows, obs: Observations, cfg: ModelConfig, now: float,
     metrics: dict[str, float | None] = {}
 
     if detail:
-        model_windows = {float(cfg.deviation_window_seconds),
-                         float(cfg.persistence_window_seconds),
-                         float(cfg.volatility_window_seconds)}
-        sums = {h: w.window(now, h) for h in model_windows | {60.0, 300.0, 900.0, 3600.0}}
-        for minutes in (1, 5, 15, 60):
-            s = sums[minutes * 60.0]
+        v = w.reads(now, _detail_reads(cfg))
+        for n, minutes in enumerate(_TWAP_MINUTES):
+            twap_dev, twap_cov = v[2 * n], v[2 * n + 1]
             metrics[f"deviation_twap_{minutes}m_pct"] = _pct(
-                s.dev_dt / s.covered if s.covered > 0 else None)
-            metrics[f"coverage_{minutes}m_seconds"] = s.covered
-        dev_win = sums[float(cfg.deviation_window_seconds)]
-        dev_dt, covered = dev_win.dev_dt, dev_win.covered
-        persist = sums[float(cfg.persistence_window_seconds)]
-        cov_p, low_s, high_s, ticks_p = persist.covered, persist.low_s, persist.high_s, \
-            persist.ticks
-        mn, mx = persist.min_dev, persist.max_dev
-        vol = sums[float(cfg.volatility_window_seconds)]
-        r2, ticks_v = vol.r2, vol.ticks
-        calm_min = w.window(now, cfg.calm_window_seconds).min_dev
+                twap_dev / twap_cov if twap_cov > 0 else None)
+            metrics[f"coverage_{minutes}m_seconds"] = twap_cov
+        (dev_dt, covered, cov_p, low_s, high_s, ticks_p, mn, mx, r2, ticks_v,
+         calm_min) = v[8:]
     else:
         # Only the fields the rating reads (the same floats as ``window``'s).
         dev_dt, covered, low_s, high_s, r2, calm_min = w.reads(now, _reads(cfg))
