@@ -13,7 +13,6 @@ Two loops share one process:
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
 import time
@@ -24,11 +23,10 @@ from aiokafka import AIOKafkaConsumer
 from aiokafka.errors import KafkaError
 
 from monitor import health
-from monitor.commands import Command, add_bootstrap_servers, with_bootstrap_servers
 from monitor.config import Config
 from monitor.logs import get_logger
 from monitor.records import TierChangeEvent, decode_event, encode
-from monitor.services import Service, run_broker_service
+from monitor.services import Service
 from monitor.storage import Database, connect
 from monitor.storage.deliveries import DeliveryStore, NewEvent
 from monitor.storage.webhooks import Subscription, WebhookStore, migrate_webhooks
@@ -193,28 +191,5 @@ async def run_worker(config: Config, stop: asyncio.Event, clock: Clock = time.ti
             await db.close()
         log.info("delivery.worker_stopped")
 
-
-def _add_arguments(parser: argparse.ArgumentParser) -> None:
-    add_bootstrap_servers(parser)
-
-
-def _run(args: argparse.Namespace, config: Config) -> int:
-    config = with_bootstrap_servers(config, args.bootstrap_servers)
-    # Without a broker: exit 2 naming the setting, as the other daemons (it used to try
-    # 127.0.0.1:9092 and exit 1 on aiokafka's own connection error, which names none).
-    return run_broker_service("delivery", run_worker, config)
-
-
-command = Command(
-    name="deliver",
-    help="deliver tier changes to webhook subscriptions (signed, with retries)",
-    add_arguments=_add_arguments,
-    run=_run,
-    description=(
-        "Consumes kafka.tier_changes_topic in consumer group kafka.delivery_group, records "
-        "one delivery per matching subscription and event in storage.url, and POSTs them "
-        "signed, retrying with backoff up to delivery.max_attempts. Stops cleanly on SIGTERM."
-    ),
-)
 
 service = Service(name="delivery", run=run_worker, order=60)

@@ -10,7 +10,6 @@ valid, and stopping the writer for it would stall the history of every other tok
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
 import sqlite3
@@ -27,7 +26,6 @@ from aiokafka.errors import KafkaError
 
 from monitor import health, metrics
 from monitor.chains import is_chain, normalize_address
-from monitor.commands import Command, add_bootstrap_servers, with_bootstrap_servers
 from monitor.config import Config
 from monitor.kafka.topics import TopicError, ensure_topics, ensure_vault_topics
 from monitor.logs import get_logger
@@ -40,7 +38,7 @@ from monitor.records import (
     decode_snapshot,
     encode,
 )
-from monitor.services import Service, StartupError, run_until_signalled
+from monitor.services import Service, StartupError
 from monitor.storage import connect
 from monitor.storage.ratings import RatingsStore
 from monitor.storage.vaults import VaultStore
@@ -320,27 +318,5 @@ async def run_store_writer(config: Config, stop: asyncio.Event) -> None:
     finally:
         await db.close()
 
-
-def _add_arguments(parser: argparse.ArgumentParser) -> None:
-    add_bootstrap_servers(parser)
-
-
-def _run(args: argparse.Namespace, config: Config) -> int:
-    config = with_bootstrap_servers(config, args.bootstrap_servers)
-    try:
-        return run_until_signalled(run_store_writer, config)
-    except RuntimeError as exc:
-        log.error("store_writer.failed", error=str(exc))
-        return 1
-
-
-command = Command(
-    "store", "write ratings, tier changes and vault facts/ratings from Kafka into the database",
-    _add_arguments, _run,
-    description=("Consumes the ratings and tier-change topics and the vault facts and "
-                 "ratings topics (group kafka.store_group) into storage.url in batches, "
-                 "committing offsets after each database write. Deletes history older than "
-                 "storage.retention_days (vault rating history: 90 days) every hour."),
-)
 
 service = Service("store", run_store_writer, order=70)

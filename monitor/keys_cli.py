@@ -11,17 +11,16 @@ import asyncio
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from .api.errors import ApiError
 from .commands import Command
-from .config import Config
 from .runstate import live_state
-from .storage import Database, connect
-from .storage.webhooks import WebhookStore, migrate_webhooks
 from .timefmt import format_ts
-from .webhooks.apikeys import new_api_key
-from .webhooks.rekey import RekeyError, install_new_key, prepare_new_key, reseal_all
-from .webhooks.secrets import SecretBox, SecretStoreError, decode_key, key_file, load_key
+
+if TYPE_CHECKING:  # the store, aiohttp and cryptography: imported when a keys action runs
+    from .config import Config
+    from .storage import Database
+    from .storage.webhooks import WebhookStore
 
 
 def _add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -58,6 +57,10 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 async def _main(args: argparse.Namespace, config: Config) -> int:
+    from .storage import connect
+    from .storage.webhooks import WebhookStore, migrate_webhooks
+    from .webhooks.apikeys import new_api_key
+
     db = await connect(config.storage.url)
     try:
         await migrate_webhooks(db)
@@ -94,6 +97,7 @@ async def _main(args: argparse.Namespace, config: Config) -> int:
 
 
 async def _usage(store: WebhookStore, db: Database, args: argparse.Namespace) -> int:
+    from .api.errors import ApiError
     from .api.usage.routes import period
     from .storage.usage import DAY, UsageStore
 
@@ -119,11 +123,16 @@ async def _usage(store: WebhookStore, db: Database, args: argparse.Namespace) ->
 
 
 def _read_key(path: str) -> bytes:
+    from .webhooks.secrets import decode_key
+
     return decode_key(Path(path).read_text(encoding="ascii"))
 
 
 async def rotate_encryption_key(db: Database, config: Config, new_key_file: str | None,
                                 force: bool) -> int:
+    from .webhooks.rekey import RekeyError, install_new_key, prepare_new_key, reseal_all
+    from .webhooks.secrets import SecretBox, SecretStoreError, key_file, load_key
+
     running = live_state(config)
     if running is not None and not force:
         print(f"keys rotate-encryption-key: a depeg-monitor run (pid {running.pid}) uses this "

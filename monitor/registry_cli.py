@@ -15,11 +15,13 @@ import json
 import sys
 from collections import Counter
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .chains import CHAINS
 from .commands import Command
-from .config import Config
-from .tokenlist import chains_in_order, check_tokenlist
+
+if TYPE_CHECKING:
+    from .config import Config
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -32,6 +34,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, config: Config) -> int:
+    # The Token Lists checker pulls in eth-utils (address checksums): imported to check,
+    # not for ``registry --help``.
+    from .tokenlist import chains_in_order, check_tokenlist
+
     if args.file is None:
         if not config.registry.path:
             print("registry check: no FILE given and no registry configured: pass FILE, or "

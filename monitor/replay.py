@@ -15,20 +15,20 @@ from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from .commands import Command
 from .config import Config, ModelConfig
-from .engine import Output
 from .paths import data_dir
 from .progress import Progress
 from .records import RatingSnapshot, TierChangeEvent, encode
-from .registry import RegistryError
-from .spread.feed import SpreadFeed
 from .tickfiles import BadRow, Row, merge_by_time, read_file
 from .ticks import BadTick
 from .timefmt import parse_ts
 from .timesanity import check_not_future, future_limit
+
+if TYPE_CHECKING:  # the engine and the registry: imported by a replay, not by replay --help
+    from .engine import Output
 
 MAX_BAD_ROWS_SHOWN = 20
 
@@ -96,6 +96,8 @@ def run_replay(rows: Iterable[Row], model: ModelConfig,
     counted as bad rows ``future_ts``, as the daemon dead-letters them. With ``config``,
     its registry's multi-chain assets also go through the cross-chain spread stage,
     exactly as the daemon's do."""
+    from .spread.feed import SpreadFeed
+
     summary = summary or ReplaySummary()
     feed = SpreadFeed(config if config is not None else Config(model=model),
                       snapshots=snapshots)
@@ -241,6 +243,8 @@ def _run(args: argparse.Namespace, config: Config) -> int:
         except ReportError as exc:
             print(f"replay: {exc}", file=sys.stderr)
             return 2
+    from .registry import RegistryError
+
     rows = merge_by_time(read_file(p) for p in args.files)
     rows = _with_progress(args.files, rows, sys.stderr)
     try:

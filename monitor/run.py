@@ -22,7 +22,7 @@ import msgspec
 from aiokafka.errors import KafkaError
 
 from . import health, preflight, runstate
-from .commands import Command, add_bootstrap_servers, with_bootstrap_servers
+from .commands import with_bootstrap_servers
 from .config import Config
 from .daemon.retry import Aborted, Backoff, retry
 from .kafka.embedded import EmbeddedBroker
@@ -37,30 +37,6 @@ log = get_logger(__name__)
 
 #: How often the embedded broker's journal copies new records (what a kill -9 can lose).
 JOURNAL_INTERVAL_SECONDS = 1.0
-
-DESCRIPTION = """\
-Run the whole system in one process. Without a broker configured (kafka.bootstrap_servers
-or --bootstrap-servers) an embedded Tansu broker is started on 127.0.0.1 (port
-kafka.embedded_port, 19092 by default, 0 = any free port); it keeps data in memory only, so
-it is for one machine, demos and tests. Topics are created if missing ([kafka] partitions,
-replication_factor and topic names). Then every registered service starts: the monitor,
-and as installed the delivery worker, the store writer ([storage] url) and the HTTP API
-([api] host/port, or --port). Under run, /metrics, /healthz and /readyz are served on the
-API port (metrics.port is for the processes started alone). Runtime files (SQLite database,
-secret key, the run.json state file other commands use to find this broker) are in the
-data directory (--data-dir, storage.data_dir). `depeg-monitor config --defaults` lists
-every setting; each can also be set as DEPEG_<SECTION>__<FIELD>.
-"""
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.formatter_class = argparse.RawDescriptionHelpFormatter
-    add_bootstrap_servers(parser, "use this Kafka cluster instead of the embedded broker")
-    parser.add_argument("--only", metavar="NAME[,NAME]",
-                        help="run only these services (default: all registered)")
-    parser.add_argument("--port", type=int, metavar="PORT",
-                        help="HTTP API port, also serving /metrics (api.port, default 8080)")
-
 
 async def run_all(config: Config, only: set[str] | None = None,
                   stop: asyncio.Event | None = None) -> int:
@@ -272,11 +248,3 @@ def run_command(args: argparse.Namespace, config: Config) -> int:
     except asyncio.CancelledError:
         return 130
 
-
-command = Command(
-    name="run",
-    help="run everything in one process (embedded broker unless one is configured)",
-    add_arguments=add_arguments,
-    run=run_command,
-    description=DESCRIPTION,
-)

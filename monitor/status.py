@@ -18,15 +18,14 @@ from typing import TYPE_CHECKING, TextIO
 
 import msgspec
 
-from .api.rwa.view import is_stale
 from .commands import Command, add_bootstrap_servers, with_bootstrap_servers
-from .config import Config, KafkaConfig
-from .records import RatingSnapshot
 from .runstate import live_state
-from .storage import Database, connect
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the API's view, the records, the drivers: imported when status runs
     from aiokafka import TopicPartition
+
+    from .config import Config, KafkaConfig
+    from .storage import Database
 
 #: Worst first; the tier names of the rating model.
 TIERS = ("critical", "warning", "watch", "premium", "ok")
@@ -57,6 +56,9 @@ async def _table_exists(db: Database, table: str) -> bool:
 
 async def read_store(db: Database, config: Config, report: Report) -> None:
     """Tokens by tier, stale tokens, deliveries by status: all from the database."""
+    from .api.rwa.view import is_stale
+    from .records import RatingSnapshot
+
     stale_after = config.model.stale_after_seconds
     if await _table_exists(db, "rating_latest"):
         rows = await db.fetch(
@@ -194,6 +196,8 @@ def use_colour(stream: TextIO, flag: bool | None) -> bool:
 
 
 async def collect(config: Config) -> Report:
+    from .storage import connect
+
     report = Report()
     db = await connect(config.storage.url)
     try:

@@ -76,6 +76,48 @@ def _edited_source(status_line: str) -> bool:
     return ("?" not in code and "!" not in code) or path.endswith((".py", ".md"))
 
 
+def _distributed(config: pytest.Config) -> bool:
+    """True in a pytest-xdist worker (``-n 3``): the workers collect and run the tests (the
+    controller only hands them out), and xdist gives each one ``workerinput``."""
+    return getattr(config, "workerinput", None) is not None
+
+
+def _slow(item: pytest.Item) -> bool:
+    """Tests that start servers or child processes and wait on them (a broker, the whole
+    service, a ganache node): the long ones, best started first."""
+    return any(item.get_closest_marker(name) for name in ("broker", "live")) or \
+        item.path.parent.name == "chain"
+
+
+def _unique_node_ids(items: list[pytest.Item]) -> None:
+    """xdist knows a test by its node id and runs each id once; schemathesis gives every
+    operation it fuzzes the same id (the test function's), with the operation only in the
+    name -- so under xdist 21 of its 22 operations would silently not run. Those items get
+    their name as the last part of the id, as parametrized tests have anyway."""
+    from _pytest.nodeid import NodeId  # pytest >= 9 keeps the id in ``_id``
+
+    seen: dict[str, int] = {}
+    for item in items:
+        seen[item.nodeid] = seen.get(item.nodeid, 0) + 1
+    for item in items:
+        if seen[item.nodeid] > 1:
+            item._id = NodeId.parse(f"{item.nodeid.rpartition('::')[0]}::{item.name}")
+    ids = [item.nodeid for item in items]
+    assert len(set(ids)) == len(ids), "test ids still repeat: xdist would drop some tests"
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under pytest-xdist (``.ci/run`` uses ``-n 3 --dist loadfile``, so the tests of one
+    file share one worker, its module fixtures and its order): every test has its own id,
+    and the files with slow tests are handed out first (with ``--no-loadscope-reorder``),
+    so no worker is left with a 100 s test at the end while the other has nothing to do.
+    Without xdist the order is pytest's own."""
+    if not _distributed(config):
+        return
+    _unique_node_ids(items)
+    items.sort(key=lambda item: not _slow(item))  # stable: file order within each half
+
+
 def data_file(relative: str) -> Path:
     """A file under ../shared/data, or a clean skip that says why."""
     path = DATA_DIR / relative

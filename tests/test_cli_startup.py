@@ -4,6 +4,10 @@ help, the same errors."""
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+
 import pytest
 
 from monitor import cli
@@ -56,6 +60,45 @@ def test_usage_errors_are_the_full_parsers(argv: list[str],
     expected = (int(exc.value.code or 0), *capsys.readouterr())
     assert expected[0] == 2
     assert _run(argv, capsys) == expected
+
+
+#: What a command imports only when it runs: the Kafka client, the HTTP stack, the database
+#: drivers, the webhook crypto, the chain adapters' ABI codec, the engine.
+HEAVY = ("aiokafka", "aiohttp", "asyncpg", "aiosqlite", "cryptography", "eth_abi", "eth_utils",
+         "monitor.engine")
+
+#: Runs ``depeg-monitor ARGV...`` in-process, then prints the exit code and which of the
+#: heavy modules (first argument, comma-separated) got imported.
+_IMPORTED_BY = """
+import json, sys
+from monitor.cli import main
+heavy = sys.argv[1].split(",")
+try:
+    main(sys.argv[2:])
+except SystemExit as exc:
+    code = exc.code
+else:
+    code = 0
+print(json.dumps({"code": code, "heavy": sorted(
+    m for m in sys.modules if m.split(".")[0] in heavy or m in heavy)}), file=sys.stderr)
+"""
+
+
+@pytest.mark.parametrize("argv", [*([name, "--help"] for name in [*sorted(HELP), "config"]),
+                                  *([name, "--no-such-option"] for name in sorted(HELP))],
+                         ids=" ".join)
+def test_help_and_usage_errors_import_no_heavy_stack(argv: list[str]) -> None:
+    """Each command's --help (and a usage error) in a fresh interpreter: the answer comes
+    from the command's own parser without importing what only running it needs, which is
+    what keeps them fast (timed in benchmarks/bench_cli.py)."""
+    done = subprocess.run([sys.executable, "-c", _IMPORTED_BY, ",".join(HEAVY), *argv],
+                          capture_output=True, text=True, check=False)
+    result = json.loads(done.stderr.strip().splitlines()[-1])
+    if argv[1] == "--help":
+        assert result["code"] == 0 and done.stdout.startswith(f"usage: depeg-monitor {argv[0]}")
+    else:
+        assert result["code"] == 2 and "depeg-monitor" in done.stderr and ": error: " in done.stderr
+    assert result["heavy"] == []
 
 
 def test_the_entry_point_reader_agrees_with_importlib_metadata() -> None:

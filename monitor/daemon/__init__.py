@@ -16,7 +16,27 @@ One idea per module:
 - ``service``: the ``depeg-monitor monitor`` command and the ``run`` service.
 """
 
-from .ingest import MonitorDaemon
-from .outputs import DaemonStats
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .ingest import MonitorDaemon
+    from .outputs import DaemonStats
 
 __all__ = ["DaemonStats", "MonitorDaemon"]
+
+
+def __getattr__(name: str) -> object:
+    """``MonitorDaemon`` and ``DaemonStats`` imported on first use, not with the package:
+    ``depeg-monitor monitor --help`` imports ``.service``, which must not pull in aiokafka
+    and the engines through this file."""
+    if name == "MonitorDaemon":
+        from .ingest import MonitorDaemon
+
+        return MonitorDaemon
+    if name == "DaemonStats":
+        from .outputs import DaemonStats
+
+        return DaemonStats
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,20 +1,22 @@
-"""``depeg-monitor monitor`` (the daemon alone) and its :class:`Service` for ``run``."""
+"""``depeg-monitor monitor`` (the daemon alone) and its :class:`Service` for ``run``.
+
+The daemon (aiokafka, the engines) is imported when it starts, not with this module:
+``depeg-monitor monitor --help`` stays fast (benchmarks/bench_cli.py).
+"""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+from typing import TYPE_CHECKING
 
 import msgspec
 
 from ..commands import Command, add_bootstrap_servers, with_bootstrap_servers
-from ..config import Config
-from ..logs import get_logger
-from ..services import Service, run_until_signalled
-from .ingest import MonitorDaemon
-from .lost import BrokerLost
+from ..services import Service
 
-log = get_logger(__name__)
+if TYPE_CHECKING:
+    from ..config import Config
 
 DESCRIPTION = """\
 Consume ticks from the ticks topic, rate every token, publish rating snapshots and tier
@@ -59,6 +61,11 @@ def apply_overrides(config: Config, args: argparse.Namespace) -> Config:
 
 
 def run_command(args: argparse.Namespace, config: Config) -> int:
+    from ..logs import get_logger
+    from ..services import run_until_signalled
+    from .lost import BrokerLost
+
+    log = get_logger(__name__)
     config = apply_overrides(config, args)
     if not config.kafka.bootstrap_servers:
         log.error("monitor.no_broker",
@@ -73,6 +80,8 @@ def run_command(args: argparse.Namespace, config: Config) -> int:
 
 
 async def run_service(config: Config, stop: asyncio.Event) -> None:
+    from .ingest import MonitorDaemon
+
     await MonitorDaemon(config).run(stop)
 
 

@@ -18,7 +18,6 @@ record the stage starts at the beginning of the ticks topic. See docs/cross-chai
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import time
 from typing import Any
@@ -29,14 +28,13 @@ from aiokafka.admin import NewTopic
 from aiokafka.errors import KafkaError
 
 from .. import health, metrics
-from ..commands import Command, add_bootstrap_servers, with_bootstrap_servers
 from ..config import Config
 from ..daemon.publisher import Publisher
 from ..daemon.retry import Aborted, Backoff, retry
 from ..kafka.topics import admin_client, ensure_topics, make_consumer, make_producer
 from ..logs import get_logger
 from ..registry import RegistryError
-from ..services import Service, run_broker_service
+from ..services import Service
 from ..ticks import BadTick, decode_tick, encode_tick
 from ..timesanity import check_not_future
 from .assets import AssetMap
@@ -306,38 +304,8 @@ class SpreadDaemon:
                            on_recovery=lambda what: None)
 
 
-DESCRIPTION = """\
-Read every chain's ticks from the ticks topic and publish, at every refresh boundary of
-event time, one cross-chain spread observation per token of each asset listed on two or
-more chains in the token registry (registry.path, `asset` ids), into that token's own key
-on the ticks topic. The monitor's headroom signal uses it next to oracle divergence, and
-waits for it, so ratings stay byte-identical to `depeg-monitor replay`.
-Settings: [spread] enabled, price_max_age_seconds, quiet_after_seconds, state_topic;
-[kafka] as for the monitor. Run one instance. SIGTERM/Ctrl-C: outputs acknowledged, state
-written, then exit. docs/cross-chain-spread.md explains the design.
-"""
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.formatter_class = argparse.RawDescriptionHelpFormatter
-    add_bootstrap_servers(parser)
-
-
-def run_command(args: argparse.Namespace, config: Config) -> int:
-    config = with_bootstrap_servers(config, getattr(args, "bootstrap_servers", None))
-    return run_broker_service("spread", run_service, config)
-
-
 async def run_service(config: Config, stop: asyncio.Event) -> None:
     await SpreadDaemon(config).run(stop)
 
-
-command = Command(
-    name="spread",
-    help="run the cross-chain spread stage: every chain's ticks in, spread observations out",
-    add_arguments=add_arguments,
-    run=run_command,
-    description=DESCRIPTION,
-)
 
 service = Service(name="spread", run=run_service, order=12)

@@ -14,7 +14,7 @@ from monitor.kafka.embedded import EmbeddedBroker
 from monitor.storage import connect
 
 SCRIPT = (
-    "import sys; from consumers.store_writer import command; "
+    "import sys; from consumers.store_cli import command; "
     "from monitor.config import load_config; from monitor.logs import configure_logging; "
     "import argparse; p = argparse.ArgumentParser(); command.add_arguments(p); "
     "configure_logging('info', 'json'); "
