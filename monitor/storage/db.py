@@ -52,6 +52,9 @@ class Migration:
     version: int
     name: str
     sql: str  # statements separated by ";" at line ends
+    #: Run only on this dialect (storage tuning the other has no word for); elsewhere the
+    #: version is recorded with nothing to do.
+    dialect: str | None = None
 
 
 class _SqliteExecutor:
@@ -288,7 +291,7 @@ async def migrate(db: Database, component: str, migrations: Sequence[Migration])
             if m.version <= version:
                 continue
             for statement in (s.strip() for s in m.sql.split(";\n")):
-                if statement.strip(";").strip():
+                if statement.strip(";").strip() and m.dialect in (None, db.dialect):
                     await tx.execute(statement)
             await tx.execute(
                 "INSERT INTO schema_migrations (component, version, name) VALUES ($1, $2, $3)",

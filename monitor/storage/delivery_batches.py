@@ -143,9 +143,13 @@ _BEGIN_SQL = (
     "UPDATE webhook_deliveries SET lease_token = ?2, lease_until = ?3, attempts = ?4,"
     " updated_at = ?5 WHERE id = ?1"
 )
+#: The history row of an earlier attempt that never got one: its sender stopped before
+#: recording the outcome (a crash). Written when the delivery is next claimed or given up,
+#: never for the attempt about to be sent (see :func:`_earlier_attempts`).
 _INTERRUPTED_SQL = (
     "INSERT INTO webhook_attempts (delivery_id, attempt, manual, started_at, status_code,"
     " latency_ms, error) VALUES (?1, ?2, 0, ?3, NULL, 0, ?4)"
+    " ON CONFLICT (delivery_id, attempt) DO NOTHING"
 )
 _GIVE_UP_SQL = (
     "UPDATE webhook_deliveries SET status = 'max_retries_exceeded', next_attempt_at = NULL,"
@@ -178,12 +182,28 @@ def _sqlite_cycle(conn: sqlite3.Connection, outcomes: Sequence[Outcome],
     if result.claimed:
         conn.executemany(_BEGIN_SQL, [(d.id, claim.token, claim.lease_until, n, claim.now)
                                       for d, n in result.claimed])
-        conn.executemany(_INTERRUPTED_SQL, [(d.id, n, claim.now, INTERRUPTED)
-                                            for d, n in result.claimed])
     if result.exhausted:
         conn.executemany(_GIVE_UP_SQL, [(d.id, claim.now, INTERRUPTED)
                                         for d in result.exhausted])
+    earlier = _earlier_attempts(result)
+    if earlier:
+        conn.executemany(_INTERRUPTED_SQL, [(i, n, claim.now, INTERRUPTED) for i, n in earlier])
     return result
+
+
+def _earlier_attempts(result: CycleResult) -> list[tuple[str, int]]:
+    """(delivery, attempt) of the last counted attempt of every delivery claimed again or
+    given up in this cycle; its history row is written as interrupted unless it has one.
+
+    An attempt is counted (``attempts``) at its claim, before it is sent, but its history
+    row is written only with its outcome: during a send the history does not list an
+    attempt whose outcome is not known. If the sender crashed, the delivery is claimed
+    again after its lease (or given up, its attempts used): the attempt counted then is
+    the one before, and it gets its "interrupted" row here. A first claim (attempts 0),
+    the common case, writes nothing."""
+    earlier = [(d.id, n - 1) for d, n in result.claimed if n > 1]
+    earlier += [(d.id, d.attempts) for d in result.exhausted if d.attempts > 0]
+    return earlier
 
 
 def _claim_picked(result: CycleResult, picked: Sequence[DueDelivery],
@@ -231,6 +251,7 @@ _PG_INTERRUPTED = (
     "INSERT INTO webhook_attempts (delivery_id, attempt, manual, started_at, status_code,"
     " latency_ms, error) SELECT v.id, v.n, 0, $1, NULL, 0, $2"
     " FROM unnest($3::text[], $4::int[]) AS v(id, n)"
+    " ON CONFLICT (delivery_id, attempt) DO NOTHING"
 )
 _PG_GIVE_UP = (
     "UPDATE webhook_deliveries SET status = 'max_retries_exceeded', next_attempt_at = NULL,"
@@ -271,10 +292,12 @@ async def _pg_cycle(tx: Executor, outcomes: Sequence[Outcome], claim: ClaimReque
         ids = [d.id for d, _ in result.claimed]
         numbers = [n for _, n in result.claimed]
         await tx.execute(_PG_BEGIN, claim.token, claim.lease_until, claim.now, ids, numbers)
-        await tx.execute(_PG_INTERRUPTED, claim.now, INTERRUPTED, ids, numbers)
     if result.exhausted:
         await tx.execute(_PG_GIVE_UP, [d.id for d in result.exhausted], claim.now,
                          INTERRUPTED)
+    earlier = _earlier_attempts(result)
+    if earlier:
+        await tx.execute(_PG_INTERRUPTED, claim.now, INTERRUPTED, *_columns(earlier, 2))
     return result
 
 
@@ -297,17 +320,13 @@ _SQLITE_UNCOUNT = (
     " lease_until = NULL WHERE id = ?1 AND lease_token = ?2 AND attempts = ?3"
     " AND status IN ('pending', 'failed')"
 )
-_SQLITE_DROP_ATTEMPT = (
-    "DELETE FROM webhook_attempts WHERE delivery_id = ?1 AND attempt = ?2"
-    " AND status_code IS NULL AND error = ?3"
-)
 
 
 async def release_unsent(db: Database, unsent: Sequence[tuple[DueDelivery, str, int]]
                          ) -> int:
     """Give back deliveries claimed (attempt counted) but never sent, on a clean stop:
-    the attempt is uncounted and its "interrupted" history row removed, as if never
-    claimed. ``unsent``: (delivery, token, attempt number). Returns how many."""
+    the attempt is uncounted, as if never claimed (it has no history row yet: that is
+    written with its outcome). ``unsent``: (delivery, token, attempt number). Returns how many."""
     if not unsent:
         return 0
     rows = [(d.id, token, n) for d, token, n in unsent]
@@ -316,9 +335,7 @@ async def release_unsent(db: Database, unsent: Sequence[tuple[DueDelivery, str, 
         def work(conn: sqlite3.Connection) -> int:
             released = 0
             for row in rows:
-                if conn.execute(_SQLITE_UNCOUNT, row).rowcount:
-                    released += 1
-                    conn.execute(_SQLITE_DROP_ATTEMPT, (row[0], row[2], INTERRUPTED))
+                released += conn.execute(_SQLITE_UNCOUNT, row).rowcount
             return released
 
         count: int = await run_sync(work)
@@ -330,12 +347,4 @@ async def release_unsent(db: Database, unsent: Sequence[tuple[DueDelivery, str, 
             " AS v(id, token, n) WHERE d.id = v.id AND d.lease_token = v.token"
             " AND d.attempts = v.n AND d.status IN ('pending', 'failed') RETURNING d.id",
             *_columns(rows, 3))
-        held = {r["id"] for r in ids}
-        mine = [(i, n) for i, _, n in rows if i in held]
-        if mine:
-            await tx.execute(
-                "DELETE FROM webhook_attempts a USING unnest($1::text[], $2::int[])"
-                " AS v(id, n) WHERE a.delivery_id = v.id AND a.attempt = v.n"
-                " AND a.status_code IS NULL AND a.error = $3",
-                [i for i, _ in mine], [n for _, n in mine], INTERRUPTED)
-        return len(held)
+        return len(ids)

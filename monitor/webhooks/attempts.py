@@ -133,10 +133,13 @@ class DeliveryAttempts:
     async def send(self, d: DueDelivery, secrets: tuple[str, str | None]) -> AttemptResult:
         """The POST itself, counted in the attempt metrics."""
         secret, previous = secrets
-        with metrics.in_flight():
+        metrics.send_started()
+        try:
             result = await self.sender.send(
                 d.webhook_url, d.payload, event_type=d.event_type, event_id=d.event_id,
                 secret=secret, previous_secret=previous, delivered_at=self.clock())
+        finally:
+            metrics.send_finished()
         metrics.attempt(result.status_code, result.error, result.latency_ms / 1000.0)
         return result
 

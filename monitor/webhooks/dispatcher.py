@@ -115,9 +115,7 @@ class Dispatcher:
         stale = time.monotonic() - self._read_at >= self.config.poll_interval_seconds
         if not (look or stale or self._more_due or self._freed & self._full_at_read):
             return None
-        room = {e: per_endpoint - n for e, n in self._inflight.items()}
-        for endpoint, queue in self._ready.items():
-            room[endpoint] = room.get(endpoint, per_endpoint) - len(queue)
+        room = self._room(per_endpoint)
         if room and not (look or stale) and max(room.values()) <= 0:
             return None  # only endpoints not held yet could take more: the poll finds them
         # Enough for the endpoints with room plus one new endpoint's worth; more is
@@ -128,6 +126,13 @@ class Dispatcher:
         now = self.attempts.clock()
         return ClaimRequest(limit, room, per_endpoint, uuid.uuid4().hex, now,
                             self.lease_until(now), self.config.max_attempts)
+
+    def _room(self, per_endpoint: int) -> dict[str, int]:
+        """Claims each endpoint with claimed deliveries can still take."""
+        room = {e: per_endpoint - n for e, n in self._inflight.items()}
+        for endpoint, queue in self._ready.items():
+            room[endpoint] = room.get(endpoint, per_endpoint) - len(queue)
+        return room
 
     async def cycle(self, look: bool = True) -> bool:
         """Write the finished outcomes and claim what is due, in one transaction; start
@@ -151,6 +156,13 @@ class Dispatcher:
             self.attempts.report(o.delivery, o.attempt, False, _result_of(o), o.new_status,
                                  o.delivery.id in result.recorded, o.now)
         await self._accept(result, claim)
+        if claim is not None:
+            # Endpoints this claim filled up may have due rows left behind too (the read
+            # stops taking an endpoint's rows at its room): a slot freed at any of them
+            # must bring a read, or those rows wait for the poll interval (this stalled
+            # the end of every burst for up to poll_interval_seconds).
+            self._full_at_read |= {e for e, n in self._room(claim.default_room).items()
+                                   if n <= 0}
         return True
 
     async def _accept(self, result: CycleResult, claim: ClaimRequest | None) -> None:

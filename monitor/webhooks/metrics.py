@@ -7,8 +7,7 @@ one small function each.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
+from typing import Any
 
 from .. import metrics as m
 
@@ -29,20 +28,36 @@ def outcome(status_code: int | None, error: str | None) -> str:
     return "connection_error"
 
 
-@contextmanager
-def in_flight() -> Iterator[None]:
-    with m.DELIVERIES_IN_FLIGHT.track_inprogress():
-        yield
+#: Labelled children looked up once: ``labels()`` validates and locks on every call
+#: (a few µs, several times per send). The metrics are module constants, never replaced.
+_attempt_counters: dict[str, Any] = {}
+_status_counters: dict[str, Any] = {}
+
+
+def send_started() -> None:
+    """A POST is about to go out; pair with :func:`send_finished` (in a ``finally``)."""
+    m.DELIVERIES_IN_FLIGHT.inc()
+
+
+def send_finished() -> None:
+    m.DELIVERIES_IN_FLIGHT.dec()
 
 
 def attempt(status_code: int | None, error: str | None, seconds: float) -> None:
-    m.DELIVERY_ATTEMPTS.labels(outcome(status_code, error)).inc()
+    label = outcome(status_code, error)
+    counter = _attempt_counters.get(label)
+    if counter is None:
+        counter = _attempt_counters[label] = m.DELIVERY_ATTEMPTS.labels(label)
+    counter.inc()
     m.ATTEMPT_SECONDS.observe(seconds)
 
 
 def status(new_status: str, count: int = 1) -> None:
     if new_status in _COUNTED_STATUSES and count:
-        m.DELIVERIES.labels(new_status).inc(count)
+        counter = _status_counters.get(new_status)
+        if counter is None:
+            counter = _status_counters[new_status] = m.DELIVERIES.labels(new_status)
+        counter.inc(count)
         if new_status == "failed":
             m.RETRIES_SCHEDULED.inc(count)
 

@@ -2,7 +2,7 @@
 
 The dispatcher claims one send ahead per slot (the attempt is counted at the claim, before
 any request goes out). A delivery still waiting for a slot when the worker stops was never
-sent: its attempt is uncounted and its "interrupted" history row removed, so it reads as
+sent: its attempt is uncounted (its history row is only written with an outcome), so it reads as
 if never claimed. Checked against the receiver's own count of requests, on both backends.
 """
 
