@@ -2,10 +2,11 @@
 
 The worker is two loops that never wait on each other:
 
-* **senders**: one task per POST. A claimed delivery waits in its endpoint's *ready*
-  queue; when a send finishes, the next ready delivery of that endpoint (or of any
-  endpoint, when the overall bound was the limit) starts at once, with no database
-  work in between. The finished send leaves its outcome in a list and frees its slot.
+* **senders**: one long-running coroutine per slot (at most ``max_concurrency``), not a
+  task per POST. A claimed delivery waits in its endpoint's *ready* queue; when a send
+  finishes, its sender takes the next ready delivery of that endpoint (or of any endpoint
+  with a free slot) at once, with no database work in between; with none ready it waits
+  idle until the next claim hands it one. The finished send leaves its outcome in a list.
 * **bookkeeping** (:meth:`Dispatcher.run`): a cycle writes every outcome finished since
   the last one and claims the next due deliveries (counting one attempt for each, before
   any is sent) in ONE transaction (:func:`~monitor.storage.delivery_batches.run_cycle`).
@@ -78,7 +79,11 @@ class Dispatcher:
         self._work = asyncio.Event()  # an outcome waits to be written, a slot was freed
         self._ready: dict[str, deque[_Ready]] = {}
         self._inflight: dict[str, int] = {}
-        self._tasks: set[asyncio.Task[None]] = set()
+        self._busy = 0  # sends in flight
+        self._none_busy = asyncio.Event()
+        self._none_busy.set()
+        self._senders: set[asyncio.Task[None]] = set()  # one per slot, kept between sends
+        self._idle: deque[asyncio.Future[_Ready | None]] = deque()  # senders waiting
         self._outcomes: list[Outcome] = []
         self._more_due = True  # the last due read was cut at its limit
         self._full_at_read: set[str] = set()  # endpoints without room at the last read
@@ -88,7 +93,7 @@ class Dispatcher:
 
     @property
     def in_flight(self) -> int:
-        return len(self._tasks)
+        return self._busy
 
     @property
     def ready(self) -> int:
@@ -191,27 +196,58 @@ class Dispatcher:
             await release_unsent(self.attempts.store.db, unusable)
 
     # -- sending -----------------------------------------------------------------------
-    def _start_sends(self, first: str | None = None) -> None:
-        """Start ready deliveries into free slots (``first``: that endpoint's first)."""
+    def _take(self, first: str | None) -> _Ready | None:
+        """The next ready delivery an endpoint has a free slot for (``first``'s first),
+        counted in flight; None when there is none."""
+        limit = max(self.config.per_endpoint_concurrency, 1)
+        if first is not None:
+            queue = self._ready.get(first)
+            if queue and self._inflight.get(first, 0) < limit:
+                return self._pop(first, queue)
+        for endpoint, queue in self._ready.items():
+            if self._inflight.get(endpoint, 0) < limit:
+                return self._pop(endpoint, queue)
+        return None
+
+    def _pop(self, endpoint: str, queue: deque[_Ready]) -> _Ready:
+        ready = queue.popleft()
+        if not queue:
+            del self._ready[endpoint]
+        self._inflight[endpoint] = self._inflight.get(endpoint, 0) + 1
+        self._busy += 1
+        self._none_busy.clear()
+        return ready
+
+    def _start_sends(self) -> None:
+        """Hand ready deliveries to idle senders, or start new ones (at most
+        ``max_concurrency`` senders exist)."""
         if self._stopping:
             return
-        free = max(self.config.max_concurrency, 1) - len(self._tasks)
-        limit = max(self.config.per_endpoint_concurrency, 1)
-        endpoints = list(self._ready)
-        if first is not None and first in self._ready:
-            endpoints.remove(first)
-            endpoints.insert(0, first)
-        for endpoint in endpoints:
-            if free <= 0:
+        while self._busy < max(self.config.max_concurrency, 1):
+            while self._idle and self._idle[0].done():
+                self._idle.popleft()  # cancelled by a stop
+            ready = self._take(None)
+            if ready is None:
                 return
-            queue = self._ready[endpoint]
-            while queue and free > 0 and self._inflight.get(endpoint, 0) < limit:
-                ready = queue.popleft()
-                self._inflight[endpoint] = self._inflight.get(endpoint, 0) + 1
-                free -= 1
-                self._tasks.add(asyncio.create_task(self._send(ready)))
-            if not queue:
-                del self._ready[endpoint]
+            if self._idle:
+                self._idle.popleft().set_result(ready)
+            else:
+                task = asyncio.create_task(self._sender(ready))
+                self._senders.add(task)
+                task.add_done_callback(self._senders.discard)
+
+    async def _sender(self, ready: _Ready | None) -> None:
+        """One slot: sends, then takes the next ready delivery itself (its endpoint's
+        first) without another task or a trip through the loop; waits idle when none."""
+        loop = asyncio.get_running_loop()
+        while ready is not None:
+            endpoint = ready.delivery.endpoint
+            await self._send(ready)
+            ready = None if self._stopping else self._take(endpoint)
+            if ready is None and not self._stopping:
+                idle: asyncio.Future[_Ready | None] = loop.create_future()
+                self._idle.append(idle)
+                ready = await idle
 
     async def _send(self, r: _Ready) -> None:
         d = r.delivery
@@ -231,12 +267,11 @@ class Dispatcher:
             self._inflight[d.endpoint] -= 1
             if not self._inflight[d.endpoint]:
                 del self._inflight[d.endpoint]
-            task = asyncio.current_task()
-            if task is not None:
-                self._tasks.discard(task)
+            self._busy -= 1
+            if not self._busy:
+                self._none_busy.set()
             self._freed.add(d.endpoint)
             self._work.set()
-            self._start_sends(d.endpoint)
 
     # -- the loop ----------------------------------------------------------------------
     async def run(self, stop: asyncio.Event) -> None:
@@ -270,13 +305,17 @@ class Dispatcher:
 
     async def _drain(self) -> None:
         self._stopping = True
-        if self._tasks:
-            _, pending = await asyncio.wait(
-                set(self._tasks), timeout=self.config.timeout_seconds + 5)
-            for task in pending:
-                task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await asyncio.gather(*pending, return_exceptions=True)
+        for idle in self._idle:
+            if not idle.done():
+                idle.set_result(None)
+        self._idle.clear()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._none_busy.wait(), self.config.timeout_seconds + 5)
+        pending = set(self._senders)
+        for task in pending:
+            task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.gather(*pending, return_exceptions=True)
         unsent = [(r.delivery, r.token, r.attempt)
                   for queue in self._ready.values() for r in queue]
         self._ready.clear()

@@ -34,6 +34,8 @@ USER_AGENT = "depeg-monitor-webhooks/1"
 #: dropped with the connection.
 MAX_RESPONSE_BYTES = 64 * 1024
 MAX_ERROR_CHARS = 300
+#: The headers every delivery carries, built once.
+_STATIC_HEADERS = {"User-Agent": USER_AGENT, "Content-Type": "application/json"}
 
 
 #: The static URL checks are pure: a URL that passed once passes again (a failing one
@@ -80,8 +82,9 @@ class Sender:
                 ttl_dns_cache=30,
             )
             self._session = aiohttp.ClientSession(
+                # No session default headers: aiohttp would merge them into a new
+                # multidict on every request; _STATIC_HEADERS go in the request's dict.
                 connector=connector, trust_env=False,
-                headers={"User-Agent": USER_AGENT},
                 timeout=aiohttp.ClientTimeout(total=self._config.timeout_seconds),
             )
         return self._session
@@ -110,7 +113,7 @@ class Sender:
         when = format_ts(delivered_at if delivered_at is not None else time.time())
         body = delivery_body(event_bytes, signature, when)
         headers = {
-            "Content-Type": "application/json",
+            **_STATIC_HEADERS,
             EVENT_TYPE_HEADER: event_type,
             EVENT_ID_HEADER: event_id,
             SIGNATURE_HEADER: signature,
