@@ -32,7 +32,7 @@ import asyncio
 import contextlib
 import time
 import uuid
-from collections import deque
+from collections import Counter, deque
 from dataclasses import dataclass
 
 from ..logs import get_logger
@@ -121,8 +121,11 @@ class Dispatcher:
         if not (look or stale or self._more_due or self._freed & self._full_at_read):
             return None
         room = self._room(per_endpoint)
-        if room and not (look or stale) and max(room.values()) <= 0:
-            return None  # only endpoints not held yet could take more: the poll finds them
+        if room and not (look or stale or self._more_due) and max(room.values()) <= 0:
+            # Only endpoints not held yet could take more: the poll finds them. Not when
+            # the last read left rows behind: those may be at such an endpoint (it then
+            # waited the poll interval, up to 1 s at the end of PostgreSQL bursts).
+            return None
         # Enough for the endpoints with room plus one new endpoint's worth; more is
         # claimed in the next cycle (a read cut at its limit brings one at once).
         limit = min(limit, sum(n for n in room.values() if n > 0) + per_endpoint)
@@ -168,6 +171,13 @@ class Dispatcher:
             # the end of every burst for up to poll_interval_seconds).
             self._full_at_read |= {e for e, n in self._room(claim.default_room).items()
                                    if n <= 0}
+            # ... judged by the room the read was given, not by the room now: sends that
+            # finished at such an endpoint during the cycle free room again, and it then
+            # looked not full, so its rows waited for the poll (1 s stalls on PostgreSQL).
+            taken = Counter(d.endpoint for d, _ in result.claimed)
+            taken.update(d.endpoint for d in result.exhausted)
+            self._full_at_read |= {e for e, n in taken.items()
+                                   if claim.room.get(e, claim.default_room) <= n}
         return True
 
     async def _accept(self, result: CycleResult, claim: ClaimRequest | None) -> None:
