@@ -4,20 +4,21 @@ The monitor and the vault daemon share one policy (``docs/recovery.md``): a brok
 is waited out, never given up on (a restart would lose nothing but time), yet a SIGTERM must
 end the process, so once ``kafka.shutdown_grace_seconds`` have passed since the stop every
 retry gives up with :class:`~monitor.daemon.retry.Aborted` and nothing more is committed.
-Failures and recoveries feed the daemon's ``/readyz`` (:class:`Readiness`). Kept in one
-place so the two daemons cannot drift apart on when they stop waiting.
+Failures and recoveries go to a :class:`BrokerReport`: the daemons' ``/readyz``
+(:class:`~monitor.daemon.readiness.Readiness`), or the spread stage's log (its readiness
+does not follow the broker). Kept in one place so the daemons and the spread stage cannot
+drift apart on when they stop waiting.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Callable
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 from aiokafka.errors import KafkaError
 
 from ..config import KafkaConfig
-from .readiness import Readiness
 from .retry import Backoff, retry
 
 #: What a broker call may fail with and still succeed later: the broker or the network.
@@ -25,12 +26,20 @@ RETRIABLE = (KafkaError, OSError)
 T = TypeVar("T")
 
 
+class BrokerReport(Protocol):
+    """Who hears of a broker call failing and of it working again."""
+
+    def failure(self, what: str, exc: BaseException) -> None: ...
+
+    def recovery(self, what: str) -> None: ...
+
+
 class BrokerCalls:
     """Retries for one daemon. ``stopped`` says whether a stop was asked for; ``started``
     whether the daemon got as far as its consumer (before that, a stop aborts at once:
     there is no work in flight worth a grace period)."""
 
-    def __init__(self, kafka: KafkaConfig, readiness: Readiness,
+    def __init__(self, kafka: KafkaConfig, readiness: BrokerReport,
                  stopped: Callable[[], bool], started: Callable[[], bool]) -> None:
         self.kafka = kafka
         self.readiness = readiness

@@ -1,11 +1,11 @@
 """Starting a daemon's Kafka clients, and committing its offsets through a rebalance.
 
-Shared by the monitor and the vault daemon. A client that fails to start is stopped
-before the error propagates (aiokafka leaves its connections and tasks open otherwise,
-and the caller retries with a new client). A commit the group refuses because it moved on
-(``CommitFailedError``/``IllegalStateError``) is not an error: the partitions' new owner
-resumes from the states written just before, which are exact at their offsets, so nothing
-is lost; it is logged and reported as not committed.
+Shared by the monitor, the vault daemon and the spread stage. A client that fails to start
+is stopped before the error propagates (aiokafka leaves its connections and tasks open
+otherwise, and the caller retries with a new client). A commit the group refuses because
+it moved on (``CommitFailedError``/``IllegalStateError``) is not an error: the partitions'
+new owner resumes from the states written just before, which are exact at their offsets,
+so nothing is lost; it is logged and reported as not committed.
 """
 
 from __future__ import annotations
@@ -38,6 +38,18 @@ async def start_group_consumer(kafka: KafkaConfig, group: str, topic: str,
     try:
         await consumer.start()
         consumer.subscribe([topic], listener=listener)
+    except BaseException:
+        await consumer.stop()
+        raise
+    return consumer
+
+
+async def start_assigned_consumer(kafka: KafkaConfig, client_id: str) -> AIOKafkaConsumer:
+    """A consumer in no group, named ``client_id``: the caller assigns its partitions and
+    seeks them itself (the spread stage reads every partition and keeps its own offsets)."""
+    consumer = make_consumer(kafka, group_id=None, client_id=client_id)
+    try:
+        await consumer.start()
     except BaseException:
         await consumer.stop()
         raise

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from functools import partial
 from typing import Any
 
 import msgspec
@@ -29,9 +30,11 @@ from aiokafka.errors import KafkaError
 
 from .. import health, metrics
 from ..config import Config
+from ..daemon.brokercalls import BrokerCalls
+from ..daemon.clients import start_assigned_consumer, start_producer
 from ..daemon.publisher import Publisher
-from ..daemon.retry import Aborted, Backoff, retry
-from ..kafka.topics import admin_client, ensure_topics, make_consumer, make_producer
+from ..daemon.retry import Aborted
+from ..kafka.topics import admin_client, ensure_topics
 from ..logs import get_logger
 from ..registry import RegistryError
 from ..services import Service
@@ -56,6 +59,19 @@ class _Checkpoint(msgspec.Struct):
     written_at: float
 
 
+class _BrokerLog:
+    """Where the stage's broker failures go: the log only. Unlike the daemons, the stage's
+    ``/readyz`` entry does not turn red while the broker is away (it says whether the
+    stage restored its state), and a recovery is logged by the retry (``kafka.recovered``)."""
+
+    def failure(self, what: str, exc: BaseException) -> None:
+        log.warning("spread.broker_error", operation=what, error=f"{type(exc).__name__}: "
+                    f"{exc}"[:300])
+
+    def recovery(self, what: str) -> None:
+        pass
+
+
 class SpreadDaemon:
     def __init__(self, config: Config) -> None:
         self.config = config
@@ -69,7 +85,12 @@ class SpreadDaemon:
         self._positions: dict[int, int] = {}
         self._consumer: AIOKafkaConsumer | None = None
         self._stop = asyncio.Event()
-        self._grace_until: float | None = None
+        # started=True: a stop always grants the stage shutdown_grace_seconds, even before
+        # its consumer is up (the daemons abort at once then); kept as the stage had it.
+        self._broker_log = _BrokerLog()
+        self._broker = BrokerCalls(self.kafka, self._broker_log, lambda: self._stop.is_set(),
+                                   lambda: True)
+        self._retry = self._broker.retry
         #: Set once the stage restored its state and holds every partition.
         self.ready = asyncio.Event()
         self.published = 0
@@ -107,12 +128,11 @@ class SpreadDaemon:
             if k.create_topics:
                 await self._retry(lambda: ensure_topics(k), "ensure_topics")
                 await self._retry(self._ensure_state_topic, "ensure_state_topic")
-            producer = make_producer(k)
-            await self._retry(producer.start, "producer_start")
-            publisher = Publisher(producer, self._backoff(), self._abort,
-                                  self._failure, lambda what: None)
-            consumer = make_consumer(k, group_id=None, client_id=f"{k.client_id}-spread")
-            await self._retry(consumer.start, "consumer_start")
+            producer = await self._retry(partial(start_producer, k), "producer_start")
+            publisher = Publisher(producer, self._broker.backoff(), self._broker.abort,
+                                  self._broker_log.failure, self._broker_log.recovery)
+            consumer = await self._retry(
+                partial(start_assigned_consumer, k, f"{k.client_id}-spread"), "consumer_start")
             self._consumer = consumer
             await self._retry(lambda: self._restore(consumer), "restore")
             self.ready.set()
@@ -120,7 +140,7 @@ class SpreadDaemon:
                      tokens=len(self.assets.asset_of), topic=k.ticks_topic,
                      positions=self._positions)
             await self._loop(consumer, publisher)
-            self._abort()
+            self._broker.abort()  # starts the grace period for the final checkpoint
             await self._checkpoint(publisher)
             log.info("spread.stopped", published=self.published, skipped=self.skipped,
                      late=self.stage.stats.late)
@@ -150,8 +170,8 @@ class SpreadDaemon:
                 batch = await consumer.getmany(timeout_ms=k.batch_timeout_ms,
                                                max_records=k.batch_max_records)
             except KafkaError as exc:
-                self._failure("fetch", exc)
-                await asyncio.sleep(self._backoff().next_delay())
+                self._broker_log.failure("fetch", exc)
+                await asyncio.sleep(self._broker.backoff().next_delay())
                 continue
             for tp, records in batch.items():
                 for rec in records:
@@ -242,8 +262,7 @@ class SpreadDaemon:
 
     async def _read_checkpoint(self) -> _Checkpoint | None:
         k = self.kafka
-        reader = make_consumer(k, group_id=None, client_id=f"{k.client_id}-spread-state")
-        await reader.start()
+        reader = await start_assigned_consumer(k, f"{k.client_id}-spread-state")
         try:
             tp = TopicPartition(self.config.spread.state_topic, 0)
             reader.assign([tp])
@@ -281,27 +300,6 @@ class SpreadDaemon:
                     raise KafkaError(f"cannot create topic {name}: error {code} {message}")
         finally:
             await admin.close()
-
-    # -- helpers ------------------------------------------------------------------------
-    def _backoff(self) -> Backoff:
-        return Backoff(self.kafka.retry_backoff_seconds, self.kafka.retry_backoff_max_seconds)
-
-    def _abort(self) -> bool:
-        """Retry forever while running; after a stop, for ``shutdown_grace_seconds``."""
-        if not self._stop.is_set():
-            return False
-        if self._grace_until is None:
-            self._grace_until = time.monotonic() + self.kafka.shutdown_grace_seconds
-        return time.monotonic() > self._grace_until
-
-    def _failure(self, what: str, exc: BaseException) -> None:
-        log.warning("spread.broker_error", operation=what, error=f"{type(exc).__name__}: "
-                    f"{exc}"[:300])
-
-    async def _retry(self, op: Any, what: str) -> Any:
-        return await retry(op, what=what, backoff=self._backoff(), abort=self._abort,
-                           retry_on=(KafkaError, OSError), on_failure=self._failure,
-                           on_recovery=lambda what: None)
 
 
 async def run_service(config: Config, stop: asyncio.Event) -> None:
