@@ -178,7 +178,7 @@ def _sqlite_cycle(conn: sqlite3.Connection, outcomes: Sequence[Outcome],
         found = conn.execute(_SQLITE_DUE, (status, claim.now, read, full)).fetchall()
         result.more_due |= len(found) >= read
         rows += map(_due_from, found)
-    _claim_picked(result, rows, claim)
+    _claim_picked(result, _pick(rows, claim), claim)
     if result.claimed:
         conn.executemany(_BEGIN_SQL, [(d.id, claim.token, claim.lease_until, n, claim.now)
                                       for d, n in result.claimed])
@@ -206,14 +206,8 @@ def _earlier_attempts(result: CycleResult) -> list[tuple[str, int]]:
     return earlier
 
 
-def _claim_picked(result: CycleResult, due: Sequence[tuple[float, DueDelivery]],
+def _claim_picked(result: CycleResult, picked: Sequence[DueDelivery],
                   claim: ClaimRequest) -> None:
-    picked = _pick(due, claim)
-    # Rows left behind by the overall limit (not by their endpoint's room) are due now:
-    # say so, or an endpoint that still had room when read waits for the poll interval
-    # (a slot freed there does not bring a read; this stalled the end of PostgreSQL
-    # bursts for 1 s, up to three times in a 5,000-delivery round).
-    result.more_due |= len(picked) >= claim.limit and len(due) > len(picked)
     for d in picked:
         if d.attempts >= claim.max_attempts:
             result.exhausted.append(d)
@@ -293,7 +287,7 @@ async def _pg_cycle(tx: Executor, outcomes: Sequence[Outcome], claim: ClaimReque
         found = await tx.fetch(_PG_DUE, status, claim.now, read, _full(claim))
         result.more_due |= len(found) >= read
         due += (_due_from(list(r.values())) for r in found)
-    _claim_picked(result, due, claim)
+    _claim_picked(result, _pick(due, claim), claim)
     if result.claimed:
         ids = [d.id for d, _ in result.claimed]
         numbers = [n for _, n in result.claimed]

@@ -121,11 +121,8 @@ class Dispatcher:
         if not (look or stale or self._more_due or self._freed & self._full_at_read):
             return None
         room = self._room(per_endpoint)
-        if room and not (look or stale or self._more_due) and max(room.values()) <= 0:
-            # Only endpoints not held yet could take more: the poll finds them. Not when
-            # the last read left rows behind: those may be at such an endpoint (it then
-            # waited the poll interval, up to 1 s at the end of PostgreSQL bursts).
-            return None
+        if room and not (look or stale) and max(room.values()) <= 0:
+            return None  # only endpoints not held yet could take more: the poll finds them
         # Enough for the endpoints with room plus one new endpoint's worth; more is
         # claimed in the next cycle (a read cut at its limit brings one at once).
         limit = min(limit, sum(n for n in room.values() if n > 0) + per_endpoint)
