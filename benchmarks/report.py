@@ -40,9 +40,17 @@ def results(text: str) -> list[dict[str, Any]]:
 def _figure(spread: dict[str, float] | None, unit: str) -> str:
     if not spread:
         return "—"
-    return (f"{spread['median']:,.0f} {unit} ({spread['min']:,.0f}–{spread['max']:,.0f})"
-            if spread["median"] >= 100 else
-            f"{spread['median']:.1f} {unit} ({spread['min']:.1f}–{spread['max']:.1f})")
+    # Enough digits to tell figures apart: 0.03 B/B must not print as 0.0.
+    digits = 0 if spread["median"] >= 100 else 1 if spread["median"] >= 1 else 2
+    return (f"{spread['median']:,.{digits}f} {unit} "
+            f"({spread['min']:,.{digits}f}–{spread['max']:,.{digits}f})")
+
+
+def _met(row: dict[str, Any]) -> str:
+    """A peer's row (another tool on the same limit) has no target to meet."""
+    if row["target"].startswith("peer"):
+        return "—"
+    return "yes" if row["met"] else "**no**"
 
 
 def _load_words(worst: float) -> str:
@@ -70,7 +78,7 @@ def table(rows: list[dict[str, Any]]) -> str:
         note = f" ({r['note']})" if r.get("note") else ""
         out.append(f"| {r['row']}{note} | {_figure(r['project'], r['unit'])} "
                    f"| {r['limit_name']} | {_figure(r['limit'], r['unit'])} | {ratio} "
-                   f"| {r['target']} | {'yes' if r['met'] else '**no**'} |")
+                   f"| {r['target']} | {_met(r)} |")
     return "\n".join(out) + "\n"
 
 
