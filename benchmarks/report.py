@@ -59,7 +59,7 @@ def _load_words(worst: float) -> str:
     if worst > 2.5:
         return ("a shared, loaded machine: absolute figures are low, the ratios to each "
                 "limit are the comparable part")
-    return "no other work ran; ratios to each limit are taken within one run"
+    return "a lightly loaded machine; ratios to each limit are taken within one run"
 
 
 def table(rows: list[dict[str, Any]]) -> str:
