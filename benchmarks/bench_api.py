@@ -40,8 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import aiohttp
-import asyncpg
-from common import emit, fail_on_errors, machine_line, show
+from common import emit, fail_on_errors, machine_line, scratch_postgres, show
 
 from monitor.chains import CHAINS
 from monitor.kafka.embedded import free_port
@@ -153,7 +152,9 @@ def _serve_bare(size: int, port: int) -> None:
 
 
 async def hammer(base: str, paths: list[str], seconds: float, concurrency: int,
-                 key: str) -> tuple[float, float, float, int]:
+                 key: str) -> tuple[float, float, float, int, int]:
+    """``concurrency`` aiohttp clients cycling through ``paths`` for ``seconds``: requests
+    per second, median and p99 latency (seconds), requests, non-200 or failed requests."""
     latencies: list[float] = []
     errors = 0
     deadline = time.perf_counter() + seconds
@@ -181,7 +182,8 @@ async def hammer(base: str, paths: list[str], seconds: float, concurrency: int,
         elapsed = time.perf_counter() - start
     latencies.sort()
     p99 = latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))]
-    return len(latencies) / elapsed, statistics.median(latencies), p99, errors
+    return (len(latencies) / elapsed, statistics.median(latencies), p99, len(latencies),
+            errors)
 
 
 @dataclass(frozen=True)
@@ -255,42 +257,9 @@ async def load_wrk(base: str, paths: list[str], seconds: float, concurrency: int
 
 def _aiohttp_load_process(base: str, paths: list[str], seconds: float, concurrency: int,
                           key: str) -> tuple[float, float, float, int, int]:
-    """The fallback load, run in its own (spawned) process, so it does not share a core's
-    event loop with anything else of the benchmark."""
-    latencies: list[float] = []
-    errors = 0
-
-    async def run() -> float:
-        nonlocal errors
-        deadline = time.perf_counter() + seconds
-
-        async def client(n: int, session: aiohttp.ClientSession) -> None:
-            nonlocal errors
-            k = n
-            while time.perf_counter() < deadline:
-                path = paths[k % len(paths)]
-                k += concurrency
-                t = time.perf_counter()
-                try:
-                    async with session.get(base + path) as resp:
-                        await resp.read()
-                        errors += resp.status != 200
-                except aiohttp.ClientError:
-                    errors += 1
-                latencies.append(time.perf_counter() - t)
-
-        async with aiohttp.ClientSession(
-                connector=aiohttp.TCPConnector(limit=concurrency),
-                headers={"x-api-key": key}) as s:
-            start = time.perf_counter()
-            await asyncio.gather(*(client(n, s) for n in range(concurrency)))
-            return time.perf_counter() - start
-
-    elapsed = asyncio.run(run())
-    latencies.sort()
-    p99 = latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))]
-    return (len(latencies) / elapsed, statistics.median(latencies), p99, len(latencies),
-            errors)
+    """The fallback load (``hammer``), run in its own (spawned) process, so it does not
+    share a core's event loop with anything else of the benchmark."""
+    return asyncio.run(hammer(base, paths, seconds, concurrency, key))
 
 
 async def load_aiohttp(pool: ProcessPoolExecutor, base: str, paths: list[str],
@@ -510,18 +479,8 @@ async def run_all(args: argparse.Namespace, tmp: Path, tool: LoadTool) -> None:
     if args.db in ("sqlite", "both"):
         await run_one("sqlite", f"sqlite:///{tmp}/bench.db", args, tmp, tool)
     if args.db in ("postgresql", "both"):
-        name = f"depeg_bench_{uuid.uuid4().hex[:10]}"
-        admin = await asyncpg.connect(args.pg_url)
-        await admin.execute(f'CREATE DATABASE "{name}"')
-        await admin.close()
-        try:
-            await run_one("postgresql", args.pg_url.rsplit("/", 1)[0] + f"/{name}", args,
-                          tmp, tool)
-        finally:
-            admin = await asyncpg.connect(args.pg_url)
-            await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-            await admin.close()
-
+        async with scratch_postgres(args.pg_url) as url:
+            await run_one("postgresql", url, args, tmp, tool)
 
 if __name__ == "__main__":
     sys.exit(asyncio.run(main()))

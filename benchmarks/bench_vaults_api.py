@@ -22,8 +22,8 @@ import tempfile
 import time
 import uuid
 
-import asyncpg
 from bench_api import hammer, wait_up
+from common import scratch_postgres
 
 from consumers.vault_store import fold_facts, rating_row
 from monitor.kafka.embedded import free_port
@@ -121,8 +121,8 @@ async def run_one(kind: str, url: str, args: argparse.Namespace) -> None:
                 f"/vaults/{a}?chain={c}" for c, a in rnd.sample(vaults, 50)],
         }
         for name, paths in cases.items():
-            rps, median, p99, errors = await hammer(base, paths, args.seconds, args.concurrency,
-                                                     key)
+            rps, median, p99, _, errors = await hammer(base, paths, args.seconds,
+                                                        args.concurrency, key)
             print(f"[{kind}] {name:<52} {rps:8.1f} req/s  median {median * 1000:7.1f} ms"
                   f"  p99 {p99 * 1000:7.1f} ms  non-200 {errors}", flush=True)
     finally:
@@ -147,16 +147,8 @@ async def main() -> int:
         if args.db in ("sqlite", "both"):
             await run_one("sqlite", f"sqlite:///{tmp}/bench.db", args)
         if args.db in ("postgresql", "both"):
-            name = f"depeg_bench_{uuid.uuid4().hex[:10]}"
-            admin = await asyncpg.connect(args.pg_url)
-            await admin.execute(f'CREATE DATABASE "{name}"')
-            await admin.close()
-            try:
-                await run_one("postgresql", args.pg_url.rsplit("/", 1)[0] + f"/{name}", args)
-            finally:
-                admin = await asyncpg.connect(args.pg_url)
-                await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-                await admin.close()
+            async with scratch_postgres(args.pg_url) as url:
+                await run_one("postgresql", url, args)
     return 0
 
 

@@ -15,7 +15,8 @@ import os
 import platform
 import statistics
 import sys
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
 from typing import Any
 
 RESULT_PREFIX = "BENCH-RESULT "
@@ -67,3 +68,21 @@ def fail_on_errors(errors: int, what: str) -> None:
     if errors:
         print(f"FAILED: {errors} errors/non-2xx during {what}", file=sys.stderr, flush=True)
         sys.exit(1)
+
+
+@asynccontextmanager
+async def scratch_postgres(server_url: str) -> AsyncIterator[str]:
+    """A fresh PostgreSQL database on the server ``server_url`` names, dropped afterwards
+    (also when the benchmark fails), so runs never see each other's rows."""
+    import asyncpg  # only the PostgreSQL cases need it
+
+    name = f"depeg_bench_{os.urandom(5).hex()}"
+    admin = await asyncpg.connect(server_url)
+    await admin.execute(f'CREATE DATABASE "{name}"')
+    await admin.close()
+    try:
+        yield server_url.rsplit("/", 1)[0] + f"/{name}"
+    finally:
+        admin = await asyncpg.connect(server_url)
+        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        await admin.close()

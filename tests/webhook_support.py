@@ -21,6 +21,7 @@ from monitor.records import EVENT_TYPE, TierChangeData, TierChangeEvent, encode,
 from monitor.storage import Database, connect
 from monitor.storage.webhooks import WebhookStore, migrate_webhooks
 from monitor.webhooks.apikeys import new_api_key
+from monitor.webhooks.secrets import SecretBox
 
 #: A fixed encryption key for subscription secrets in tests (32 bytes, base64).
 ENCRYPTION_KEY = base64.urlsafe_b64encode(b"k" * 32).decode()
@@ -173,6 +174,27 @@ async def delivery_with_attempts(db: Database, sub_id: str, attempts: int = 1) -
                                    next_attempt_at=None if last else time.time(),
                                    now=time.time())
     return due.id
+
+
+async def queue_for_new_subscription(db: Database, box: SecretBox, url: str,
+                                     count: int) -> list[TierChangeEvent]:
+    """A subscription to ``url`` (with a sealed secret, as the API makes it) and ``count``
+    tier changes recorded for it as the intake records them: deliveries due now."""
+    from monitor.storage.deliveries import DeliveryStore, NewEvent
+    from monitor.webhooks.filters import Filters
+    from monitor.webhooks.urls import origin
+
+    _, key_id = await new_key(db)
+    sid = str(uuid.uuid4())
+    await WebhookStore(db).create_subscription(
+        sub_id=sid, api_key_id=key_id, webhook_url=url, endpoint=origin(url),
+        event_types=["DEPEG_TIER_CHANGE"], filters=Filters(),
+        secret_sealed=box.seal("s" * 32, sid), now=time.time())
+    subs = await WebhookStore(db).active_subscriptions()
+    events = [tier_change() for _ in range(count)]
+    await DeliveryStore(db).record_events(
+        [NewEvent(e.event_id, e.event_type, encode(e), subs) for e in events], time.time())
+    return events
 
 
 async def new_key(db: Database, name: str = "tester") -> tuple[str, str]:

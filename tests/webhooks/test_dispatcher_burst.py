@@ -11,54 +11,32 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
-import uuid
-from collections.abc import AsyncIterator
 
-import pytest
-from webhook_support import ENCRYPTION_KEY, new_key, receiver, tier_change, wait_until
+from webhook_support import (
+    ENCRYPTION_KEY,
+    queue_for_new_subscription,
+    receiver,
+    wait_until,
+)
 
 from monitor.config import DeliveryConfig
-from monitor.records import encode
-from monitor.storage import Database, connect
-from monitor.storage.deliveries import DeliveryStore, NewEvent
-from monitor.storage.webhooks import WebhookStore, migrate_webhooks
+from monitor.storage import Database
+from monitor.storage.deliveries import DeliveryStore
 from monitor.webhooks.dispatcher import DeliveryAttempts, Dispatcher
-from monitor.webhooks.filters import Filters
 from monitor.webhooks.secrets import SecretBox
 from monitor.webhooks.sender import Sender
-from monitor.webhooks.urls import origin
 
 #: More than one endpoint claims ahead (CLAIM_AHEAD x 1 slot), fewer than one read takes.
 BURST = 3
-
-
-@pytest.fixture
-async def db(storage_url: str) -> AsyncIterator[Database]:
-    database = await connect(storage_url)
-    await migrate_webhooks(database)
-    try:
-        yield database
-    finally:
-        await database.close()
 
 
 async def test_a_burst_is_sent_without_waiting_for_the_poll(db: Database) -> None:
     config = DeliveryConfig(allow_loopback=True, secret_encryption_key=ENCRYPTION_KEY,
                             max_concurrency=1, per_endpoint_concurrency=1,
                             poll_interval_seconds=3600.0)
-    _, key_id = await new_key(db)
     async with receiver() as rec:
         box = SecretBox.from_config(config)
-        sid = str(uuid.uuid4())
-        await WebhookStore(db).create_subscription(
-            sub_id=sid, api_key_id=key_id, webhook_url=rec.url, endpoint=origin(rec.url),
-            event_types=["DEPEG_TIER_CHANGE"], filters=Filters(),
-            secret_sealed=box.seal("s" * 32, sid), now=time.time())
-        subs = await WebhookStore(db).active_subscriptions()
-        events = [tier_change() for _ in range(BURST)]
-        await DeliveryStore(db).record_events(
-            [NewEvent(e.event_id, e.event_type, encode(e), subs) for e in events], time.time())
+        events = await queue_for_new_subscription(db, box, rec.url, BURST)
         sender = Sender(config)
         dispatcher = Dispatcher(DeliveryAttempts(DeliveryStore(db), sender, box, config))
         stop = asyncio.Event()

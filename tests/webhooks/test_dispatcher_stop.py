@@ -9,34 +9,21 @@ if never claimed. Checked against the receiver's own count of requests, on both 
 from __future__ import annotations
 
 import asyncio
-import time
-import uuid
-from collections.abc import AsyncIterator
 
-import pytest
 from aiohttp import web
-from webhook_support import ENCRYPTION_KEY, new_key, receiver, tier_change, wait_until
+from webhook_support import (
+    ENCRYPTION_KEY,
+    queue_for_new_subscription,
+    receiver,
+    wait_until,
+)
 
 from monitor.config import DeliveryConfig
-from monitor.records import encode
-from monitor.storage import Database, connect
-from monitor.storage.deliveries import DeliveryStore, NewEvent
-from monitor.storage.webhooks import WebhookStore, migrate_webhooks
+from monitor.storage import Database
+from monitor.storage.deliveries import DeliveryStore
 from monitor.webhooks.dispatcher import CLAIM_AHEAD, DeliveryAttempts, Dispatcher
-from monitor.webhooks.filters import Filters
 from monitor.webhooks.secrets import SecretBox
 from monitor.webhooks.sender import Sender
-from monitor.webhooks.urls import origin
-
-
-@pytest.fixture
-async def db(storage_url: str) -> AsyncIterator[Database]:
-    database = await connect(storage_url)
-    await migrate_webhooks(database)
-    try:
-        yield database
-    finally:
-        await database.close()
 
 
 async def test_claimed_but_unsent_deliveries_are_given_back_on_stop(db: Database) -> None:
@@ -44,22 +31,13 @@ async def test_claimed_but_unsent_deliveries_are_given_back_on_stop(db: Database
                             max_concurrency=1, per_endpoint_concurrency=1,
                             timeout_seconds=5.0)
     release = asyncio.Event()
-    _, key_id = await new_key(db)
     async with receiver() as rec:
         async def held(_request: web.Request, _body: bytes) -> None:
             await release.wait()  # the first send stays in flight until the stop
 
         rec.on_request = held
         box = SecretBox.from_config(config)
-        sid = str(uuid.uuid4())
-        await WebhookStore(db).create_subscription(
-            sub_id=sid, api_key_id=key_id, webhook_url=rec.url, endpoint=origin(rec.url),
-            event_types=["DEPEG_TIER_CHANGE"], filters=Filters(),
-            secret_sealed=box.seal("s" * 32, sid), now=time.time())
-        subs = await WebhookStore(db).active_subscriptions()
-        events = [tier_change() for _ in range(5)]
-        await DeliveryStore(db).record_events(
-            [NewEvent(e.event_id, e.event_type, encode(e), subs) for e in events], time.time())
+        await queue_for_new_subscription(db, box, rec.url, 5)
         sender = Sender(config)
         dispatcher = Dispatcher(DeliveryAttempts(DeliveryStore(db), sender, box, config))
         stop = asyncio.Event()
