@@ -14,7 +14,10 @@ import socket
 import pytest
 from structlog.testing import capture_logs
 
+import monitor.daemon.retry as retry_module
+import monitor.spread.service as service_module
 from monitor.config import Config, RegistryConfig
+from monitor.logs import get_logger
 from monitor.spread.service import SpreadDaemon
 from tests.kafka.kafkatools import fast_kafka, wait_for
 
@@ -30,7 +33,16 @@ def closed_port() -> int:
         return int(sock.getsockname()[1])
 
 
-async def test_a_stop_during_an_outage_ends_after_the_grace_without_a_checkpoint(tmp_path):
+def uncached_loggers(monkeypatch: pytest.MonkeyPatch) -> None:
+    """capture_logs sees only loggers bound after it starts: a module logger that an
+    earlier test in this process already used is cached (``cache_logger_on_first_use``)
+    and would log past it, so the modules under test get fresh ones."""
+    for module in (service_module, retry_module):
+        monkeypatch.setattr(module, "log", get_logger(module.__name__))
+
+
+async def test_a_stop_during_an_outage_ends_after_the_grace_without_a_checkpoint(
+        tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
     registry, _ = multichain.build(tmp_path, "2023-03-11T00", "2023-03-11T01")
     kafka = fast_kafka(f"127.0.0.1:{closed_port()}", retry_backoff_seconds=0.05,
                        retry_backoff_max_seconds=0.1, shutdown_grace_seconds=1.0)
@@ -38,6 +50,7 @@ async def test_a_stop_during_an_outage_ends_after_the_grace_without_a_checkpoint
     daemon = SpreadDaemon(config)
     stop = asyncio.Event()
     with capture_logs() as logs:
+        uncached_loggers(monkeypatch)
         task = asyncio.create_task(daemon.run(stop))
 
         async def failed_twice() -> bool:

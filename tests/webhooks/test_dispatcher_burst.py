@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import AsyncIterator
 
+import pytest
 from webhook_support import (
     ENCRYPTION_KEY,
     queue_for_new_subscription,
@@ -20,14 +22,25 @@ from webhook_support import (
 )
 
 from monitor.config import DeliveryConfig
-from monitor.storage import Database
+from monitor.storage import Database, connect
 from monitor.storage.deliveries import DeliveryStore
+from monitor.storage.webhooks import migrate_webhooks
 from monitor.webhooks.dispatcher import DeliveryAttempts, Dispatcher
 from monitor.webhooks.secrets import SecretBox
 from monitor.webhooks.sender import Sender
 
 #: More than one endpoint claims ahead (CLAIM_AHEAD x 1 slot), fewer than one read takes.
 BURST = 3
+
+
+@pytest.fixture
+async def db(storage_url: str) -> AsyncIterator[Database]:
+    database = await connect(storage_url)
+    await migrate_webhooks(database)
+    try:
+        yield database
+    finally:
+        await database.close()
 
 
 async def test_a_burst_is_sent_without_waiting_for_the_poll(db: Database) -> None:

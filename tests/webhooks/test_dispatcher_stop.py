@@ -9,7 +9,9 @@ if never claimed. Checked against the receiver's own count of requests, on both 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
 
+import pytest
 from aiohttp import web
 from webhook_support import (
     ENCRYPTION_KEY,
@@ -19,11 +21,22 @@ from webhook_support import (
 )
 
 from monitor.config import DeliveryConfig
-from monitor.storage import Database
+from monitor.storage import Database, connect
 from monitor.storage.deliveries import DeliveryStore
+from monitor.storage.webhooks import migrate_webhooks
 from monitor.webhooks.dispatcher import CLAIM_AHEAD, DeliveryAttempts, Dispatcher
 from monitor.webhooks.secrets import SecretBox
 from monitor.webhooks.sender import Sender
+
+
+@pytest.fixture
+async def db(storage_url: str) -> AsyncIterator[Database]:
+    database = await connect(storage_url)
+    await migrate_webhooks(database)
+    try:
+        yield database
+    finally:
+        await database.close()
 
 
 async def test_claimed_but_unsent_deliveries_are_given_back_on_stop(db: Database) -> None:

@@ -4,18 +4,29 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import AsyncIterator
 
 import pytest
 from webhook_support import ENCRYPTION_KEY, new_key, tier_change
 
 from monitor.config import DeliveryConfig
 from monitor.records import encode
-from monitor.storage import Database
+from monitor.storage import Database, connect
 from monitor.storage.deliveries import DeliveryStore, NewEvent
 from monitor.storage.webhooks import WebhookStore, migrate_webhooks
 from monitor.storage.webhooks_schema import MIGRATIONS
 from monitor.webhooks.filters import Filters
 from monitor.webhooks.secrets import SecretBox, SecretStoreError
+
+
+@pytest.fixture
+async def db(storage_url: str) -> AsyncIterator[Database]:
+    database = await connect(storage_url)
+    await migrate_webhooks(database)
+    try:
+        yield database
+    finally:
+        await database.close()
 
 
 async def _subscription(db: Database, key_id: str, secret: str = "whsec_x") -> str:
