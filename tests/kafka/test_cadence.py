@@ -62,6 +62,13 @@ async def test_snapshot_cadence_equals_replay_across_kill9_and_restart(
     a.kill9()
     a.stop()
     b = start("b")
+
+    async def b_took_partitions() -> bool:
+        # a's last output may already count past 0.6: a SIGTERM before b has even set
+        # its handlers would end it by the signal's default (exit -15), not cleanly.
+        return bool(b.events("monitor.partitions_assigned"))
+
+    await wait_for(b_took_partitions, 120, "the second instance to take its partitions")
     await progress.reached(0.6)
     assert b.stop() == 0  # SIGTERM: checkpoint, commit, leave
     c = start("c")
