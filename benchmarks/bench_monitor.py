@@ -1,7 +1,7 @@
 """Throughput of the monitor daemon against a bare consumer, on the same topic, one run.
 
     python benchmarks/bench_monitor.py --table [--ticks 100000] [--tokens 1000]
-        [--rows minute,second] [--snapshot-seconds 0] [--checkpoint-interval 5]
+        [--rows minute,second] [--snapshot-seconds 0] [--checkpoint-interval 5] [--compression zstd]
 
 ``--table`` (the README's rows): per row, an embedded Tansu broker, synthetic ticks
 (random walks around a 1.0 peg, keyed ``chain:token``; one tick per token per minute, or
@@ -46,6 +46,7 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from monitor.chains import CHAINS
 from monitor.config import Config, KafkaConfig, ModelConfig
 from monitor.daemon import MonitorDaemon
+from monitor.kafka.batches import stored_batches
 from monitor.kafka.embedded import EmbeddedBroker
 from monitor.kafka.topics import ensure_topics
 from monitor.logs import configure_logging
@@ -166,16 +167,14 @@ class Row(msgspec.Struct):
     ticks: int
 
 
-async def topic_bytes(bootstrap: str, topic: str, partitions: int) -> tuple[int, int]:
-    """(records, key + value bytes) on ``topic``, read to its true end."""
+async def topic_records(bootstrap: str, topic: str, partitions: int) -> list[bytes]:
+    """Every record of ``topic`` (key + value, as a consumer sees them), to its true end."""
     from monitor.kafka.readall import read_to_end
 
-    total = [0, 0]
+    records: list[bytes] = []
 
-    def count(tp: TopicPartition, records: list[Any]) -> None:
-        for rec in records:
-            total[0] += 1
-            total[1] += len(rec.key or b"") + len(rec.value or b"")
+    def keep(tp: TopicPartition, batch: list[Any]) -> None:
+        records.extend((rec.key or b"") + (rec.value or b"") for rec in batch)
 
     reader = AIOKafkaConsumer(bootstrap_servers=bootstrap, group_id=None,
                               enable_auto_commit=False, auto_offset_reset="earliest")
@@ -184,10 +183,27 @@ async def topic_bytes(bootstrap: str, topic: str, partitions: int) -> tuple[int,
         tps = [TopicPartition(topic, p) for p in range(partitions)]
         reader.assign(tps)
         await reader.seek_to_beginning(*tps)
-        await read_to_end(reader, tps, count)
+        await read_to_end(reader, tps, keep)
     finally:
         await reader.stop()
-    return total[0], total[1]
+    return records
+
+
+def batched_size(records: list[bytes], per_batch: int, codec: str) -> float:
+    """Estimated bytes per record on the broker when the producer sends ``per_batch``
+    records per batch with ``codec``: each group compressed with the codec library aiokafka
+    uses (cramjam), plus a v2 batch header (61 B) and ~8 B of per-record framing."""
+    import cramjam
+
+    compress = {"zstd": cramjam.zstd.compress, "lz4": cramjam.lz4.compress,
+                "snappy": cramjam.snappy.compress,
+                "gzip": cramjam.gzip.compress}.get(codec, lambda b: b)
+    per_batch = max(per_batch, 1)
+    total = 0
+    for i in range(0, len(records), per_batch):
+        group = records[i:i + per_batch]
+        total += len(bytes(compress(b"".join(group)))) + 61 + 8 * len(group)
+    return total / max(len(records), 1)
 
 
 QUIX_CHILD = """
@@ -270,8 +286,8 @@ async def table_rounds(rows: list[Row], n_tokens: int, partitions: int, rounds: 
             mon: list[float] = []
             quix: list[float] = []
             ratios: list[float] = []
-            state_sizes: list[float] = []
-            ratings_per_tick: list[float] = []
+            state_records: list[list[bytes]] = []
+            rating_records: list[list[bytes]] = []
             kinds = ["bare", "monitor"] + (["quix"] if peer else [])
             for n in range(rounds):
                 kafka = msgspec.structs.replace(
@@ -294,16 +310,19 @@ async def table_rounds(rows: list[Row], n_tokens: int, partitions: int, rounds: 
                         mon.append(rate)
                         figure = rate
                         errors += daemon.stats.dead_letters
-                        state = await topic_bytes(bootstrap, kafka.state_topic, partitions)
-                        ratings = await topic_bytes(bootstrap, kafka.ratings_topic,
-                                                    partitions)
-                        ratios.append((state[1] + ratings[1]) / ticks_bytes)
-                        state_sizes.append(state[1] / max(state[0], 1))
-                        ratings_per_tick.append(ratings[1] / ticks_bytes)
-                        print(f"    state {state[0]:,} records {state[1]:,} B "
-                              f"(mean {state_sizes[-1]:,.0f} B), ratings {ratings[0]:,} "
-                              f"records {ratings[1]:,} B, ticks {ticks_bytes:,} B: "
-                              f"{ratios[-1]:.3f} B written per B in; dead letters "
+                        state = await stored_batches(bootstrap, kafka.state_topic)
+                        ratings = await stored_batches(bootstrap, kafka.ratings_topic)
+                        ratios.append((state.bytes + ratings.bytes) / ticks_bytes)
+                        state_records.append(
+                            await topic_records(bootstrap, kafka.state_topic, partitions))
+                        rating_records.append(
+                            await topic_records(bootstrap, kafka.ratings_topic, partitions))
+                        plain = sum(map(len, state_records[-1] + rating_records[-1]))
+                        print(f"    on the broker ({kafka.compression}): state "
+                              f"{state.records:,} records {state.bytes:,} B, ratings "
+                              f"{ratings.records:,} records {ratings.bytes:,} B; ticks "
+                              f"{ticks_bytes:,} B: {ratios[-1]:.3f} B written per B in "
+                              f"({plain / ticks_bytes:.3f} uncompressed); dead letters "
                               f"{daemon.stats.dead_letters}", flush=True)
                     print(f"  round {n + 1} {which:<7} {figure:9.0f} ticks/s", flush=True)
         print(show("bare aiokafka + msgspec decode", bare, "ticks/s"))
@@ -329,21 +348,32 @@ async def table_rounds(rows: list[Row], n_tokens: int, partitions: int, rounds: 
                  project=quix, ratio=statistics.median(quix) / statistics.median(bare),
                  target="peer (no target)", met=True)
         # Real time (not this replay-speed run): every checkpoint interval each token that
-        # ticked writes one state record; its ticks in that interval are the bytes in.
+        # ticked writes one state record, in one batch per partition; rating snapshots
+        # trickle out a few per monitor batch. Batches that small compress less, so the
+        # estimate recompresses this run's records in groups of the real-time batch size.
         interval = config.kafka.checkpoint_interval_seconds
         per_interval = max(interval / row.spacing, 1.0)
         tick_size = ticks_bytes / row.ticks
-        live = (statistics.median(state_sizes) / (per_interval * tick_size)
-                + statistics.median(ratings_per_tick))
+        codec = config.kafka.compression
+        state_batch = round(n_tokens * min(interval / row.spacing, 1.0) / partitions)
+        refresh = config.model.refresh_seconds
+        rating_batch = round(n_tokens / refresh * config.kafka.batch_timeout_ms / 1000
+                             / partitions)
+        state_each = batched_size(state_records[-1], state_batch, codec)
+        rating_share = (len(rating_records[-1]) / row.ticks
+                        * batched_size(rating_records[-1], rating_batch, codec) / tick_size)
+        live = state_each / (per_interval * tick_size) + rating_share
         print(f"bytes to state + ratings per byte of ticks in: median "
               f"{statistics.median(ratios):.3f} in this run; in real time with "
-              f"checkpoint_interval_seconds={interval:g}: ~{live:.2f} (a token's state "
-              f"record {statistics.median(state_sizes):,.0f} B per {per_interval:g} ticks "
-              f"of {tick_size:.0f} B)", flush=True)
+              f"checkpoint_interval_seconds={interval:g}, compression {codec}: ~{live:.2f} "
+              f"(a token's state record ~{state_each:,.0f} B on the broker per "
+              f"{per_interval:g} ticks of {tick_size:.0f} B; ratings {rating_share:.2f})",
+              flush=True)
         emit(f"bytes to state + ratings topics per byte of ticks in, 1 tick per token per "
              f"{row.name}", unit="B/B", limit_name="", limit=None, project=ratios,
              ratio=statistics.median(ratios), target="<= 1", met=max(ratios) <= 1.0,
-             note=f"real time at checkpoint_interval_seconds={interval:g}: ~{live:.2f}")
+             note=f"on the broker, compression {codec}; real time at "
+                  f"checkpoint_interval_seconds={interval:g}: ~{live:.2f}")
     return errors
 
 
@@ -366,6 +396,9 @@ def main() -> int:
     parser.add_argument("--checkpoint-interval", type=float,
                         default=KafkaConfig().checkpoint_interval_seconds,
                         help="kafka.checkpoint_interval_seconds of the monitor")
+    parser.add_argument("--compression", default=KafkaConfig().compression,
+                        choices=["zstd", "lz4", "snappy", "gzip", "none"],
+                        help="kafka.compression of the monitor's outputs")
     args = parser.parse_args()
     # SIGTERM (e.g. from `timeout`) unwinds like Ctrl-C, so the broker child is stopped.
     signal.signal(signal.SIGTERM, signal.default_int_handler)
@@ -376,7 +409,8 @@ def main() -> int:
         model = (ModelConfig(snapshot_seconds=args.snapshot_seconds) if args.snapshot_seconds
                  else ModelConfig())
         config = Config(model=model,
-                        kafka=KafkaConfig(checkpoint_interval_seconds=args.checkpoint_interval))
+                        kafka=KafkaConfig(checkpoint_interval_seconds=args.checkpoint_interval,
+                                          compression=args.compression))
         known = {"minute": Row("minute", 60, args.ticks),
                  "second": Row("second", 1, args.ticks_per_second_row or args.ticks)}
         rows = [known[name] for name in args.rows.split(",")]

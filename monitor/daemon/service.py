@@ -32,6 +32,7 @@ Settings ([kafka] section of the config file, or DEPEG_KAFKA__<FIELD> variables)
   monitor_group                consumer group; instances in one group split partitions
   batch_max_records, batch_timeout_ms             one getmany batch
   checkpoint_interval_seconds  state writes + offset commits at most this often
+  compression                  output batches: zstd (default), lz4, snappy, gzip, none
   acks, linger_ms, request_timeout_ms, session_timeout_ms, heartbeat_interval_ms
   retry_backoff_seconds, retry_backoff_max_seconds   broker retries (forever)
   ready_stall_seconds          /readyz fails when a batch is stuck this long
