@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import __version__
-from .command_index import HELP
+from .command_index import HELP, SERVICES
 from .commands import Command
 
 GROUP = "depeg_monitor.commands"
@@ -165,6 +165,22 @@ def build_parser(commands: dict[str, Command], placeholders: bool = False
     return parser
 
 
+def _stop_quietly_until_started() -> None:
+    """SIGTERM/SIGINT before a service installs its own handlers (its imports take
+    100-300 ms) would otherwise kill it by the signal (exit -15, or a KeyboardInterrupt
+    traceback): a supervisor stopping a service that was just started would see a crash.
+    The service's event loop replaces these handlers once it runs."""
+    import signal
+
+    def stop(signum: int, frame: object) -> None:
+        print(f"depeg-monitor: {signal.Signals(signum).name} before the service started: "
+              "exiting", file=sys.stderr, flush=True)
+        raise SystemExit(0)
+
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, stop)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Two passes, so only the command that runs is imported: the first parses against
     placeholder subcommands (enough for the top-level --help and to learn the command's
@@ -177,6 +193,8 @@ def main(argv: list[str] | None = None) -> int:
     if not first.command:
         build_parser(listed).print_help()
         return 2
+    if first.command in SERVICES:
+        _stop_quietly_until_started()
     chosen = next((ep for ep in eps if ep.name == first.command), None)
     command = _load(chosen) if chosen is not None else None
     commands = {first.command: command or listed[first.command]}

@@ -23,3 +23,8 @@ HELP: dict[str, str] = {
     "store": "write ratings, tier changes and vault facts/ratings from Kafka into the database",
     "vaults": "rate ERC-4626 vaults: the vault daemon (Kafka), or `vaults replay` over fact files",
 }
+
+#: Long-running services: a SIGTERM or Ctrl-C that arrives while one is still importing or
+#: starting (before it handles signals itself) ends it with status 0, as a stop after
+#: start does: nothing has been consumed or committed yet (``monitor.cli.main``).
+SERVICES = frozenset({"api", "deliver", "monitor", "run", "spread", "store"})
