@@ -4,8 +4,9 @@
 
 Both are run as fresh processes, alternately, ``--rounds`` times; prints min/median/max
 wall time of each, the difference, and whether the median ``--help`` is under 0.3 s
-(the target). Then every command's own ``--help`` (each imports its command module, so
-a command that imports its whole stack at module level shows here), ``--command-rounds``
+(the target). Then every command's own ``--help``, and every producer's (``produce NAME
+--help``): each imports its command module, so a command that imports its whole stack at
+module level shows here; ``--command-rounds``
 times each, interleaved the same way, with a second result line for the slowest.
 A non-zero exit or a help without ``usage:`` fails the run.
 """
@@ -23,6 +24,7 @@ from pathlib import Path
 from common import emit, fail_on_errors, machine_line, show
 
 from monitor.command_index import HELP
+from producers.command import PRODUCERS
 
 TARGET_SECONDS = 0.3
 
@@ -70,12 +72,14 @@ def main() -> int:
 
     # Each command's --help, in rounds over all commands (so a busy moment of the
     # machine spreads over every command instead of landing on one).
-    per_command: dict[str, list[float]] = {name: [] for name in [*sorted(HELP), "config"]}
+    # ``produce`` imports each producer's module for that producer's --help: each counts.
+    commands = [*sorted(HELP), "config", *(f"produce {p}" for p in PRODUCERS)]
+    per_command: dict[str, list[float]] = {name: [] for name in commands}
     bare_sub: list[float] = []
     for n in range(args.command_rounds):
         names = list(per_command) if n % 2 == 0 else list(per_command)[::-1]
         for name in names:
-            elapsed, ok = timed([cli, name, "--help"])
+            elapsed, ok = timed([cli, *name.split(), "--help"])
             errors += not ok
             per_command[name].append(elapsed * 1000)
             elapsed, ok = timed([sys.executable, "-c", "pass"])

@@ -31,6 +31,10 @@ _SUBCOMMANDS = {
 }
 
 
+#: The producers' names, in the order ``produce --help`` lists them.
+PRODUCERS = tuple(_SUBCOMMANDS)
+
+
 def _module(name: str) -> Any:
     return importlib.import_module(_SUBCOMMANDS[name][0])
 
