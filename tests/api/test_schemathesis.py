@@ -1,26 +1,32 @@
-"""schemathesis over /openapi.json against the real app on a loopback port.
+"""schemathesis over /openapi.json against the real server on a loopback port.
 
-The server runs in its own thread and event loop (schemathesis calls it synchronously),
-on a SQLite store seeded with a few tokens, one of them with a depeg episode, and 20
-vaults. When the
-webhook storage is present, a real API key is created through it and sent on every call;
-without it the auth middleware lets everything through. Checks: no 5xx, documented status
-codes, content types and headers, and bodies matching the response schemas.
+``depeg-monitor api`` runs in a child process on a SQLite store seeded with a few tokens,
+one of them with a depeg episode, and 20 vaults; a real API key made with ``depeg-monitor
+keys create`` is sent on every call. Checks: no 5xx, documented status codes, content
+types and headers, and bodies matching the response schemas.
+
+A child process, not a thread of the test process: CPython before 3.11.8 keeps the AST
+builder's recursion counter in state shared by every thread (gh-106905), and Hypothesis
+parses a strategy's source (``ast.parse``) while the server may be formatting a traceback
+(which parses too): one CI run failed with "AST constructor recursion depth mismatch".
 """
 
 from __future__ import annotations
 
 import asyncio
-import threading
+import os
+import subprocess
+import sys
+import time
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import schemathesis
-from aiohttp import web
 from hypothesis import HealthCheck, settings
-from readapi_support import api_headers, population, story
+from readapi_support import population, story
 from schemathesis.checks import (
     content_type_conformance,
     not_a_server_error,
@@ -31,9 +37,7 @@ from schemathesis.checks import (
 from vaults_support import load as load_vaults
 from vaults_support import population as vault_population
 
-from monitor.api.app import create_app
 from monitor.api.openapi import build_document
-from monitor.config import ApiConfig, Config, RegistryConfig
 from monitor.kafka.embedded import free_port
 from monitor.storage import connect
 from monitor.storage.ratings import RatingsStore
@@ -46,49 +50,66 @@ CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance,
 schema = schemathesis.openapi.from_dict(build_document())
 
 
-class LiveServer:
-    def __init__(self, db_path: Path, registry: Path) -> None:
-        self.db_path, self.registry = db_path, registry
-        self.loop = asyncio.new_event_loop()
-        self.port = free_port()
-        self.key: str | None = None
-        self._thread = threading.Thread(target=self.loop.run_forever, daemon=True)
-
-    async def _start(self) -> None:
-        self.db = await connect(f"sqlite:///{self.db_path}")
-        store = RatingsStore(self.db)
+async def seed(db_path: Path) -> None:
+    db = await connect(f"sqlite:///{db_path}")
+    try:
+        store = RatingsStore(db)
         await store.migrate()
         snaps, _ = population(20)
         ep_snaps, ep_events = story("eth", USDC, [("ok", 10, 1.0), ("critical", 90, 0.88),
                                                   ("ok", 10, 1.0)])
         await store.write_batch(snaps + ep_snaps, ep_events)
-        vaults = VaultStore(self.db)
+        vaults = VaultStore(db)
         await vaults.migrate()
         await load_vaults(vaults, vault_population(20))  # E5's example vault is the first
+    finally:
+        await db.close()
+
+
+class LiveServer:
+    """``depeg-monitor api`` in a child process, and a key made through the CLI."""
+
+    def __init__(self, root: Path, registry: Path) -> None:
+        self.port = free_port()
         # No rate limit: the fuzzer sends hundreds of calls with one key (and some without
         # one), and a 429 answer reaches no data (the limiters have their own tests in
         # test_rate_limit.py).
-        app = create_app(Config(api=ApiConfig(rate_limit_per_second=0,
-                                              failed_auth_per_second=0),
-                                registry=RegistryConfig(path=str(self.registry))), self.db)
-        self.runner = web.AppRunner(app)
-        await self.runner.setup()  # runs on_startup: every migration
-        await web.TCPSite(self.runner, "127.0.0.1", self.port).start()
-        self.key = (await api_headers(self.db)).get("x-api-key")
-
-    async def _stop(self) -> None:
-        await self.runner.cleanup()
-        await self.db.close()
+        self.env = {**os.environ, "DEPEG_STORAGE__URL": f"sqlite:///{root / 'store.db'}",
+                    "DEPEG_REGISTRY__PATH": str(registry),
+                    "DEPEG_API__RATE_LIMIT_PER_SECOND": "0",
+                    "DEPEG_API__FAILED_AUTH_PER_SECOND": "0",
+                    "DEPEG_LOGGING__FORMAT": "json"}
+        self.cli = [sys.executable, "-m", "monitor", "--data-dir", str(root / "data")]
+        self.log = (root / "api.log").open("wb")
+        self.process: subprocess.Popen[bytes] | None = None
+        self.key = ""
 
     def start(self) -> None:
-        self._thread.start()
-        asyncio.run_coroutine_threadsafe(self._start(), self.loop).result(60)
+        self.process = subprocess.Popen(
+            [*self.cli, "api", "--host", "127.0.0.1", "--port", str(self.port)],
+            env=self.env, stdout=self.log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 60
+        while not self._healthy():
+            assert self.process.poll() is None, "the API server exited at start"
+            assert time.monotonic() < deadline, "the API server did not answer /healthz"
+            time.sleep(0.05)  # polling the child's health endpoint, not a timed wait
+        made = subprocess.run([*self.cli, "keys", "create", "--name", "tests"], env=self.env,
+                              capture_output=True, text=True, check=True, timeout=60)
+        self.key = made.stdout.strip()
+
+    def _healthy(self) -> bool:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/healthz",
+                                        timeout=1) as answer:
+                return bool(answer.status == 200)
+        except OSError:
+            return False
 
     def stop(self) -> None:
-        asyncio.run_coroutine_threadsafe(self._stop(), self.loop).result(30)
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self._thread.join(10)
-        self.loop.close()
+        if self.process is not None:
+            self.process.terminate()
+            self.process.wait(30)
+        self.log.close()
 
 
 @pytest.fixture(scope="module")
@@ -96,7 +117,8 @@ def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer
     root = tmp_path_factory.mktemp("schemathesis")
     registry = root / "tokens.toml"
     registry.write_text(population(20)[1])
-    server = LiveServer(root / "store.db", registry)
+    asyncio.run(seed(root / "store.db"))
+    server = LiveServer(root, registry)
     server.start()
     try:
         yield server
