@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import __version__
-from .command_index import HELP, SERVICES
+from .command_index import HELP, is_service
 from .commands import Command
 
 GROUP = "depeg_monitor.commands"
@@ -193,7 +193,7 @@ def main(argv: list[str] | None = None) -> int:
     if not first.command:
         build_parser(listed).print_help()
         return 2
-    if first.command in SERVICES:
+    if is_service(first.command, argv):
         _stop_quietly_until_started()
     chosen = next((ep for ep in eps if ep.name == first.command), None)
     command = _load(chosen) if chosen is not None else None

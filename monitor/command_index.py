@@ -28,3 +28,8 @@ HELP: dict[str, str] = {
 #: starting (before it handles signals itself) ends it with status 0, as a stop after
 #: start does: nothing has been consumed or committed yet (``monitor.cli.main``).
 SERVICES = frozenset({"api", "deliver", "monitor", "run", "spread", "store"})
+
+
+def is_service(command: str, argv: list[str]) -> bool:
+    """``vaults`` is the vault daemon unless its action is ``replay`` (a job over files)."""
+    return command in SERVICES or (command == "vaults" and "replay" not in argv)

@@ -14,6 +14,8 @@ import sys
 
 import pytest
 
+from monitor.command_index import is_service
+
 CHILD = """
 import os, signal, sys
 import importlib.abc
@@ -33,7 +35,7 @@ sys.exit(main())
 
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
-@pytest.mark.parametrize("service", ["monitor", "deliver", "store"])
+@pytest.mark.parametrize("service", ["monitor", "deliver", "store", "vaults"])
 def test_a_signal_while_a_service_starts_exits_0(service: str, signum: int,
                                                  tmp_path: object) -> None:
     done = subprocess.run(
@@ -45,3 +47,12 @@ def test_a_signal_while_a_service_starts_exits_0(service: str, signum: int,
     assert f"{signum.name} before the service started" in done.stderr
     assert "Traceback" not in done.stderr
 
+
+
+
+def test_jobs_over_files_keep_the_default_action() -> None:
+    """``replay`` and ``vaults replay`` did not finish their files when signalled, so they
+    must not report success: they keep the signal's default action."""
+    assert not is_service("replay", ["replay", "a.csv"])
+    assert not is_service("vaults", ["vaults", "replay", "facts.jsonl"])
+    assert is_service("vaults", ["vaults", "--group", "g"])
