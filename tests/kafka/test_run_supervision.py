@@ -17,8 +17,10 @@ import aiohttp
 import pytest
 from structlog.testing import capture_logs
 
+from monitor import run as run_module
 from monitor.config import Config
 from monitor.kafka.embedded import free_port
+from monitor.logs import get_logger
 from monitor.run import _supervise
 from monitor.services import Service
 from monitor.ticks import make_tick
@@ -111,7 +113,7 @@ async def _until_stopped(seen: list[str], name: str,
 
 @pytest.mark.parametrize("how", ["raises", "returns"])
 async def test_a_service_that_crashes_or_quits_stops_the_others_exit_1(
-        how: str) -> None:
+        how: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """What a supervisor sees: the other services stop cleanly (they see the stop event),
     run's supervision answers 1, and one error line names the service."""
     stopped: list[str] = []
@@ -126,6 +128,9 @@ async def test_a_service_that_crashes_or_quits_stops_the_others_exit_1(
 
     services = [Service("healthy", healthy, order=1), Service("broken", broken, order=2)]
     with capture_logs() as logs:
+        # capture_logs sees only loggers bound after it starts; run's module logger may
+        # already be cached by an earlier test in this process (cache_logger_on_first_use).
+        monkeypatch.setattr(run_module, "log", get_logger(run_module.__name__))
         code = await _supervise(Config(), services, asyncio.Event())
     assert code == 1
     assert stopped == ["healthy"]
