@@ -29,6 +29,7 @@ from ..ticks import Tick
 from ..timefmt import format_ts
 from .figures import refresh_figures
 from .rating import Held, publish
+from .saved import Saved as _Saved
 from .signals import Observations
 from .steady import Steady, steady_figures
 from .tiers import TierState, band, step
@@ -48,32 +49,6 @@ class EngineStats:
     #: Refreshes skipped because the token had no price with a peg yet.
     unrated: int = 0
     transitions: int = 0
-
-
-class _Saved(msgspec.Struct, array_like=True):
-    """One token's complete state, as written to the state topic."""
-
-    version: int
-    chain: str
-    token: str
-    symbol: str
-    windows: WindowState
-    tier: TierState
-    obs: tuple[float | None, ...]
-    price_text: str | None
-    peg_text: str | None
-    next_refresh: float | None
-    last_applied: float | None
-    last_eval: float | None
-    max_seen: float | None
-    last_tick_ts: float | None
-    last_sig: tuple[float | None, ...] | None
-    pending: list[Tick]
-    #: Added in version 2 (a version 1 state restores with an empty memory).
-    held: Held = msgspec.field(default_factory=Held)
-    #: Event time of the newest spread observation received (the gate; see Engine).
-    #: Added after version 2 as a trailing default, so older states still load.
-    spread_mark: float | None = None
 
 
 _OBS_FIELDS = ("peg", "slippage_bps", "slippage_ts", "oracle_price", "oracle_ts", "price",
