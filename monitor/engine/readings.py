@@ -30,19 +30,12 @@ class Flags:
     __slots__ = ("columns", "lo", "pairs", "upto")
 
     def __init__(self, lines: tuple[float, ...], size: int) -> None:
-        # Byte strings: a count of flags is ``column.count(1, a, b)``, in C, no slice.
+        # Byte strings: flags are counted by ``column.count(1, a, b)``, in C, no slice.
         self.columns = [bytearray(size) for _ in lines]
         #: Each line with its column (built once: it was a zip per refresh).
         self.pairs = tuple(zip(self.columns, lines, strict=True))
         self.lo = 0
         self.upto: int | None = None
-
-    def count(self, n: int, a: int, b: int) -> int:
-        """Flags set in column ``n`` over ring slots ``a..b`` (wrapping past the end)."""
-        column = self.columns[n]
-        if a <= b:
-            return column.count(1, a, b + 1)
-        return column.count(1, a) + column.count(1, 0, b + 1)
 
     def cover(self, lo: int, hi: int, ext: array[float], cov: array[float],
               above: bool) -> None:
@@ -175,8 +168,9 @@ def count_beyond(w: Windows, now: float, seconds: float, lines: tuple[float, ...
                 flags = w._flags[(lines, above)] = Flags(lines, size)
             flags.cover(lo, hi, f_ext, w._f[_COV], above)
             a, b = lo % size, hi % size
-            for n in range(len(counts)):
-                counts[n] = flags.count(n, a, b)
+            for n, column in enumerate(flags.columns):  # slots a..b, wrapping past the end
+                counts[n] = column.count(1, a, b + 1) if a <= b \
+                    else column.count(1, a) + column.count(1, 0, b + 1)
     # The held stretch: ring buckets take the extreme with ``dev``; the buckets past
     # the ring's head hold ``dev`` alone.
     lo = first_b if first_b > held_from else held_from
