@@ -123,7 +123,9 @@ class Engine:
         """Take one tick; returns the refreshes and tier changes it made due."""
         self.stats.ticks += 1
         key = f"{tick.chain}:{tick.token}"  # Tick.key, without a property call per tick
-        t = self._token(tick, key)
+        t = self._tokens.get(key)
+        if t is None or (tick.symbol and tick.symbol != t.symbol):  # rare: a call then
+            t = self._token(tick, key)
         ts = tick.ts
         if (t.last_applied is not None and ts < t.last_applied) or (
             t.last_eval is not None and ts <= t.last_eval
@@ -257,7 +259,9 @@ class Engine:
         pending = t.pending
         while pending and pending[0][0] <= horizon:
             ts, _, tick = heapq.heappop(pending)
-            self._refresh_until(t, ts, out, inclusive=False)
+            due = t.next_refresh
+            if due is not None and due < ts:  # else _refresh_until would do nothing
+                self._refresh_until(t, ts, out, inclusive=False)
             self._apply(t, tick, ts)
             if self._every <= 0:
                 self._evaluate(t, ts, out)
