@@ -1,7 +1,12 @@
 """Replay throughput, memory per token, and replay time against a bare ``csv.reader`` pass.
 
     python benchmarks/bench_replay.py [FILE]
-    python benchmarks/bench_replay.py --table [--rounds 3]   # the README table's row
+    python benchmarks/bench_replay.py --table [--rounds 3] [--no-compiled]   # the README rows
+
+``--table`` times whole processes: a bare ``csv.reader`` pass, ``depeg-monitor replay``
+(pure Python, the default install) and the same replay with the optional mypyc build
+(monitor/compiled.py; built once into a temporary directory, or the one
+``DEPEG_MONITOR_COMPILED`` names), in rotating order: two rows, one ratio each.
 
 Targets (issue 2): a 1-minute, one-month file replays in under 5x a bare CSV pass; under
 20 KB of window state per token. Prints figures; asserts nothing.
@@ -67,20 +72,51 @@ BARE = ("import csv, sys\nfor name in sys.argv[1:]:\n    with open(name, newline
         "        for _ in csv.reader(fh):\n            pass\n")
 
 
-def child_cpu(argv: list[str]) -> tuple[float, bool]:
+def child_cpu(argv: list[str], env: dict[str, str] | None = None) -> tuple[float, bool]:
     """CPU seconds (user + system) of one child process run to the end, and its success;
     CPU, not wall time, so the figure is the work done and not the machine's load."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    done = subprocess.run(argv, capture_output=True, check=False)
+    done = subprocess.run(argv, capture_output=True, check=False, env=env)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     return cpu, done.returncode == 0
 
 
-def table_row(rounds: int) -> None:
+def compiled_env(tmp: str) -> dict[str, str] | None:
+    """An environment running the optional mypyc build (monitor/compiled.py): the one
+    ``DEPEG_MONITOR_COMPILED`` names, else one built now into ``tmp`` (~15 s). None when
+    it cannot be built here (no compiler or headers): the row is then left out, said so."""
+    from monitor.compiled import ENV
+
+    pure = {k: v for k, v in os.environ.items() if k != ENV}
+    folder = os.environ.get(ENV, "").strip()
+    if not folder:
+        folder = os.path.join(tmp, "compiled")
+        built = subprocess.run([sys.executable, str(Path(__file__).with_name(
+            "build_compiled.py")), "--out", folder], env=pure, capture_output=True,
+            text=True, check=False)
+        if built.returncode != 0:
+            print(f"no mypyc build row: the build failed ({built.stderr.strip()[-300:]})")
+            return None
+    env = {**pure, ENV: folder}
+    # A build the loader refuses (other sources, other interpreter) would time the
+    # sources under the build's name: check the engine really loads compiled.
+    probe = subprocess.run([sys.executable, "-c", "import monitor.engine.engine as e;"
+                            "print(e.__file__)"], env=env, capture_output=True, text=True,
+                           check=False)
+    if not probe.stdout.strip().endswith(".so"):
+        print(f"no mypyc build row: {folder} is not used ({probe.stderr.strip()[-300:]})")
+        return None
+    return env
+
+
+def table_row(rounds: int, compiled: bool = True) -> None:
     """Whole processes over every shared real tick file: a bare ``csv.reader`` pass
-    against ``depeg-monitor replay``, alternating, ``rounds`` times."""
+    against ``depeg-monitor replay`` (the pure-Python default, and the optional mypyc
+    build unless ``compiled`` is False), in rotating order, ``rounds`` times."""
     from common import emit, fail_on_errors, machine_line, show
+
+    from monitor.compiled import ENV
 
     files = sorted(str(p) for p in TICKS.glob("*.csv"))
     if not files:
@@ -90,39 +126,46 @@ def table_row(rounds: int) -> None:
     cli = str(Path(sys.executable).with_name("depeg-monitor"))
     print(machine_line())
     print(f"{len(files)} files, {ticks:,} ticks")
-    bare: list[float] = []
-    project: list[float] = []
+    pure = {k: v for k, v in os.environ.items() if k != ENV}
+    cpu: dict[str, list[float]] = {"bare": [], "replay": [], "mypyc": []}
     errors = 0
     with tempfile.TemporaryDirectory() as tmp:
+        envs = {"bare": pure, "replay": pure}
+        build = compiled_env(tmp) if compiled else None
+        if build is not None:
+            envs["mypyc"] = build
         out = os.path.join(tmp, "events.jsonl")
+        replay = [cli, "--log-level", "warning", "replay", "--overwrite", "--out", out, *files]
+        argv = {"bare": [sys.executable, "-c", BARE, *files], "replay": replay,
+                "mypyc": replay}
+        order = list(envs)
         for n in range(rounds):
-            runs = [("bare", [sys.executable, "-c", BARE, *files]),
-                    ("replay", [cli, "--log-level", "warning", "replay", "--overwrite",
-                                "--out", out, *files])]
-            for which, argv in runs if n % 2 == 0 else runs[::-1]:
-                cpu, ok = child_cpu(argv)
+            for which in order[n % len(order):] + order[:n % len(order)]:
+                seconds, ok = child_cpu(argv[which], envs[which])
                 errors += not ok
-                (bare if which == "bare" else project).append(cpu * 1000)
-                print(f"  round {n + 1} {which:<6} {cpu * 1000:9.1f} ms CPU", flush=True)
+                cpu[which].append(seconds * 1000)
+                print(f"  round {n + 1} {which:<6} {seconds * 1000:9.1f} ms CPU", flush=True)
+    bare = cpu["bare"]
     print(show("bare csv.reader pass (process)", bare, "ms CPU"))
-    print(show("depeg-monitor replay", project, "ms CPU"))
-    ratio = statistics.median(project) / statistics.median(bare)
-    print(f"replay / bare csv.reader (CPU, medians): {ratio:.1f}x  (target <= 5x, then 3x)"
-          + (" [mypyc build]" if os.environ.get("DEPEG_MONITOR_COMPILED") else ""))
     fail_on_errors(errors, "the replay runs")
-    # The optional mypyc build (benchmarks/build_compiled.py) is used when the variable is
-    # set (the children inherit it); the row says so, pure Python being the default.
-    build = " (mypyc build)" if os.environ.get("DEPEG_MONITOR_COMPILED") else ""
-    emit(f"replay, {len(files)} real files, {ticks:,} ticks, whole process (CPU){build}",
-         unit="ms", limit_name="bare `csv.reader` pass (process)", limit=bare,
-         project=project, ratio=ratio, target="<= 5x (then 3x)", met=ratio <= 5,
-         note=f"{ticks / (statistics.median(project) / 1000):,.0f} ticks per CPU-second")
+    rows = [("replay", "", "depeg-monitor replay")]
+    if cpu["mypyc"]:
+        rows.append(("mypyc", " (mypyc build)", "depeg-monitor replay, mypyc build"))
+    for which, label, name in rows:
+        project = cpu[which]
+        print(show(name, project, "ms CPU"))
+        ratio = statistics.median(project) / statistics.median(bare)
+        print(f"{name} / bare csv.reader (CPU, medians): {ratio:.1f}x  (target <= 5x, then 3x)")
+        emit(f"replay, {len(files)} real files, {ticks:,} ticks, whole process (CPU){label}",
+             unit="ms", limit_name="bare `csv.reader` pass (process)", limit=bare,
+             project=project, ratio=ratio, target="<= 5x (then 3x)", met=ratio <= 5,
+             note=f"{ticks / (statistics.median(project) / 1000):,.0f} ticks per CPU-second")
 
 
 def main() -> None:
     if "--table" in sys.argv:
         rounds = int(sys.argv[sys.argv.index("--rounds") + 1]) if "--rounds" in sys.argv else 3
-        table_row(rounds)
+        table_row(rounds, compiled="--no-compiled" not in sys.argv)
         return
     path = Path(sys.argv[1]) if len(sys.argv) > 1 else DEFAULT
     if not path.exists():

@@ -47,11 +47,20 @@ def entry_points(group: str) -> list[EntryPoint]:
         for name in names:
             if not name.endswith((".dist-info", ".egg-info")):
                 continue
+            try:
+                with open(os.path.join(entry or ".", name, "entry_points.txt"),
+                          encoding="utf-8") as fh:
+                    text = fh.read()
+            except (OSError, UnicodeDecodeError):
+                continue
+            # Most distributions have no entry of ours: skip them before building a
+            # parser (one per distribution was most of this function's time).
+            if group not in text:
+                continue
             parser = configparser.ConfigParser(delimiters=("=",), interpolation=None)
             parser.optionxform = str  # type: ignore[assignment,method-assign]
             try:
-                parser.read(os.path.join(entry or ".", name, "entry_points.txt"),
-                            encoding="utf-8")
+                parser.read_string(text)
             except configparser.Error:
                 continue
             if parser.has_section(group):

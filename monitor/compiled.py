@@ -24,7 +24,8 @@ MODULES = ("monitor/engine/windows.py", "monitor/engine/readings.py",
            "monitor/engine/ringfields.py", "monitor/engine/signals.py",
            "monitor/engine/rating.py", "monitor/engine/tiers.py",
            "monitor/engine/memo.py", "monitor/engine/figures.py",
-           "monitor/engine/steady.py", "monitor/tickfiles.py", "monitor/timefmt.py")
+           "monitor/engine/steady.py", "monitor/engine/engine.py", "monitor/tickfiles.py",
+           "monitor/timefmt.py", "monitor/replay.py")
 ENV = "DEPEG_MONITOR_COMPILED"
 MANIFEST = "depeg-monitor-compiled.json"
 #: The checkout's (or installed tree's) root: the directory holding ``monitor/``.

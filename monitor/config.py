@@ -9,7 +9,6 @@ message that names the field.
 from __future__ import annotations
 
 import os
-import tomllib
 from collections.abc import Mapping
 from datetime import datetime
 from pathlib import Path
@@ -465,6 +464,8 @@ def load_config(path: str | Path | None = None, env: Mapping[str, str] | None = 
     tree: dict[str, Any] = {}
     path = path or env.get(CONFIG_ENV) or None
     if path:
+        import tomllib  # only with a file: its import (regexes compiled) is a few ms
+
         try:
             tree = tomllib.loads(Path(path).read_text(encoding="utf-8"))
         except (OSError, tomllib.TOMLDecodeError) as exc:

@@ -25,8 +25,6 @@ import sys
 from collections.abc import MutableMapping
 from typing import IO, Any
 
-import structlog
-
 REDACTED = "[redacted]"
 
 #: Field names whose values are always replaced (compared lower-case, ``-`` as ``_``).
@@ -126,51 +124,92 @@ def describe_call(call: functools.partial[Any]) -> str:
 def configure_logging(
     level: str = "info", fmt: str = "auto", stream: IO[str] | None = None
 ) -> None:
-    """Configure structlog and the root logger once per process (``stream``: stderr)."""
+    """Configure structlog and the root logger once per process (``stream``: stderr).
+
+    structlog itself (with rich and asyncio behind it: ~100 ms of CPU) is imported only
+    once something logs through it or a record reaches the handler: a command that never
+    logs, such as a clean ``replay``, does not pay for it. Already imported, it is
+    configured here and now, as it always was."""
+    global _pending
     stream = stream or sys.stderr
     if fmt == "auto":
         fmt = "console" if stream.isatty() else "json"
-    shared: list[Any] = [
+    colors = stream.isatty()
+    handler = logging.StreamHandler(stream)
+    handler.addFilter(SqlParameterFilter())
+    handler.setFormatter(_DeferredFormatter(fmt == "console", colors))
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(level.upper())
+    # aiokafka is chatty at INFO about every (re)join; keep it to warnings.
+    logging.getLogger("aiokafka").setLevel(max(root.level, logging.WARNING))
+    _pending = True
+    if "structlog" in sys.modules:
+        _structlog()
+
+
+#: configure_logging has run and structlog has not been configured for it yet.
+_pending = False
+
+
+def _structlog() -> Any:
+    """structlog, imported, and configured if configure_logging asked for it."""
+    global _pending
+    import structlog
+
+    if _pending:
+        _pending = False
+        structlog.configure(
+            # filter_by_level first: an event below the level costs a level check, not the
+            # whole chain (timestamp, secret scrubbing) before the handler drops it.
+            processors=[structlog.stdlib.filter_by_level, *_shared(structlog),
+                        structlog.stdlib.ProcessorFormatter.wrap_for_formatter],
+            logger_factory=structlog.stdlib.LoggerFactory(),
+            wrapper_class=structlog.stdlib.BoundLogger,
+            cache_logger_on_first_use=True,
+        )
+    return structlog
+
+
+def _shared(structlog: Any) -> list[Any]:
+    return [
         structlog.contextvars.merge_contextvars,
         structlog.stdlib.add_logger_name,
         structlog.processors.add_log_level,
         structlog.processors.TimeStamper(fmt="iso", utc=True),
         redact_secrets,
     ]
-    renderer: Any = (
-        structlog.dev.ConsoleRenderer(colors=stream.isatty())
-        if fmt == "console"
-        else structlog.processors.JSONRenderer()
-    )
-    structlog.configure(
-        # filter_by_level first: an event below the level costs a level check, not the
-        # whole chain (timestamp, secret scrubbing) before the handler drops it.
-        processors=[structlog.stdlib.filter_by_level, *shared,
-                    structlog.stdlib.ProcessorFormatter.wrap_for_formatter],
-        logger_factory=structlog.stdlib.LoggerFactory(),
-        wrapper_class=structlog.stdlib.BoundLogger,
-        cache_logger_on_first_use=True,
-    )
-    handler = logging.StreamHandler(stream)
-    handler.addFilter(SqlParameterFilter())
-    handler.setFormatter(
-        structlog.stdlib.ProcessorFormatter(
-            foreign_pre_chain=shared,
-            processors=[
-                structlog.stdlib.ProcessorFormatter.remove_processors_meta,
-                structlog.processors.format_exc_info,
-                # Again after formatting: a traceback may quote a secret from a local value.
-                redact_secrets,
-                renderer,
-            ],
-        )
-    )
-    root = logging.getLogger()
-    root.handlers[:] = [handler]
-    root.setLevel(level.upper())
-    # aiokafka is chatty at INFO about every (re)join; keep it to warnings.
-    logging.getLogger("aiokafka").setLevel(max(root.level, logging.WARNING))
+
+
+class _DeferredFormatter(logging.Formatter):
+    """structlog's ProcessorFormatter, built on the first record (see configure_logging)."""
+
+    def __init__(self, console: bool, colors: bool) -> None:
+        super().__init__()
+        self._console = console
+        self._colors = colors
+        self._real: logging.Formatter | None = None
+
+    def format(self, record: logging.LogRecord) -> str:
+        if self._real is None:
+            structlog = _structlog()
+            renderer: Any = (
+                structlog.dev.ConsoleRenderer(colors=self._colors)
+                if self._console
+                else structlog.processors.JSONRenderer()
+            )
+            self._real = structlog.stdlib.ProcessorFormatter(
+                foreign_pre_chain=_shared(structlog),
+                processors=[
+                    structlog.stdlib.ProcessorFormatter.remove_processors_meta,
+                    structlog.processors.format_exc_info,
+                    # Again after formatting: a traceback may quote a secret from a local value.
+                    redact_secrets,
+                    renderer,
+                ],
+            )
+        return self._real.format(record)
 
 
 def get_logger(name: str) -> Any:
-    return structlog.stdlib.get_logger(name)
+    return _structlog().stdlib.get_logger(name)

@@ -23,7 +23,6 @@ so a token seen in ticks but missing here is still rated and listed, marked
 from __future__ import annotations
 
 import re
-import tomllib
 from pathlib import Path
 from typing import Final
 
@@ -95,6 +94,8 @@ class _File(msgspec.Struct, forbid_unknown_fields=True):
 
 def parse_registry(text: str, source: str = "registry") -> list[TokenInfo]:
     """Validate every entry; a bad one stops start-up with its index and the reason."""
+    import tomllib  # here: a replay without a registry file never parses TOML
+
     try:
         raw = tomllib.loads(text)
         parsed = msgspec.convert(raw, _File)

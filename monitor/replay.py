@@ -102,11 +102,15 @@ def run_replay(rows: Iterable[Row], model: ModelConfig,
     feed = SpreadFeed(config if config is not None else Config(model=model),
                       snapshots=snapshots)
     engine = feed.engine
+    # Without a spread stage the feed hands every tick to the engine: call it directly.
+    plain = feed.stage is None
     produced: list[tuple[int, Output]] = []
     seq = 0
     wall = time.time() if now is None else now
-    wall_limit = future_limit(None, wall, model.future_tolerance_seconds)
+    tolerance = model.future_tolerance_seconds
+    wall_limit = future_limit(None, wall, tolerance)
     newest: dict[str, float] = {}
+    ticks = 0
     for row in rows:
         if isinstance(row, BadRow):
             summary.bad_rows += 1
@@ -114,21 +118,23 @@ def run_replay(rows: Iterable[Row], model: ModelConfig,
             if len(summary.bad_examples) < MAX_BAD_ROWS_SHOWN:
                 summary.bad_examples.append(row)
             continue
-        key = row.key
+        key = f"{row.chain}:{row.token}"  # Tick.key
+        ts = row.ts
         # The bound is never below wall + tolerance: only a tick past that is checked.
-        if row.ts > wall_limit:
+        if ts > wall_limit:
             try:  # the same bound the daemon applies (monitor/timesanity.py)
-                check_not_future(row, newest.get(key), wall, model.future_tolerance_seconds)
+                check_not_future(row, newest.get(key), wall, tolerance)
             except BadTick as exc:
                 summary.bad_rows += 1
                 summary.bad_reasons[exc.reason] += 1
                 continue
-        if row.ts > newest.get(key, -math.inf):
-            newest[key] = row.ts
-        summary.ticks += 1
-        for out in feed.process(row):
+        if ts > newest.get(key, -math.inf):
+            newest[key] = ts
+        ticks += 1
+        for out in engine.process(row) if plain else feed.process(row):
             seq += 1
             produced.append((seq, out))
+    summary.ticks += ticks
     for out in feed.flush():
         seq += 1
         produced.append((seq, out))

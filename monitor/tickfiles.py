@@ -7,7 +7,6 @@ and carry on: a bad row is a value, not an exception.
 from __future__ import annotations
 
 import csv
-import heapq
 import math
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -145,14 +144,33 @@ def merge_by_time(streams: Iterable[Iterator[Row]]) -> Iterator[Row]:
 
     Bad rows pass through where they stand (they have no trustworthy time). Files that are
     not sorted still work: the engine's lateness allowance and counters deal with them.
+
+    Each step yields the waiting row whose stream's newest tick time is the smallest, the
+    first stream on a tie: the order ``heapq.merge`` gives rows keyed ``(newest tick time,
+    stream index, row number)``, without a key tuple and a generator frame per row.
     """
-
-    def keyed(index: int, rows: Iterator[Row]) -> Iterator[tuple[float, int, int, Row]]:
-        last = 0.0
-        for seq, row in enumerate(rows):
-            if isinstance(row, Tick):
-                last = row.ts
-            yield (last, index, seq, row)
-
-    for _, _, _, row in heapq.merge(*(keyed(i, s) for i, s in enumerate(streams))):
-        yield row
+    sources: list[Iterator[Row]] = []
+    heads: list[Row] = []
+    times: list[float] = []  # per stream, the newest tick time so far (0.0 before one)
+    for stream in streams:
+        for row in stream:  # the first row, if any
+            sources.append(stream)
+            heads.append(row)
+            times.append(row.ts if isinstance(row, Tick) else 0.0)
+            break
+    while len(heads) > 1:
+        best = 0
+        for i in range(1, len(heads)):
+            if times[i] < times[best]:
+                best = i
+        yield heads[best]
+        following = next(sources[best], None)
+        if following is None:
+            del sources[best], heads[best], times[best]
+        else:
+            heads[best] = following
+            if isinstance(following, Tick):
+                times[best] = following.ts
+    if heads:
+        yield heads[0]
+        yield from sources[0]

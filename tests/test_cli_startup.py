@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -106,3 +107,22 @@ def test_the_entry_point_reader_agrees_with_importlib_metadata() -> None:
 
     standard = {(ep.name, ep.value) for ep in entry_points(group=cli.GROUP)}
     assert standard and {(ep.name, ep.value) for ep in cli.entry_points(cli.GROUP)} == standard
+
+
+def test_a_replay_imports_no_logging_stack_or_network_stack(tmp_path: Path) -> None:
+    """A clean replay logs nothing, so it does not import structlog (and asyncio and, in
+    a development install, rich behind it: most of a short replay's start-up), nor any
+    network client; it still writes its transitions."""
+    ticks = tmp_path / "ticks.csv"
+    ticks.write_text("ts,chain,token,symbol,price_usd,peg_usd,slippage_bps\n"
+                     "2023-03-11T07:50:00Z,eth,0xa0b86991c6218b36c1d19d4a2e9eb0ce3606eb48,"
+                     "USDC,0.99,1,\n")
+    out = tmp_path / "out.jsonl"
+    heavy = ("structlog", "rich", "asyncio", "aiokafka", "aiohttp", "asyncpg", "aiosqlite")
+    done = subprocess.run([sys.executable, "-c", _IMPORTED_BY, ",".join(heavy),
+                           "--log-level", "warning", "--data-dir", str(tmp_path / "data"),
+                           "replay", "--out", str(out), str(ticks)],
+                          capture_output=True, text=True, check=False)
+    result = json.loads(done.stderr.strip().splitlines()[-1])
+    assert result["code"] == 0 and out.exists(), done.stderr
+    assert result["heavy"] == []

@@ -63,6 +63,54 @@ def test_the_compiled_build_replays_byte_for_byte(tmp_path: Path, compiled_build
     assert replay(tmp_path, compiled_env, "compiled") == pure
 
 
+#: Half the ticks through an engine, every token's state exported and restored into a new
+#: engine, the rest through that one: prints the engine module's file, then a digest of
+#: every output and every saved state (the daemon's checkpoint path, compiled or not).
+_STATE_ROUND_TRIP = """
+import hashlib, sys
+from pathlib import Path
+from monitor.config import ModelConfig
+from monitor.engine import Engine, engine as module
+from monitor.records import encode
+from monitor.tickfiles import merge_by_time, read_file
+from monitor.ticks import Tick
+rows = [r for r in merge_by_time(read_file(Path(p)) for p in sys.argv[1:]) if isinstance(r, Tick)]
+digest = hashlib.sha256()
+first, half = Engine(ModelConfig()), len(rows) // 2
+for row in rows[:half]:
+    for out in first.process(row):
+        digest.update(encode(out))
+states = sorted((key, first.export_state(key)) for key in first.keys())
+second = Engine(ModelConfig())
+for key, blob in states:
+    digest.update(blob)
+    assert second.restore_state(blob) == key
+for row in rows[half:]:
+    for out in second.process(row):
+        digest.update(encode(out))
+for out in second.flush():
+    digest.update(encode(out))
+for key in sorted(second.keys()):
+    digest.update(second.export_state(key))
+print(module.__file__)
+print(digest.hexdigest())
+"""
+
+
+def test_the_compiled_engine_saves_and_restores_byte_for_byte(compiled_build: str) -> None:
+    """The engine module itself is compiled: its saved states (msgspec structs kept in
+    engine/saved.py) and what a restored engine goes on to publish match the sources'."""
+    files = [str(data_file(f)) for f in FILES]
+    runs = {}
+    for name, env in (("pure", {k: v for k, v in os.environ.items() if k != ENV}),
+                      ("compiled", {**os.environ, ENV: compiled_build})):
+        done = subprocess.run([sys.executable, "-c", _STATE_ROUND_TRIP, *files], env=env,
+                              check=True, capture_output=True, text=True)
+        runs[name] = done.stdout.split()
+    assert runs["pure"][0].endswith(".py") and runs["compiled"][0].endswith(".so")
+    assert runs["compiled"][1] == runs["pure"][1]
+
+
 def test_a_build_of_other_sources_is_not_used(tmp_path: Path,
                                              monkeypatch: pytest.MonkeyPatch) -> None:
     (tmp_path / MANIFEST).write_text(json.dumps({

@@ -29,10 +29,11 @@ from ..ticks import Tick
 from ..timefmt import format_ts
 from .figures import refresh_figures
 from .rating import Held, publish
+from .saved import Saved as _Saved
 from .signals import Observations
 from .steady import Steady, steady_figures
 from .tiers import TierState, band, step
-from .windows import Windows, WindowState
+from .windows import Windows
 
 Output = TierChangeEvent | RatingSnapshot
 
@@ -48,32 +49,6 @@ class EngineStats:
     #: Refreshes skipped because the token had no price with a peg yet.
     unrated: int = 0
     transitions: int = 0
-
-
-class _Saved(msgspec.Struct, array_like=True):
-    """One token's complete state, as written to the state topic."""
-
-    version: int
-    chain: str
-    token: str
-    symbol: str
-    windows: WindowState
-    tier: TierState
-    obs: tuple[float | None, ...]
-    price_text: str | None
-    peg_text: str | None
-    next_refresh: float | None
-    last_applied: float | None
-    last_eval: float | None
-    max_seen: float | None
-    last_tick_ts: float | None
-    last_sig: tuple[float | None, ...] | None
-    pending: list[Tick]
-    #: Added in version 2 (a version 1 state restores with an empty memory).
-    held: Held = msgspec.field(default_factory=Held)
-    #: Event time of the newest spread observation received (the gate; see Engine).
-    #: Added after version 2 as a trailing default, so older states still load.
-    spread_mark: float | None = None
 
 
 _OBS_FIELDS = ("peg", "slippage_bps", "slippage_ts", "oracle_price", "oracle_ts", "price",
@@ -135,6 +110,10 @@ class Engine:
         self._tokens: dict[str, _Token] = {}
         self._seq = 0
         self.stats = EngineStats()
+        # Read per tick: kept as plain attributes (a compiled engine reads these natively;
+        # the config is a msgspec struct, read through the generic attribute lookup).
+        self._every: int = c.refresh_seconds
+        self._lateness: int = c.lateness_seconds
 
     # -- public ----------------------------------------------------------------------
     def keys(self) -> Iterable[str]:
@@ -143,24 +122,27 @@ class Engine:
     def process(self, tick: Tick) -> list[Output]:
         """Take one tick; returns the refreshes and tier changes it made due."""
         self.stats.ticks += 1
-        key = tick.key  # a property building the string: once per tick
-        t = self._token(tick, key)
-        if (t.last_applied is not None and tick.ts < t.last_applied) or (
-            t.last_eval is not None and tick.ts <= t.last_eval
+        key = f"{tick.chain}:{tick.token}"  # Tick.key, without a property call per tick
+        t = self._tokens.get(key)
+        if t is None or (tick.symbol and tick.symbol != t.symbol):  # rare: a call then
+            t = self._token(tick, key)
+        ts = tick.ts
+        if (t.last_applied is not None and ts < t.last_applied) or (
+            t.last_eval is not None and ts <= t.last_eval
         ):
             self.stats.late += 1
             return []
         self._seq += 1
-        heapq.heappush(t.pending, (tick.ts, self._seq, tick))
+        heapq.heappush(t.pending, (ts, self._seq, tick))
         if tick.cross_chain_chains is not None:
-            if t.spread_mark is None or tick.ts > t.spread_mark:
-                t.spread_mark = tick.ts
-        elif t.max_seen is None or tick.ts > t.max_seen:
-            t.max_seen = tick.ts
+            if t.spread_mark is None or ts > t.spread_mark:
+                t.spread_mark = ts
+        elif t.max_seen is None or ts > t.max_seen:
+            t.max_seen = ts
         out: list[Output] = []
         if t.max_seen is None:
             return out
-        horizon = t.max_seen - self.config.lateness_seconds
+        horizon = t.max_seen - self._lateness
         if self.spread_gated and key in self.spread_gated:
             horizon = min(horizon, t.spread_mark if t.spread_mark is not None else -math.inf)
         self._release(t, horizon, out)
@@ -172,7 +154,7 @@ class Engine:
         out: list[Output] = []
         if t is None:
             return out
-        horizon = float(until) - self.config.lateness_seconds
+        horizon = float(until) - self._lateness
         self._release(t, horizon, out)
         self._refresh_until(t, horizon, out, inclusive=True)
         return out
@@ -192,7 +174,7 @@ class Engine:
         t = self._tokens.get(key)
         out: list[Output] = []
         if t is not None and t.max_seen is not None:
-            self._release(t, t.max_seen - self.config.lateness_seconds, out)
+            self._release(t, t.max_seen - self._lateness, out)
         return out
 
     def flush(self) -> list[Output]:
@@ -276,59 +258,67 @@ class Engine:
     def _release(self, t: _Token, horizon: float, out: list[Output]) -> None:
         pending = t.pending
         while pending and pending[0][0] <= horizon:
-            _, _, tick = heapq.heappop(pending)
-            self._refresh_until(t, tick.ts, out, inclusive=False)
-            self._apply(t, tick)
-            if self.config.refresh_seconds <= 0:
-                self._evaluate(t, tick.ts, out)
+            ts, _, tick = heapq.heappop(pending)
+            due = t.next_refresh
+            if due is not None and due < ts:  # else _refresh_until would do nothing
+                self._refresh_until(t, ts, out, inclusive=False)
+            self._apply(t, tick, ts)
+            if self._every <= 0:
+                self._evaluate(t, ts, out)
 
     def _refresh_until(self, t: _Token, ts: float, out: list[Output], *, inclusive: bool) -> None:
         """Evaluate every refresh boundary before ``ts`` (or at it, when ``inclusive``)."""
-        every = self.config.refresh_seconds
+        every = self._every
         if every <= 0 or t.next_refresh is None:
             return
         while t.next_refresh < ts or (inclusive and t.next_refresh == ts):
             self._evaluate(t, t.next_refresh, out)
             t.next_refresh += every
 
-    def _apply(self, t: _Token, tick: Tick) -> None:
-        sig = (tick.price, tick.slippage_bps, tick.oracle_price, tick.cross_chain_spread_bps,
-               tick.cross_chain_chains)
-        if tick.ts == t.last_applied and sig == t.last_sig:
+    def _apply(self, t: _Token, tick: Tick, ts: float) -> None:
+        """Apply ``tick`` (``ts`` is its time, already read by the caller)."""
+        price = tick.price
+        slippage = tick.slippage_bps
+        oracle = tick.oracle_price
+        chains = tick.cross_chain_chains
+        sig = (price, slippage, oracle, tick.cross_chain_spread_bps, chains)
+        if ts == t.last_applied and sig == t.last_sig:
             self.stats.duplicates += 1
             return
         self.stats.applied += 1
-        t.last_applied = tick.ts
+        t.last_applied = ts
         t.last_sig = sig
-        if tick.cross_chain_chains is None:  # the spread stage's ticks are not the token's
-            t.last_tick_ts = tick.ts
+        if chains is None:  # the spread stage's ticks are not the token's
+            t.last_tick_ts = ts
         obs = t.obs
-        if tick.peg is not None:
-            obs.peg = tick.peg
+        peg = tick.peg
+        if peg is not None:
+            obs.peg = peg
             t.peg_text = tick.peg_text
-        if tick.price is not None:
-            if obs.peg is None:
+        if price is not None:
+            peg = obs.peg
+            if peg is None:
                 self.stats.no_peg += 1
             else:
-                obs.price = tick.price
-                obs.price_ts = tick.ts
+                obs.price = price
+                obs.price_ts = ts
                 t.price_text = tick.price_text
-                t.windows.add_price(tick.ts, (tick.price - obs.peg) / obs.peg)
-        if tick.slippage_bps is not None:
-            obs.slippage_bps = tick.slippage_bps
-            obs.slippage_ts = tick.ts
-        if tick.oracle_price is not None:
-            obs.oracle_price = tick.oracle_price
-            obs.oracle_ts = tick.ts
-        if tick.cross_chain_chains is not None:
+                t.windows.add_price(ts, (price - peg) / peg)
+        if slippage is not None:
+            obs.slippage_bps = slippage
+            obs.slippage_ts = ts
+        if oracle is not None:
+            obs.oracle_price = oracle
+            obs.oracle_ts = ts
+        if chains is not None:
             spread = tick.cross_chain_spread_bps
             obs.spread = None if spread is None else spread / 1e4
-            obs.spread_ts = tick.ts
-        if t.next_refresh is None and self.config.refresh_seconds > 0:
-            every = self.config.refresh_seconds
+            obs.spread_ts = ts
+        every = self._every
+        if t.next_refresh is None and every > 0:
             # The first boundary at or after the first tick (a tick exactly on a boundary
             # is part of that boundary's refresh, as it is for every later boundary).
-            t.next_refresh = float(math.ceil(tick.ts / every) * every)
+            t.next_refresh = float(math.ceil(ts / every) * every)
 
     def _evaluate(self, t: _Token, now: float, out: list[Output]) -> None:
         c = self.config

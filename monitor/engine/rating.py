@@ -87,9 +87,15 @@ def floor_rating(windows: Windows, now: float, cfg: ModelConfig) -> float:
 
 def band_edge(rating: float, cfg: ModelConfig) -> float:
     """The lower edge of the band ``rating`` is in (0 for ok)."""
-    for edge in (cfg.critical_at, cfg.warning_at, cfg.watch_at):
-        if rating >= edge:
-            return edge
+    edge = cfg.critical_at
+    if rating >= edge:
+        return edge
+    edge = cfg.warning_at
+    if rating >= edge:
+        return edge
+    edge = cfg.watch_at
+    if rating >= edge:
+        return edge
     return 0.0
 
 
@@ -104,17 +110,36 @@ def publish(held: Held, raw: float, floor: float, calm: bool, now: float,
     ``hold_seconds`` (a depeg swinging around a band edge does not flip the tier every
     hour); once calm it decays fast with no stop, so a token back at peg is ok within
     2 hours.
+
+    The ``max``/``min`` of the rule are written out as the comparisons the builtins make
+    (the first of equal values wins, so -0.0 and 0.0 come out as they did): compiled,
+    a builtin called with several arguments went through a tuple every refresh.
     """
     decayed = 0.0
     edge = band_edge(held.rating, cfg)
-    if held.at is not None:
+    at = held.at
+    if at is not None:
         rate = cfg.calm_decay_per_hour if calm else cfg.hold_decay_per_hour
-        decayed = held.rating - rate * max(0.0, now - held.at) / 3600.0
+        elapsed = 0.0  # max(0.0, now - at)
+        if now - at > elapsed:
+            elapsed = now - at
+        decayed = held.rating - rate * elapsed / 3600.0
+        support_at = held.support_at
         supported = raw >= edge - cfg.hold_margin or (
-            held.support_at is not None and now - held.support_at <= cfg.hold_seconds)
-        if not calm and edge > 0 and supported:
-            decayed = max(decayed, edge)
-    rating = round(min(100.0, max(raw, floor, decayed, 0.0)), 2)
+            support_at is not None and now - support_at <= cfg.hold_seconds)
+        if not calm and edge > 0 and supported and edge > decayed:
+            decayed = edge  # max(decayed, edge)
+    top = raw  # max(raw, floor, decayed, 0.0)
+    if floor > top:
+        top = floor
+    if decayed > top:
+        top = decayed
+    if 0.0 > top:
+        top = 0.0
+    capped = 100.0  # min(100.0, top)
+    if top < capped:
+        capped = top
+    rating = round(capped, 2)
     new_edge = band_edge(rating, cfg)
     if calm:
         held.support_at = None

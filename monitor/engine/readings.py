@@ -27,22 +27,25 @@ class Flags:
     """Per ring slot and per line, 1 when that final bucket was covered and its extreme
     beyond the line, else 0: valid for the buckets ``lo..upto`` still in the ring."""
 
-    __slots__ = ("columns", "lo", "upto")
+    __slots__ = ("columns", "lo", "pairs", "upto")
 
-    def __init__(self, lines: int, size: int) -> None:
-        self.columns = [array("b", bytes(size)) for _ in range(lines)]
+    def __init__(self, lines: tuple[float, ...], size: int) -> None:
+        # Byte strings: flags are counted by ``column.count(1, a, b)``, in C, no slice.
+        self.columns = [bytearray(size) for _ in lines]
+        #: Each line with its column (built once: it was a zip per refresh).
+        self.pairs = tuple(zip(self.columns, lines, strict=True))
         self.lo = 0
         self.upto: int | None = None
 
     def cover(self, lo: int, hi: int, ext: array[float], cov: array[float],
-              lines: tuple[float, ...], above: bool) -> None:
+              above: bool) -> None:
         """Make the flags of final buckets ``lo..hi`` valid (working out only the new)."""
         if self.upto is None or lo < self.lo or self.upto < lo - 1:
             start, self.lo = lo, lo
         else:
             start = self.upto + 1
         size = len(ext)
-        pairs = tuple(zip(self.columns, lines, strict=True))
+        pairs = self.pairs
         for k in range(start, hi + 1):
             slot = k % size
             x = ext[slot]
@@ -162,12 +165,12 @@ def count_beyond(w: Windows, now: float, seconds: float, lines: tuple[float, ...
         if lo <= hi:
             flags = w._flags.get((lines, above))
             if flags is None:
-                flags = w._flags[(lines, above)] = Flags(len(lines), size)
-            flags.cover(lo, hi, f_ext, w._f[_COV], lines, above)
+                flags = w._flags[(lines, above)] = Flags(lines, size)
+            flags.cover(lo, hi, f_ext, w._f[_COV], above)
             a, b = lo % size, hi % size
-            for n, column in enumerate(flags.columns):
-                counts[n] = sum(column[a:b + 1]) if a <= b \
-                    else sum(column[a:]) + sum(column[:b + 1])
+            for n, column in enumerate(flags.columns):  # slots a..b, wrapping past the end
+                counts[n] = column.count(1, a, b + 1) if a <= b \
+                    else column.count(1, a) + column.count(1, 0, b + 1)
     # The held stretch: ring buckets take the extreme with ``dev``; the buckets past
     # the ring's head hold ``dev`` alone.
     lo = first_b if first_b > held_from else held_from

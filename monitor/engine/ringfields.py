@@ -6,9 +6,18 @@ from __future__ import annotations
 import math
 from typing import Final
 
-# Field order in the ring: the additive ones, then the two extremes.
-_DEV, _COV, _LOW, _HIGH, _R2, _TICKS, _MIN, _MAX = range(8)
-_EMPTY = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0, math.inf, -math.inf)
+# Field order in the ring: the additive ones, then the two extremes. Final literals, so
+# the compiled build (monitor/compiled.py) inlines them where the ring is read, instead
+# of looking each one up in this module's globals every time.
+_DEV: Final = 0
+_COV: Final = 1
+_LOW: Final = 2
+_HIGH: Final = 3
+_R2: Final = 4
+_TICKS: Final = 5
+_MIN: Final = 6
+_MAX: Final = 7
+_EMPTY: Final = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0, math.inf, -math.inf)
 #: Public names of the fields, for ``Windows.fields`` (the order of ``Sums``).
 DEV: Final = _DEV
 COV: Final = _COV

@@ -1,8 +1,10 @@
-"""The engine's saved structs (the state topic's contract): windows, tier, held rating.
+"""The engine's saved structs (the state topic's contract): a token's whole state, and its
+windows, tier and held rating.
 
 A module of their own so that the modules using them can be compiled (monitor/compiled.py):
 mypyc would turn a msgspec struct into a native class and change how it encodes. Each is
-re-exported from its old home (``windows``, ``tiers``, ``rating``).
+re-exported from its old home (``windows``, ``tiers``, ``rating``;
+``engine`` imports :class:`Saved`).
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import msgspec
 
 from ..records import Tier
+from ..ticks import Tick
 
 
 class WindowState(msgspec.Struct, array_like=True):
@@ -36,3 +39,29 @@ class Held(msgspec.Struct, array_like=True):
     at: float | None = None
     #: Last event time the raw rating came within ``hold_margin`` of the current band.
     support_at: float | None = None
+
+
+class Saved(msgspec.Struct, array_like=True):
+    """One token's complete state, as written to the state topic."""
+
+    version: int
+    chain: str
+    token: str
+    symbol: str
+    windows: WindowState
+    tier: TierState
+    obs: tuple[float | None, ...]
+    price_text: str | None
+    peg_text: str | None
+    next_refresh: float | None
+    last_applied: float | None
+    last_eval: float | None
+    max_seen: float | None
+    last_tick_ts: float | None
+    last_sig: tuple[float | None, ...] | None
+    pending: list[Tick]
+    #: Added in version 2 (a version 1 state restores with an empty memory).
+    held: Held = msgspec.field(default_factory=Held)
+    #: Event time of the newest spread observation received (the gate; see Engine).
+    #: Added after version 2 as a trailing default, so older states still load.
+    spread_mark: float | None = None

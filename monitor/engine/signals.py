@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import NamedTuple
 
 from ..config import ModelConfig
 from .memo import per_config
@@ -62,14 +61,18 @@ class Observations:
     spread_ts: float | None = None
 
 
-class Signal(NamedTuple):
-    """One scored signal (a tuple: six are made per refresh, and a frozen dataclass
-    costs several times as much to build)."""
+class Signal:
+    """One scored signal. A plain class with slots: six are made per refresh, a frozen
+    dataclass costs several times as much to build, and in the compiled build a
+    ``NamedTuple`` is still built by its Python ``__new__`` where this is a native class."""
 
-    name: str
-    value: float | None
-    score: float
-    observed: bool
+    __slots__ = ("name", "observed", "score", "value")
+
+    def __init__(self, name: str, value: float | None, score: float, observed: bool) -> None:
+        self.name = name
+        self.value = value
+        self.score = score
+        self.observed = observed
 
 
 @dataclass(slots=True)

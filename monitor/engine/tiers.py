@@ -10,19 +10,29 @@ rating is not shown as premium because its price overshot.
 
 from __future__ import annotations
 
+from typing import Final
+
 from ..config import ModelConfig
 from ..records import Tier
 from .saved import TierState as TierState  # re-exported: its old home
 
+#: The tiers as module constants: the compiled build (monitor/compiled.py) reads a Final
+#: from a C static, where ``Tier.OK`` is a global lookup and an attribute lookup each time.
+_OK: Final = Tier.OK
+_WATCH: Final = Tier.WATCH
+_WARNING: Final = Tier.WARNING
+_CRITICAL: Final = Tier.CRITICAL
+_PREMIUM: Final = Tier.PREMIUM
+
 
 def band(rating: float, cfg: ModelConfig) -> Tier:
     if rating >= cfg.critical_at:
-        return Tier.CRITICAL
+        return _CRITICAL
     if rating >= cfg.warning_at:
-        return Tier.WARNING
+        return _WARNING
     if rating >= cfg.watch_at:
-        return Tier.WATCH
-    return Tier.OK
+        return _WATCH
+    return _OK
 
 
 def target_tier(rating: float, deviation: float | None, above_minutes: int, current: Tier,
@@ -34,12 +44,12 @@ def target_tier(rating: float, deviation: float | None, above_minutes: int, curr
     not a premium), and left once the 5-minute deviation is below ``premium_exit``.
     """
     raw = band(rating, cfg)
-    if raw is not Tier.OK or deviation is None:
+    if raw is not _OK or deviation is None:
         return raw
-    if current is Tier.PREMIUM:
-        return Tier.PREMIUM if deviation >= cfg.premium_exit else Tier.OK
+    if current is _PREMIUM:
+        return _PREMIUM if deviation >= cfg.premium_exit else _OK
     entered = above_minutes >= cfg.premium_minutes and deviation >= cfg.premium_enter
-    return Tier.PREMIUM if entered else Tier.OK
+    return _PREMIUM if entered else _OK
 
 
 def step(state: TierState, rating: float, deviation: float | None, above_minutes: int,

@@ -10,13 +10,10 @@ from __future__ import annotations
 
 from ..config import Config
 from ..engine import Engine, Output
-from ..logs import get_logger
 from ..registry import RegistryError, load_registry
 from ..ticks import Tick
 from .assets import AssetMap, asset_map
 from .stage import SpreadStage
-
-log = get_logger(__name__)
 
 
 def assets_for(config: Config) -> AssetMap:
@@ -41,7 +38,9 @@ def gated_keys_or_none(config: Config) -> frozenset[str]:
     try:
         return gated_keys(config)
     except RegistryError as exc:
-        log.error("monitor.registry_unreadable", error=str(exc)[:300],
+        from ..logs import get_logger  # here: a replay imports this module, not structlog
+
+        get_logger(__name__).error("monitor.registry_unreadable", error=str(exc)[:300],
                   consequence="no cross-chain spread; ratings go on without it")
         return frozenset()
 

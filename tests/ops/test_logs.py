@@ -6,6 +6,8 @@ import io
 import json
 import logging
 import secrets
+import subprocess
+import sys
 from collections.abc import Iterator
 
 import pytest
@@ -80,3 +82,36 @@ def test_classifiers() -> None:
     assert not is_secret_field("secret_prefix") and not is_secret_field("key")
     assert scrub_text("dpm_abcd1234") == "dpm_abcd1234"  # display prefix: too short to be a key
     assert scrub_text(f"k={API_KEY}.") == "k=[redacted]."
+
+
+#: In a fresh interpreter: configure logging before anything imported structlog (what the
+#: CLI does), check structlog is still not imported, then log through the standard library
+#: (aiohttp/aiokafka records) and through structlog; prints what was logged.
+_FRESH = """
+import io, json, logging, sys
+from monitor.logs import configure_logging, get_logger
+stream = io.StringIO()
+configure_logging("info", "json", stream=stream)
+before = "structlog" in sys.modules
+logging.getLogger("aiohttp.access").warning("GET /hook?api_key=%s 200", sys.argv[1])
+get_logger("test.fresh").info("created", password="hunter2", subscription_id="s-1")
+print(json.dumps({"imported_before": before, "text": stream.getvalue()}))
+"""
+
+
+def test_logging_configured_before_structlog_is_imported_logs_the_same() -> None:
+    """structlog is imported only once something logs (a clean replay never does); the
+    records then come out as JSON lines with the secrets masked, from the standard
+    library's loggers and from structlog's alike."""
+    done = subprocess.run([sys.executable, "-c", _FRESH, API_KEY], capture_output=True,
+                          text=True, check=True)
+    result = json.loads(done.stdout)
+    assert result["imported_before"] is False
+    text = result["text"]
+    assert API_KEY not in text and API_KEY[12:] not in text and "hunter2" not in text
+    first, second = (json.loads(line) for line in text.splitlines())
+    assert first["logger"] == "aiohttp.access" and first["level"] == "warning"
+    assert first["event"] == "GET /hook?api_key=[redacted] 200"
+    assert second["event"] == "created" and second["logger"] == "test.fresh"
+    assert second["password"] == "[redacted]" and second["subscription_id"] == "s-1"
+    assert "timestamp" in first and "timestamp" in second
