@@ -1,7 +1,8 @@
 """Throughput of the monitor daemon against a bare consumer, on the same topic, one run.
 
     python benchmarks/bench_monitor.py --table [--ticks 100000] [--tokens 1000]
-        [--rows minute,second] [--snapshot-seconds 0] [--checkpoint-interval 5] [--compression zstd]
+        [--rows minute,second] [--snapshot-seconds 0] [--checkpoint-interval 5]
+        [--compression zstd] [--compiled]
 
 ``--table`` (the README's rows): per row, an embedded Tansu broker, synthetic ticks
 (random walks around a 1.0 peg, keyed ``chain:token``; one tick per token per minute, or
@@ -33,7 +34,9 @@ import os
 import random
 import signal
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -283,7 +286,10 @@ async def table_rounds(rows: list[Row], n_tokens: int, partitions: int, rounds: 
 
     print(machine_line())
     errors = 0
-    peer = quix_available()
+    compiled = engine_compiled()
+    label = " (mypyc build)" if compiled else ""
+    # The peer and the bytes rows do not depend on the build: the pure run gives them.
+    peer = quix_available() and not compiled
     for row in rows:
         print(f"{row.name}: {row.ticks:,} ticks, {n_tokens:,} tokens, one tick per token "
               f"every {row.spacing}s", flush=True)
@@ -350,7 +356,7 @@ async def table_rounds(rows: list[Row], n_tokens: int, partitions: int, rounds: 
             print(f"Quix Streams / bare consumer (medians): {q:.3f}")
             note = f"Quix Streams tumbling mean: {q:.2f} of the same limit"
         emit(f"live monitor, {n_tokens:,} tokens, 1 tick per token per {row.name}, "
-             f"{row.ticks:,} synthetic ticks", unit="ticks/s",
+             f"{row.ticks:,} synthetic ticks{label}", unit="ticks/s",
              limit_name="bare aiokafka + msgspec decode-only consumer",
              limit=bare, project=mon, ratio=ratio, target=f">= {target}",
              met=ratio >= target, note=note)
@@ -360,6 +366,8 @@ async def table_rounds(rows: list[Row], n_tokens: int, partitions: int, rounds: 
                  limit_name="bare aiokafka + msgspec decode-only consumer", limit=bare,
                  project=quix, ratio=statistics.median(quix) / statistics.median(bare),
                  target="peer (no target)", met=True)
+        if compiled:
+            continue
         # Real time (not this replay-speed run): every checkpoint interval each token that
         # ticked writes one state record, in one batch per partition; rating snapshots
         # trickle out a few per monitor batch. Batches that small compress less, so the
@@ -393,6 +401,27 @@ async def table_rounds(rows: list[Row], n_tokens: int, partitions: int, rounds: 
     return errors
 
 
+def engine_compiled() -> bool:
+    """Whether this process runs the optional mypyc build of the engine."""
+    import monitor.engine.engine as engine_module
+
+    return str(engine_module.__file__).endswith(".so")
+
+
+def rerun_compiled() -> int:
+    """This script again, with the same arguments, in a child running the optional mypyc
+    build (the one ``DEPEG_MONITOR_COMPILED`` names, else built now into a temporary
+    directory): the engine is chosen at import, so it cannot change in this process."""
+    from common import compiled_env
+
+    with tempfile.TemporaryDirectory() as tmp:
+        env = compiled_env(tmp)
+        if env is None:
+            return 1
+        return subprocess.run([sys.executable, __file__, *sys.argv[1:]], env=env,
+                              check=False).returncode
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -415,7 +444,13 @@ def main() -> int:
     parser.add_argument("--compression", default=KafkaConfig().compression,
                         choices=["zstd", "lz4", "snappy", "gzip", "none"],
                         help="kafka.compression of the monitor's outputs")
+    parser.add_argument("--compiled", action="store_true",
+                        help="the monitor from the optional mypyc build (monitor/compiled.py; "
+                             "built once into a temporary directory unless "
+                             "DEPEG_MONITOR_COMPILED names one): rows named (mypyc build)")
     args = parser.parse_args()
+    if args.compiled and not engine_compiled():
+        return rerun_compiled()
     # SIGTERM (e.g. from `timeout`) unwinds like Ctrl-C, so the broker child is stopped.
     signal.signal(signal.SIGTERM, signal.default_int_handler)
     configure_logging(level=os.environ.get("BENCH_LOG", "warning"), fmt="console")

@@ -14,9 +14,11 @@ import json
 import os
 import platform
 import statistics
+import subprocess
 import sys
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 RESULT_PREFIX = "BENCH-RESULT "
@@ -86,3 +88,31 @@ async def scratch_postgres(server_url: str) -> AsyncIterator[str]:
         admin = await asyncpg.connect(server_url)
         await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
         await admin.close()
+
+
+def compiled_env(tmp: str) -> dict[str, str] | None:
+    """An environment running the optional mypyc build (monitor/compiled.py): the one
+    ``DEPEG_MONITOR_COMPILED`` names, else one built now into ``tmp`` (~15 s). None when
+    it cannot be built here (no compiler or headers): the row is then left out, said so."""
+    from monitor.compiled import ENV
+
+    pure = {k: v for k, v in os.environ.items() if k != ENV}
+    folder = os.environ.get(ENV, "").strip()
+    if not folder:
+        folder = os.path.join(tmp, "compiled")
+        built = subprocess.run([sys.executable, str(Path(__file__).with_name(
+            "build_compiled.py")), "--out", folder], env=pure, capture_output=True,
+            text=True, check=False)
+        if built.returncode != 0:
+            print(f"no mypyc build row: the build failed ({built.stderr.strip()[-300:]})")
+            return None
+    env = {**pure, ENV: folder}
+    # A build the loader refuses (other sources, other interpreter) would time the
+    # sources under the build's name: check the engine really loads compiled.
+    probe = subprocess.run([sys.executable, "-c", "import monitor.engine.engine as e;"
+                            "print(e.__file__)"], env=env, capture_output=True, text=True,
+                           check=False)
+    if not probe.stdout.strip().endswith(".so"):
+        print(f"no mypyc build row: {folder} is not used ({probe.stderr.strip()[-300:]})")
+        return None
+    return env

@@ -25,6 +25,8 @@ SCRIPTS = [
     ["bench_replay.py", "--table"],
     ["bench_monitor.py", "--table", "--ticks", "100000", "--ticks-per-second-row", "300000",
      "--tokens", "1000"],
+    ["bench_monitor.py", "--table", "--ticks", "100000", "--ticks-per-second-row", "300000",
+     "--tokens", "1000", "--compiled"],
     ["bench_delivery.py"],
     ["bench_delivery.py", "--storage-url", "postgresql://postgres@127.0.0.1:5432/postgres"],
     ["bench_api.py", "--db", "both", "--days", "1", "--seconds", "5"],
