@@ -42,7 +42,7 @@ from .clock import LiveClock
 from .lost import BrokerLost, LossDetector
 from .outputs import DaemonStats, OutputWriter
 from .partitions import PartitionState
-from .publisher import Publisher
+from .publisher import Outgoing, Publisher
 from .readiness import Readiness
 from .rebalance import Listener, restore_or_failure, start_offset
 from .retry import Aborted
@@ -329,7 +329,7 @@ class MonitorDaemon:
         parts = [self._parts[p] for p in partitions if p in self._parts]
         await publisher.flush()  # every output so far is acknowledged before the states
         now = time.time()
-        written = 0
+        states: list[Outgoing] = []
         for part in parts:
             for key in part.dirty:
                 # Compact: the ticks still held for lateness stay out of the state (their
@@ -343,9 +343,10 @@ class MonitorDaemon:
                     engine_state=part.engine.export_state(key, pending=pending is None),
                     pending_offsets=pending or [],
                 )
-                await publisher.send(k.state_topic, encode_state(record), key=key.encode(),
-                                     partition=part.partition, kind="state")
-                written += 1
+                states.append(Outgoing(k.state_topic, encode_state(record), key.encode(),
+                                       part.partition, None, "state"))
+        written = len(states)
+        await publisher.send_all(states)  # one record batch per partition
         await publisher.flush()
         for part in parts:
             part.dirty.clear()

@@ -145,6 +145,7 @@ def make_producer(config: KafkaConfig, bootstrap_servers: str | None = None,
         "acks": _acks(config),
         "enable_idempotence": False,
         "linger_ms": config.linger_ms,
+        "max_batch_size": config.producer_batch_bytes,
         "request_timeout_ms": config.request_timeout_ms,
         "retry_backoff_ms": int(config.retry_backoff_seconds * 1000),
     }
