@@ -116,39 +116,38 @@ class Publisher:
         except KafkaError:
             self._unsent += records
             return
-        for n, ((topic, partition), recs) in enumerate(groups.items()):
-            try:
-                if partition < 0:
-                    for rec in recs:
-                        await self.send(rec.topic, rec.value, key=rec.key,
-                                        headers=rec.headers, kind=rec.kind)
-                else:
-                    await self._send_batches(topic, partition, recs)
-            except KafkaError:
-                # The client cannot even queue: everything not handed over yet waits for
-                # flush's retries, in order.
-                for _, rest in list(groups.items())[n:]:
-                    self._unsent += rest
-                return
+        for (topic, partition), recs in groups.items():
+            if self._unsent:  # the broker went away meanwhile: the rest waits, in order
+                self._unsent += recs
+            elif partition < 0:
+                for rec in recs:
+                    await self.send(rec.topic, rec.value, key=rec.key, headers=rec.headers,
+                                    kind=rec.kind)
+            else:
+                await self._send_batches(topic, partition, recs)
 
     async def _send_batches(self, topic: str, partition: int, recs: list[Outgoing]) -> None:
-        """``recs`` of one partition, in as few record batches as they fit in."""
+        """``recs`` of one partition, in as few record batches as they fit in; what the
+        client cannot even queue waits in ``_unsent`` for flush's retries."""
         producer = self._producer
         builder = producer.create_batch()
         start = 0
-        for i, rec in enumerate(recs):
-            # A batch's first record always fits (aiokafka's builder): the batch is full.
-            if builder.append(key=rec.key, value=rec.value, timestamp=None,
-                              headers=rec.headers or []) is None:
-                future = await producer.send_batch(builder, topic, partition=partition)
-                self._inflight.append((recs[start:i], future))
-                builder = producer.create_batch()
-                start = i
-                builder.append(key=rec.key, value=rec.value, timestamp=None,
-                               headers=rec.headers or [])
-        if start < len(recs):
+        try:
+            for i, rec in enumerate(recs):
+                # A batch's first record always fits (aiokafka's builder): it is full.
+                if builder.append(key=rec.key, value=rec.value, timestamp=None,
+                                  headers=rec.headers or []) is None:
+                    future = await producer.send_batch(builder, topic, partition=partition)
+                    self._inflight.append((recs[start:i], future))
+                    builder = producer.create_batch()
+                    start = i
+                    builder.append(key=rec.key, value=rec.value, timestamp=None,
+                                   headers=rec.headers or [])
             future = await producer.send_batch(builder, topic, partition=partition)
-            self._inflight.append((recs[start:], future))
+        except KafkaError:
+            self._unsent += recs[start:]
+            return
+        self._inflight.append((recs[start:], future))
 
     async def flush(self) -> None:
         """Return once the broker acknowledged every record sent so far."""
