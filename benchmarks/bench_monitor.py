@@ -307,6 +307,9 @@ async def table_rounds(rows: list[Row], n_tokens: int, partitions: int, rounds: 
             ratios: list[float] = []
             state_records: list[list[bytes]] = []
             rating_records: list[list[bytes]] = []
+            # CPU seconds of this process per tick (the broker is a child, Quix another):
+            # moves far less with the machine's load than the rates.
+            cpu: dict[str, list[float]] = {"bare": [], "monitor": []}
             kinds = ["bare", "monitor"] + (["quix"] if peer else [])
             for n in range(rounds):
                 kafka = msgspec.structs.replace(
@@ -315,10 +318,12 @@ async def table_rounds(rows: list[Row], n_tokens: int, partitions: int, rounds: 
                     state_topic=f"bench.state.{n}", dlq_topic=f"bench.dlq.{n}")
                 await ensure_topics(kafka)
                 for which in kinds[n % len(kinds):] + kinds[:n % len(kinds)]:
+                    cpu_start = time.process_time()
                     if which == "bare":
                         bare.append(await bare_consumer(bootstrap, base.ticks_topic,
                                                         row.ticks, base.batch_max_records))
                         figure = bare[-1]
+                        cpu["bare"].append((time.process_time() - cpu_start) / row.ticks)
                     elif which == "quix":
                         quix.append(await asyncio.to_thread(
                             quix_round, bootstrap, base.ticks_topic, f"quix-{n}", row.ticks))
@@ -327,6 +332,7 @@ async def table_rounds(rows: list[Row], n_tokens: int, partitions: int, rounds: 
                         rate, daemon = await monitor(
                             msgspec.structs.replace(config, kafka=kafka), row.ticks)
                         mon.append(rate)
+                        cpu["monitor"].append((time.process_time() - cpu_start) / row.ticks)
                         figure = rate
                         errors += daemon.stats.dead_letters
                         state = await stored_batches(bootstrap, kafka.state_topic)
@@ -349,6 +355,11 @@ async def table_rounds(rows: list[Row], n_tokens: int, partitions: int, rounds: 
         target = 0.5 if row.spacing >= 60 else 0.7
         ratio = statistics.median(mon) / statistics.median(bare)
         print(f"monitor / bare consumer (medians): {ratio:.3f}  (target >= {target})")
+        cpu_bare, cpu_mon = (statistics.median(cpu["bare"]) * 1e6,
+                             statistics.median(cpu["monitor"]) * 1e6)
+        print(f"CPU per tick (medians, whole round incl. start and group join): bare "
+              f"{cpu_bare:.1f} us, monitor {cpu_mon:.1f} us, bare/monitor "
+              f"{cpu_bare / cpu_mon:.3f}", flush=True)
         note = "no Quix Streams peer (not installed)"
         if quix:
             print(show("Quix Streams tumbling mean", quix, "ticks/s"))
@@ -359,7 +370,8 @@ async def table_rounds(rows: list[Row], n_tokens: int, partitions: int, rounds: 
              f"{row.ticks:,} synthetic ticks{label}", unit="ticks/s",
              limit_name="bare aiokafka + msgspec decode-only consumer",
              limit=bare, project=mon, ratio=ratio, target=f">= {target}",
-             met=ratio >= target, note=note)
+             met=ratio >= target,
+             note=f"{note}; CPU per tick bare/monitor {cpu_bare / cpu_mon:.2f}")
         if quix:
             emit(f"peer: Quix Streams, one tumbling 5-minute mean, 1 tick per token per "
                  f"{row.name}", unit="ticks/s",

@@ -178,6 +178,11 @@ class KafkaConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     #: that cannot decompress.
     compression: Literal["zstd", "lz4", "snappy", "gzip", "none"] = "zstd"
     linger_ms: int = 5
+    #: Largest record batch the producer builds per partition. A whole fetched batch's
+    #: outputs fit in one (at 16 KB, aiokafka's default, the loop waited for a broker
+    #: round trip every ~8 rating snapshots per partition). Keep it within the broker's
+    #: message.max.bytes (Kafka's default: 1 MB).
+    producer_batch_bytes: int = 524288
     request_timeout_ms: int = 30000
     session_timeout_ms: int = 10000
     heartbeat_interval_ms: int = 3000

@@ -26,6 +26,7 @@ from typing import Any
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.errors import IllegalStateError, KafkaError
+from prometheus_client import Gauge
 
 from .. import health, metrics
 from ..config import Config
@@ -42,7 +43,7 @@ from .clock import LiveClock
 from .lost import BrokerLost, LossDetector
 from .outputs import DaemonStats, OutputWriter
 from .partitions import PartitionState
-from .publisher import Publisher
+from .publisher import Outgoing, Publisher
 from .readiness import Readiness
 from .rebalance import Listener, restore_or_failure, start_offset
 from .retry import Aborted
@@ -93,6 +94,7 @@ class MonitorDaemon:
         #: fetched before a partition's seek holds records from the old position for it.
         self._seeks = 0
         self._seeked: dict[int, int] = {}
+        self._lag_gauges: dict[int, Gauge] = {}
 
     # -- lifecycle --------------------------------------------------------------------
     async def run(self, stop: asyncio.Event | None = None) -> None:
@@ -240,6 +242,14 @@ class MonitorDaemon:
                 # again from where this partition really is.
                 self._seek(tp.partition, part.next_offset)
                 continue
+            first = part.next_offset
+            if recs and recs[0].offset < first:
+                # Handed out again around a rebalance: what is below the position was
+                # processed already (a partition's records come in offset order).
+                recs = [rec for rec in recs if rec.offset >= first]
+            if not recs:
+                continue
+            records += len(recs)
             engine = part.engine
             # Looked up once per partition, not per tick (this loop is the daemon's hot
             # path: ~1 µs of attribute and method lookups per tick add up at 100k/s).
@@ -247,17 +257,15 @@ class MonitorDaemon:
             process = engine.process
             clock = self._clock
             refeed, skip_below, dirty = part.refeed, part.skip_below, part.dirty
+            resume_at = part.resume_at
+            held, held_of = part.held, part.held.get
             # No tick can be past its future bound below this (the bound is max(wall,
             # newest) + tolerance, never lower): most ticks skip the exact check.
             future_from = wall + tolerance
             late_before = engine_stats.late
             for rec in recs:
                 offset: int = rec.offset
-                if offset < part.next_offset:
-                    continue  # handed out again around a rebalance; already processed
-                part.next_offset = offset + 1
-                records += 1
-                if offset < part.resume_at and offset not in refeed:
+                if offset < resume_at and offset not in refeed:
                     continue  # read again after a restore, but inside the restored states
                 try:
                     tick = decode_tick(rec.value)
@@ -290,15 +298,22 @@ class MonitorDaemon:
                     continue
                 if not spread:  # spread observations are not the token's liveness
                     clock.tick(key, tick.ts, tp.partition)
-                part.took(key, offset, tick)
+                # The engine may hold the tick for lateness: its offset goes into the
+                # token's compact state while it does (PartitionState.took, inlined).
+                mine = held_of(key)
+                if mine is None:
+                    held[key] = {id(tick): (offset, tick)}
+                else:
+                    mine[id(tick)] = (offset, tick)
                 dirty.add(key)
                 if outputs:
                     produced += outputs
+            # Nothing in the loop reads the position: it moves once per partition.
+            part.next_offset = recs[-1].offset + 1
             late += engine_stats.late - late_before
             highwater = self._consumer.highwater(tp) if self._consumer else None
             if highwater is not None:
-                metrics.CONSUMER_LAG.labels("monitor", str(tp.partition)).set(
-                    max(highwater - part.next_offset, 0))
+                self._lag_gauge(tp.partition).set(max(highwater - part.next_offset, 0))
         if produced:
             await out.emit(produced)
         self.stats.records += records
@@ -310,6 +325,14 @@ class MonitorDaemon:
         metrics.LAST_TICK_TIME.set(time.time())
         out.log_dead_letters()
         metrics.BATCH_SECONDS.labels("monitor").observe(time.monotonic() - started)
+
+    def _lag_gauge(self, partition: int) -> Gauge:
+        """The partition's lag gauge child (``labels()`` hashes and locks per call)."""
+        gauge = self._lag_gauges.get(partition)
+        if gauge is None:
+            gauge = self._lag_gauges[partition] = metrics.CONSUMER_LAG.labels(
+                "monitor", str(partition))
+        return gauge
 
     def _late_detail(self, key: str, tick: Tick) -> str:
         newest = self._clock.last_event_ts(key)
@@ -329,7 +352,7 @@ class MonitorDaemon:
         parts = [self._parts[p] for p in partitions if p in self._parts]
         await publisher.flush()  # every output so far is acknowledged before the states
         now = time.time()
-        written = 0
+        states: list[Outgoing] = []
         for part in parts:
             for key in part.dirty:
                 # Compact: the ticks still held for lateness stay out of the state (their
@@ -343,9 +366,10 @@ class MonitorDaemon:
                     engine_state=part.engine.export_state(key, pending=pending is None),
                     pending_offsets=pending or [],
                 )
-                await publisher.send(k.state_topic, encode_state(record), key=key.encode(),
-                                     partition=part.partition, kind="state")
-                written += 1
+                states.append(Outgoing(k.state_topic, encode_state(record), key.encode(),
+                                       part.partition, None, "state"))
+        written = len(states)
+        await publisher.send_all(states)  # one record batch per partition
         await publisher.flush()
         for part in parts:
             part.dirty.clear()

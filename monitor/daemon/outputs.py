@@ -19,7 +19,7 @@ from ..logs import get_logger
 from ..records import TierChangeEvent, encode
 from ..ticks import BadTick
 from .deadletter import dead_letter
-from .publisher import Publisher
+from .publisher import Outgoing, Publisher
 
 log = get_logger(__name__)
 
@@ -45,24 +45,31 @@ class OutputWriter:
         self._dlq_reasons: Counter[str] = Counter()
 
     async def emit(self, outputs: list[Output]) -> None:
+        """Hand ``outputs`` to the producer together (``Publisher.send_all``), in order."""
         k = self.kafka
+        ratings_topic = k.ratings_topic
+        records: list[Outgoing] = []
+        ratings = 0
+        observe = metrics.token_series.observe
         for out in outputs:
             if isinstance(out, TierChangeEvent):
                 d = out.data
-                await self.publisher.send(k.tier_changes_topic, encode(out),
-                                          key=f"{d.chain}:{d.token_address}".encode(),
-                                          kind="tier_change")
+                records.append(Outgoing(k.tier_changes_topic, encode(out),
+                                        f"{d.chain}:{d.token_address}".encode(), None, None,
+                                        "tier_change"))
                 self.stats.tier_changes += 1
                 metrics.tier_changed(d.old_tier, d.new_tier)
                 log.info("monitor.tier_change", event_id=out.event_id, at=out.timestamp,
                          chain=d.chain, token=d.token_address, symbol=d.symbol,
                          old_tier=d.old_tier, new_tier=d.new_tier, rating=d.risk_score)
             else:
-                await self.publisher.send(k.ratings_topic, encode(out),
-                                          key=f"{out.chain}:{out.token_address}".encode(),
-                                          kind="rating")
-                self.stats.ratings += 1
-                metrics.token_series.observe(out)
+                records.append(Outgoing(ratings_topic, encode(out),
+                                        f"{out.chain}:{out.token_address}".encode(), None,
+                                        None, "rating"))
+                ratings += 1
+                observe(out)
+        self.stats.ratings += ratings
+        await self.publisher.send_all(records)
 
     async def dead_letter(self, rec: Any, exc: BadTick) -> None:
         """``rec`` is the aiokafka ConsumerRecord that could not be used."""

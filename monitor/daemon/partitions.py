@@ -92,15 +92,17 @@ class PartitionState:
             self.held.pop(key, None)
             return unread
         held = self.held.get(key, {})
-        kept: dict[int, tuple[int, Tick]] = {}
-        for tick in pending:
-            entry = held.get(id(tick))
-            if entry is not None:
-                kept[id(tick)] = entry
-        self.held[key] = kept
-        if len(kept) != len(pending):
+        try:  # the common case, every held tick's offset known: one comprehension
+            kept = {i: held[i] for i in map(id, pending)}
+        except KeyError:
+            self.held[key] = {i: held[i] for i in map(id, pending) if i in held}
             return None
-        return sorted([o for o, _ in kept.values()] + unread)
+        self.held[key] = kept
+        offsets = [o for o, _ in kept.values()]
+        if unread:
+            offsets += unread
+        offsets.sort()
+        return offsets
 
 
 def skip_restored(skip_below: dict[str, int], key: str, offset: int) -> bool:

@@ -34,6 +34,7 @@ Settings ([kafka] section of the config file, or DEPEG_KAFKA__<FIELD> variables)
   checkpoint_interval_seconds  state writes + offset commits at most this often
   compression                  output batches: zstd (default), lz4, snappy, gzip, none
   acks, linger_ms, request_timeout_ms, session_timeout_ms, heartbeat_interval_ms
+  producer_batch_bytes         largest record batch per partition the producer builds
   retry_backoff_seconds, retry_backoff_max_seconds   broker retries (forever)
   ready_stall_seconds          /readyz fails when a batch is stuck this long
   live_clock_interval_seconds  how often quiet tokens are refreshed (wall clock)

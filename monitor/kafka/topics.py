@@ -146,6 +146,7 @@ def make_producer(config: KafkaConfig, bootstrap_servers: str | None = None,
         "enable_idempotence": False,
         "compression_type": None if config.compression == "none" else config.compression,
         "linger_ms": config.linger_ms,
+        "max_batch_size": config.producer_batch_bytes,
         "request_timeout_ms": config.request_timeout_ms,
         "retry_backoff_ms": int(config.retry_backoff_seconds * 1000),
     }
