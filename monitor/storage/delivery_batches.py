@@ -78,20 +78,21 @@ class CycleResult:
     more_due: bool = False
 
 
-def _pick(rows: Sequence[tuple[float, DueDelivery]], request: ClaimRequest
-          ) -> list[DueDelivery]:
-    """Oldest first (rows are (next attempt time, delivery)), within the overall limit
-    and each endpoint's room."""
+def _pick(rows: Sequence[Sequence[Any]], request: ClaimRequest) -> list[DueDelivery]:
+    """Oldest first, within the overall limit and each endpoint's room. ``rows`` are raw
+    rows of ``_DUE_SELECT``; only the picked ones become :class:`DueDelivery` (a read
+    returns ~3 rows per delivery claimed, and building each cost more than reading it)."""
     room = dict(request.room)
     picked: list[DueDelivery] = []
-    for _, d in sorted(rows, key=lambda r: r[0]):
+    for row in sorted(rows, key=lambda r: float(r[8])):
         if len(picked) >= request.limit:
             break
-        left = room.get(d.endpoint, request.default_room)
+        endpoint = row[10]
+        left = room.get(endpoint, request.default_room)
         if left <= 0:
             continue
-        room[d.endpoint] = left - 1
-        picked.append(d)
+        room[endpoint] = left - 1
+        picked.append(_due_from(row))
     return picked
 
 
@@ -111,10 +112,10 @@ def _history_row(o: Outcome) -> tuple[Any, ...]:
             float(o.latency_ms), o.error)
 
 
-def _due_from(row: Sequence[Any]) -> tuple[float, DueDelivery]:
-    """(next attempt time, delivery) from a row of ``_DUE_SELECT`` (its column order:
-    ..., d.created_at, d.next_attempt_at, s.webhook_url, ..., e.payload)."""
-    return float(row[8]), DueDelivery(
+def _due_from(row: Sequence[Any]) -> DueDelivery:
+    """A delivery from a row of ``_DUE_SELECT`` (its column order: ..., d.created_at,
+    d.next_attempt_at, s.webhook_url, ..., e.payload)."""
+    return DueDelivery(
         row[0], row[1], row[2], row[3], row[4], row[5], row[6], row[7], row[9], row[10],
         row[11], row[12], row[13], row[14].encode("utf-8"))
 
@@ -173,12 +174,12 @@ def _sqlite_cycle(conn: sqlite3.Connection, outcomes: Sequence[Outcome],
     if claim is None or claim.limit <= 0:
         return result
     read = claim.limit * READ_SLACK
-    rows: list[tuple[float, DueDelivery]] = []
+    rows: list[Sequence[Any]] = []
     full = json.dumps(_full(claim))
     for status in RETRYABLE:
         found = conn.execute(_SQLITE_DUE, (status, claim.now, read, full)).fetchall()
         result.more_due |= len(found) >= read
-        rows += map(_due_from, found)
+        rows += found
     _claim_picked(result, _pick(rows, claim), claim)
     if result.claimed:
         conn.executemany(_BEGIN_SQL, [(d.id, claim.token, claim.lease_until, n, claim.now)
