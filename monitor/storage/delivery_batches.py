@@ -14,9 +14,10 @@ moment. Whether an outcome's claim is still held is decided by the UPDATE itself
 row count on SQLite, ``RETURNING`` on PostgreSQL).
 
 SQLite runs the whole cycle in one hop to the connection's thread
-(:meth:`~monitor.storage.db.SqliteDatabase.run_sync`); PostgreSQL runs a fixed handful
-of statements whose text never varies with the batch size (arrays, ``unnest``), so
-asyncpg prepares each once per connection.
+(:meth:`~monitor.storage.db.SqliteDatabase.run_sync`); PostgreSQL runs the cycle as ONE
+statement whose text never varies with the batch size (arrays, ``unnest``; asyncpg
+prepares it once) on a connection kept for it
+(:mod:`~monitor.storage.delivery_cycle_pg`): one round trip per cycle.
 """
 
 from __future__ import annotations
