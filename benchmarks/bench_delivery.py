@@ -9,7 +9,9 @@
    alternate for ``--rounds`` rounds; the ratio is of the medians (target >= 0.8 and
    >= 2,000/s);
 2. p99 latency (delivery created -> success recorded) of a healthy endpoint under a steady
-   event rate, with and without another endpoint that never answers (target: within 1.2x).
+   event rate, next to another endpoint that answers or that never answers, each case
+   ``--isolation-rounds`` times interleaved; the ratio is of the medians of the p99s
+   (target: within 1.2x).
 
 Receivers run in a child process (the second core), so the figures are the worker's. The
 Kafka intake is not included: it only inserts rows; this measures matching-to-2xx. Any
@@ -311,22 +313,34 @@ async def main(args: argparse.Namespace) -> None:
                  note=f"CPU per delivery bare/worker {cpu_ratio:.2f}")
             alone = await healthy_p99(await fresh_url(args.storage_url, Path(tmp)), ports[-1], None,
                                       args.seconds, args.rate, config)
-            # The other endpoint is another receiver port (its own endpoint key); the
-            # baseline sends it the same traffic but it answers, so both runs do the same
-            # database work per event and differ only in the hanging receiver.
-            base = await healthy_p99(await fresh_url(args.storage_url, Path(tmp)), ports[-1],
-                                     f"http://127.0.0.1:{ports[0]}/ok", args.seconds,
-                                     args.rate, config)
-            loaded = await healthy_p99(await fresh_url(args.storage_url, Path(tmp)), ports[-1],
-                                       f"http://127.0.0.1:{ports[0]}/hang", args.seconds,
-                                       args.rate, config)
-            print(f"healthy p99 latency (ms): alone={alone:6.1f}  "
-                  f"+ healthy endpoint={base:6.1f}  + hanging endpoint={loaded:6.1f}  "
-                  f"ratio hanging/healthy={loaded / base:4.2f} (target <= 1.2)")
+            # A p99 of ~400 latencies is the 4th worst: one scheduler hiccup on a shared
+            # machine moves it by half (one run read 0.17, another 1.25). So the pair
+            # below runs --isolation-rounds times, alternating which goes first, and the
+            # ratio is of the medians. The other endpoint is another receiver port (its
+            # own endpoint key); the baseline sends it the same traffic but it answers, so
+            # both runs do the same database work per event and differ only in the
+            # hanging receiver.
+            base: list[float] = []
+            loaded: list[float] = []
+            for n in range(args.isolation_rounds):
+                pair = [("healthy", "ok", base), ("hanging", "hang", loaded)]
+                for name, path, into in (pair if n % 2 == 0 else pair[::-1]):
+                    p99 = await healthy_p99(await fresh_url(args.storage_url, Path(tmp)),
+                                            ports[-1], f"http://127.0.0.1:{ports[0]}/{path}",
+                                            args.seconds, args.rate, config)
+                    into.append(p99)
+                    print(f"  isolation round {n + 1} + {name} endpoint: healthy p99 "
+                          f"{p99:6.1f} ms", flush=True)
+            ratio = statistics.median(loaded) / statistics.median(base)
+            print(f"healthy p99 latency (ms, medians): alone={alone:6.1f}  "
+                  f"+ healthy endpoint={statistics.median(base):6.1f}  "
+                  f"+ hanging endpoint={statistics.median(loaded):6.1f}  "
+                  f"ratio hanging/healthy={ratio:4.2f} (target <= 1.2)")
             emit(f"healthy endpoint p99 next to a hanging one ({db_name})", unit="ms",
-                 limit_name="same traffic, other endpoint healthy", limit=[base],
-                 project=[loaded], ratio=loaded / base, target="<= 1.2x",
-                 met=loaded / base <= 1.2, note=f"alone {alone:.1f} ms")
+                 limit_name="same traffic, other endpoint healthy", limit=base,
+                 project=loaded, ratio=ratio, target="<= 1.2x",
+                 met=ratio <= 1.2, note=f"alone {alone:.1f} ms; medians of "
+                 f"{args.isolation_rounds} p99s each")
     finally:
         proc.terminate()
         proc.wait()
@@ -345,6 +359,9 @@ if __name__ == "__main__":
                         "that the 50 ms completion poll is ~1%% of a round)")
     parser.add_argument("--seconds", type=float, default=8.0, help="latency run length")
     parser.add_argument("--rate", type=float, default=50.0, help="events/s in latency runs")
+    parser.add_argument("--isolation-rounds", type=int, default=5, help="runs of each "
+                        "latency case (healthy / hanging neighbour), interleaved; the ratio "
+                        "is of the medians of their p99s")
     parser.add_argument("--serve", type=int, help=argparse.SUPPRESS)
     ns = parser.parse_args()
     if ns.serve:

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
+
+import asyncpg
+
 from monitor.storage import Migration, connect, migrate
+from monitor.storage.db import PostgresDatabase
 
 MIGRATIONS = [
     Migration(1, "things", "CREATE TABLE things (id INTEGER PRIMARY KEY, name TEXT NOT NULL);\n"),
@@ -31,3 +36,30 @@ async def test_migrate_and_query(storage_url: str) -> None:
         assert await db.ping()
     finally:
         await db.close()
+
+
+async def test_pinned_connection_survives_a_failed_statement_and_is_released(
+        pg_url: str) -> None:
+    """The worker's cycle runs on one kept connection; a failing statement must not leave
+    it unusable (the next call takes another) and close() must give it back (the pool's
+    close waits for every borrowed connection)."""
+    db = await connect(pg_url)
+    assert isinstance(db, PostgresDatabase)
+    try:
+        first = await db.fetch_pinned("SELECT pg_backend_pid() AS pid,"
+                                      " current_setting('enable_sort') AS sort,"
+                                      " current_setting('jit') AS jit")
+        assert (first[0]["sort"], first[0]["jit"]) == ("off", "off")
+        # Kept: the same server process answers the next call.
+        again = await db.fetch_pinned("SELECT pg_backend_pid() AS pid")
+        assert again[0]["pid"] == first[0]["pid"]
+        try:
+            await db.fetch_pinned("SELECT 1 / 0")
+        except asyncpg.DivisionByZeroError:
+            pass
+        after = await db.fetch_pinned("SELECT current_setting('enable_sort') AS sort")
+        assert after[0]["sort"] == "off"
+        # Other queries never see the pinned connection's settings.
+        assert await db.fetchval("SELECT current_setting('enable_sort')") == "on"
+    finally:
+        await asyncio.wait_for(db.close(), 30)

@@ -14,9 +14,10 @@ moment. Whether an outcome's claim is still held is decided by the UPDATE itself
 row count on SQLite, ``RETURNING`` on PostgreSQL).
 
 SQLite runs the whole cycle in one hop to the connection's thread
-(:meth:`~monitor.storage.db.SqliteDatabase.run_sync`); PostgreSQL runs a fixed handful
-of statements whose text never varies with the batch size (arrays, ``unnest``), so
-asyncpg prepares each once per connection.
+(:meth:`~monitor.storage.db.SqliteDatabase.run_sync`); PostgreSQL runs the cycle as ONE
+statement whose text never varies with the batch size (arrays, ``unnest``; asyncpg
+prepares it once) on a connection kept for it
+(:mod:`~monitor.storage.delivery_cycle_pg`): one round trip per cycle.
 """
 
 from __future__ import annotations
@@ -27,8 +28,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .db import Database, Executor
+from .db import Database, PostgresDatabase
 from .deliveries import _DUE_SELECT, INTERRUPTED, RETRYABLE, DueDelivery
+from .delivery_cycle_pg import columns, pg_cycle
 
 #: Due rows read per status and cycle beyond what the free slots can take: rows of an
 #: endpoint without room are skipped, so a little slack keeps the others fed.
@@ -77,20 +79,21 @@ class CycleResult:
     more_due: bool = False
 
 
-def _pick(rows: Sequence[tuple[float, DueDelivery]], request: ClaimRequest
-          ) -> list[DueDelivery]:
-    """Oldest first (rows are (next attempt time, delivery)), within the overall limit
-    and each endpoint's room."""
+def _pick(rows: Sequence[Sequence[Any]], request: ClaimRequest) -> list[DueDelivery]:
+    """Oldest first, within the overall limit and each endpoint's room. ``rows`` are raw
+    rows of ``_DUE_SELECT``; only the picked ones become :class:`DueDelivery` (a read
+    returns ~3 rows per delivery claimed, and building each cost more than reading it)."""
     room = dict(request.room)
     picked: list[DueDelivery] = []
-    for _, d in sorted(rows, key=lambda r: r[0]):
+    for row in sorted(rows, key=lambda r: float(r[8])):
         if len(picked) >= request.limit:
             break
-        left = room.get(d.endpoint, request.default_room)
+        endpoint = row[10]
+        left = room.get(endpoint, request.default_room)
         if left <= 0:
             continue
-        room[d.endpoint] = left - 1
-        picked.append(d)
+        room[endpoint] = left - 1
+        picked.append(_due_from(row))
     return picked
 
 
@@ -110,10 +113,10 @@ def _history_row(o: Outcome) -> tuple[Any, ...]:
             float(o.latency_ms), o.error)
 
 
-def _due_from(row: Sequence[Any]) -> tuple[float, DueDelivery]:
-    """(next attempt time, delivery) from a row of ``_DUE_SELECT`` (its column order:
-    ..., d.created_at, d.next_attempt_at, s.webhook_url, ..., e.payload)."""
-    return float(row[8]), DueDelivery(
+def _due_from(row: Sequence[Any]) -> DueDelivery:
+    """A delivery from a row of ``_DUE_SELECT`` (its column order: ..., d.created_at,
+    d.next_attempt_at, s.webhook_url, ..., e.payload)."""
+    return DueDelivery(
         row[0], row[1], row[2], row[3], row[4], row[5], row[6], row[7], row[9], row[10],
         row[11], row[12], row[13], row[14].encode("utf-8"))
 
@@ -172,12 +175,12 @@ def _sqlite_cycle(conn: sqlite3.Connection, outcomes: Sequence[Outcome],
     if claim is None or claim.limit <= 0:
         return result
     read = claim.limit * READ_SLACK
-    rows: list[tuple[float, DueDelivery]] = []
+    rows: list[Sequence[Any]] = []
     full = json.dumps(_full(claim))
     for status in RETRYABLE:
         found = conn.execute(_SQLITE_DUE, (status, claim.now, read, full)).fetchall()
         result.more_due |= len(found) >= read
-        rows += map(_due_from, found)
+        rows += found
     _claim_picked(result, _pick(rows, claim), claim)
     if result.claimed:
         conn.executemany(_BEGIN_SQL, [(d.id, claim.token, claim.lease_until, n, claim.now)
@@ -215,92 +218,6 @@ def _claim_picked(result: CycleResult, picked: Sequence[DueDelivery],
             result.claimed.append((d, d.attempts + 1))
 
 
-# -- PostgreSQL: a fixed set of array statements in one transaction ----------------------
-_PG_DUE = (
-    _DUE_SELECT + " WHERE d.status = $1 AND d.next_attempt_at <= $2"
-    " AND (d.lease_until IS NULL OR d.lease_until < $2)"
-    " AND s.is_active = 1 AND s.deleted_at IS NULL"
-    " AND d.api_key_id IN (SELECT id FROM api_keys WHERE revoked_at IS NULL)"
-    " AND s.endpoint <> ALL($4::text[])"
-    " ORDER BY d.next_attempt_at LIMIT $3 FOR UPDATE OF d SKIP LOCKED"
-)
-_PG_OUTCOMES = (
-    "UPDATE webhook_deliveries d SET status = v.status, attempts = v.attempt,"
-    " next_attempt_at = v.next_at, last_status_code = v.code, last_error = v.error,"
-    " updated_at = v.now, completed_at = COALESCE(v.completed, d.completed_at),"
-    " lease_token = NULL, lease_until = NULL"
-    " FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::float8[], $6::int[],"
-    " $7::text[], $8::float8[], $9::float8[])"
-    " AS v(id, token, status, attempt, next_at, code, error, now, completed)"
-    " WHERE d.id = v.id AND d.lease_token = v.token AND d.status <> 'success'"
-    " RETURNING d.id"
-)
-_PG_HISTORY = (
-    "INSERT INTO webhook_attempts (delivery_id, attempt, manual, started_at, status_code,"
-    " latency_ms, error) SELECT v.id, v.attempt, 0, v.started, v.code, v.latency, v.error"
-    " FROM unnest($1::text[], $2::int[], $3::float8[], $4::int[], $5::float8[], $6::text[])"
-    " AS v(id, attempt, started, code, latency, error)"
-    " ON CONFLICT (delivery_id, attempt) DO UPDATE SET status_code = excluded.status_code,"
-    " latency_ms = excluded.latency_ms, error = excluded.error"
-)
-_PG_BEGIN = (
-    "UPDATE webhook_deliveries d SET lease_token = $1, lease_until = $2, attempts = v.n,"
-    " updated_at = $3 FROM unnest($4::text[], $5::int[]) AS v(id, n) WHERE d.id = v.id"
-)
-_PG_INTERRUPTED = (
-    "INSERT INTO webhook_attempts (delivery_id, attempt, manual, started_at, status_code,"
-    " latency_ms, error) SELECT v.id, v.n, 0, $1, NULL, 0, $2"
-    " FROM unnest($3::text[], $4::int[]) AS v(id, n)"
-    " ON CONFLICT (delivery_id, attempt) DO NOTHING"
-)
-_PG_GIVE_UP = (
-    "UPDATE webhook_deliveries SET status = 'max_retries_exceeded', next_attempt_at = NULL,"
-    " updated_at = $2, completed_at = $2, lease_token = NULL, lease_until = NULL,"
-    " last_error = COALESCE(last_error, $3) WHERE id = ANY($1::text[])"
-)
-
-
-def _columns(rows: Sequence[tuple[Any, ...]], width: int) -> list[list[Any]]:
-    return [[r[i] for r in rows] for i in range(width)] if rows else [[] for _ in range(width)]
-
-
-async def _pg_cycle(tx: Executor, outcomes: Sequence[Outcome], claim: ClaimRequest | None
-                    ) -> CycleResult:
-    result = CycleResult()
-    if outcomes:
-        rows = await tx.fetch(_PG_OUTCOMES, *_columns([_outcome_row(o) for o in outcomes], 9))
-        result.recorded = {r["id"] for r in rows}
-        history = [_history_row(o) for o in outcomes if o.delivery.id in result.recorded]
-        if history:
-            await tx.execute(_PG_HISTORY, *_columns(history, 6))
-    if claim is None or claim.limit <= 0:
-        return result
-    read = claim.limit * READ_SLACK
-    # The due query must walk the (status, next_attempt_at) index in order and stop at
-    # the LIMIT. With statistics older than a burst of new deliveries (autovacuum has
-    # not analysed the table yet) the planner estimates one due row and joins and sorts
-    # ALL of them instead: 100+ ms per cycle on a 20k backlog, against 0.3 ms. No sort
-    # is the only sane plan here, so forbid it, for this transaction only.
-    await tx.execute("SET LOCAL enable_sort = off")
-    due: list[tuple[float, DueDelivery]] = []
-    for status in RETRYABLE:
-        found = await tx.fetch(_PG_DUE, status, claim.now, read, _full(claim))
-        result.more_due |= len(found) >= read
-        due += (_due_from(list(r.values())) for r in found)
-    _claim_picked(result, _pick(due, claim), claim)
-    if result.claimed:
-        ids = [d.id for d, _ in result.claimed]
-        numbers = [n for _, n in result.claimed]
-        await tx.execute(_PG_BEGIN, claim.token, claim.lease_until, claim.now, ids, numbers)
-    if result.exhausted:
-        await tx.execute(_PG_GIVE_UP, [d.id for d in result.exhausted], claim.now,
-                         INTERRUPTED)
-    earlier = _earlier_attempts(result)
-    if earlier:
-        await tx.execute(_PG_INTERRUPTED, claim.now, INTERRUPTED, *_columns(earlier, 2))
-    return result
-
-
 async def run_cycle(db: Database, outcomes: Sequence[Outcome], claim: ClaimRequest | None
                     ) -> CycleResult:
     """Record ``outcomes`` and make ``claim``, atomically (see the module docstring)."""
@@ -310,8 +227,23 @@ async def run_cycle(db: Database, outcomes: Sequence[Outcome], claim: ClaimReque
     if run_sync is not None:
         result: CycleResult = await run_sync(lambda conn: _sqlite_cycle(conn, outcomes, claim))
         return result
-    async with db.transaction() as tx:
-        return await _pg_cycle(tx, outcomes, claim)
+    assert isinstance(db, PostgresDatabase)
+    outcome_rows = [(*_outcome_row(o), float(o.started_at), float(o.latency_ms))
+                    for o in outcomes]
+    pg_claim = None
+    if claim is not None and claim.limit <= 0:
+        claim = None
+    if claim is not None:
+        room = sorted(claim.room.items())
+        pg_claim = (claim.now, claim.limit * READ_SLACK, _full(claim), [e for e, _ in room],
+                    [n for _, n in room], claim.default_room, claim.limit, claim.token,
+                    claim.lease_until, claim.max_attempts)
+    recorded, picked, pending, failed = await pg_cycle(db, outcome_rows, pg_claim)
+    result = CycleResult(recorded=recorded)
+    if claim is not None:
+        result.more_due = max(pending, failed) >= claim.limit * READ_SLACK
+        _claim_picked(result, [d for _, d in picked], claim)
+    return result
 
 
 # -- giving back what was claimed but never sent ------------------------------------------
@@ -346,5 +278,5 @@ async def release_unsent(db: Database, unsent: Sequence[tuple[DueDelivery, str, 
             " lease_until = NULL FROM unnest($1::text[], $2::text[], $3::int[])"
             " AS v(id, token, n) WHERE d.id = v.id AND d.lease_token = v.token"
             " AND d.attempts = v.n AND d.status IN ('pending', 'failed') RETURNING d.id",
-            *_columns(rows, 3))
+            *columns(rows, 3))
         return len(ids)

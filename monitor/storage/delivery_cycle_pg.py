@@ -1,0 +1,115 @@
+"""The delivery worker's cycle on PostgreSQL: ONE statement, one round trip.
+
+The cycle (see :mod:`~monitor.storage.delivery_batches`) used to be nine round trips on
+PostgreSQL: BEGIN, the outcomes, their history, ``SET LOCAL``, two due reads, the claim,
+COMMIT, and the pool's reset query when the connection went back. Under load each round
+trip waits for the server process to be scheduled, so cycles (which run one at a time)
+took ~20 ms, and a cycle claims only what the per-endpoint bounds leave room for: the
+worker was bound by that latency, not by CPU. Now the whole cycle is one statement of
+data-modifying CTEs (one implicit transaction: atomic as before) on a connection the
+database object keeps for it (:meth:`~monitor.storage.db.PostgresDatabase.fetch_pinned`,
+no acquire and reset per cycle).
+
+What the CTEs do, in the order of the SQLite cycle:
+
+* ``recorded``/``history``: every outcome is written where the claim is still held and
+  the delivery is not a success (``RETURNING`` says which), with its history row;
+* ``pending``/``failed``: the due rows of each status, oldest first, walking the
+  ``(status, next_attempt_at)`` index, locked ``FOR UPDATE OF d SKIP LOCKED`` (two workers
+  never claim the same row). Deliveries with an outcome in this cycle are left out: all
+  CTEs see one snapshot, and one statement must not update a row twice;
+* ``picked``: Python's ``_pick`` in SQL: a row is taken when its rank within its endpoint
+  is within that endpoint's room and it is among the first ``limit`` such rows;
+* ``begun``/``gave_up``/``interrupted``: one attempt counted for each picked delivery
+  before anything is sent, or ``max_retries_exceeded`` when its attempts were all used by
+  interrupted sends; the last counted attempt of a delivery taken again gets its
+  "interrupted" history row unless it has one.
+
+Data-modifying CTEs always run to completion whether or not the final SELECT reads them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from .db import PostgresDatabase
+from .deliveries import _DUE_SELECT, INTERRUPTED, DueDelivery
+
+_DUE_WHERE = (
+    " AND d.next_attempt_at <= $12 AND (d.lease_until IS NULL OR d.lease_until < $12)"
+    " AND s.is_active = 1 AND s.deleted_at IS NULL"
+    " AND d.api_key_id IN (SELECT id FROM api_keys WHERE revoked_at IS NULL)"
+    " AND s.endpoint <> ALL($14::text[]) AND d.id <> ALL($1::text[])"
+    " ORDER BY d.next_attempt_at LIMIT $13 FOR UPDATE OF d SKIP LOCKED"
+)
+_COLUMNS = ("id, subscription_id, api_key_id, event_id, event_type, status, attempts,"
+            " created_at, next_attempt_at, webhook_url, endpoint, secret_sealed,"
+            " previous_secret_sealed, rotated_at, payload")
+
+CYCLE_SQL = (
+    "WITH v AS (SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::int[],"
+    " $5::float8[], $6::int[], $7::text[], $8::float8[], $9::float8[], $10::float8[],"
+    " $11::float8[]) AS v(id, token, status, attempt, next_at, code, error, now, completed,"
+    " started, latency)),"
+    " recorded AS (UPDATE webhook_deliveries d SET status = v.status, attempts = v.attempt,"
+    " next_attempt_at = v.next_at, last_status_code = v.code, last_error = v.error,"
+    " updated_at = v.now, completed_at = COALESCE(v.completed, d.completed_at),"
+    " lease_token = NULL, lease_until = NULL FROM v"
+    " WHERE d.id = v.id AND d.lease_token = v.token AND d.status <> 'success'"
+    " RETURNING d.id),"
+    " history AS (INSERT INTO webhook_attempts (delivery_id, attempt, manual, started_at,"
+    " status_code, latency_ms, error) SELECT v.id, v.attempt, 0, v.started, v.code,"
+    " v.latency, v.error FROM v JOIN recorded r ON r.id = v.id"
+    " ON CONFLICT (delivery_id, attempt) DO UPDATE SET status_code = excluded.status_code,"
+    " latency_ms = excluded.latency_ms, error = excluded.error),"
+    f" pending AS ({_DUE_SELECT} WHERE d.status = 'pending'{_DUE_WHERE}),"
+    f" failed AS ({_DUE_SELECT} WHERE d.status = 'failed'{_DUE_WHERE}),"
+    f" due AS (SELECT {_COLUMNS} FROM pending UNION ALL SELECT {_COLUMNS} FROM failed),"
+    " ranked AS (SELECT due.*, row_number() OVER (PARTITION BY due.endpoint"
+    " ORDER BY due.next_attempt_at, due.id) AS rank, COALESCE(room.n, $17) AS room"
+    " FROM due LEFT JOIN unnest($15::text[], $16::int[]) AS room(e, n)"
+    " ON room.e = due.endpoint),"
+    f" picked AS (SELECT {_COLUMNS} FROM ranked WHERE rank <= room"
+    " ORDER BY next_attempt_at, id LIMIT $18),"
+    " begun AS (UPDATE webhook_deliveries d SET lease_token = $19, lease_until = $20,"
+    " attempts = p.attempts + 1, updated_at = $12 FROM picked p"
+    " WHERE d.id = p.id AND p.attempts < $21),"
+    " gave_up AS (UPDATE webhook_deliveries d SET status = 'max_retries_exceeded',"
+    " next_attempt_at = NULL, updated_at = $12, completed_at = $12, lease_token = NULL,"
+    " lease_until = NULL, last_error = COALESCE(d.last_error, $22) FROM picked p"
+    " WHERE d.id = p.id AND p.attempts >= $21),"
+    " interrupted AS (INSERT INTO webhook_attempts (delivery_id, attempt, manual,"
+    " started_at, status_code, latency_ms, error) SELECT p.id, p.attempts, 0, $12, NULL, 0,"
+    " $22 FROM picked p WHERE p.attempts > 0 ON CONFLICT (delivery_id, attempt) DO NOTHING)"
+    " SELECT m.recorded, m.pending, m.failed, p.* FROM (SELECT"
+    " (SELECT array_agg(id) FROM recorded) AS recorded,"
+    " (SELECT count(*) FROM pending) AS pending, (SELECT count(*) FROM failed) AS failed) m"
+    " LEFT JOIN picked p ON true ORDER BY p.next_attempt_at, p.id"
+)
+
+
+def columns(rows: Sequence[tuple[Any, ...]], width: int) -> list[list[Any]]:
+    return [[r[i] for r in rows] for i in range(width)] if rows else [[] for _ in range(width)]
+
+
+async def pg_cycle(db: PostgresDatabase, outcome_rows: Sequence[tuple[Any, ...]],
+                   claim: tuple[Any, ...] | None
+                   ) -> tuple[set[str], list[tuple[float, DueDelivery]], int, int]:
+    """Run one cycle. ``outcome_rows``: (id, token, status, attempt, next_at, code, error,
+    now, completed, started, latency) per outcome; ``claim``: (now, read, full endpoints,
+    room endpoints, room values, default room, limit, token, lease_until, max_attempts),
+    or None. Returns (recorded ids, picked (next attempt time, delivery) oldest first,
+    pending rows read, failed rows read)."""
+    if claim is None:
+        # LIMIT 0 reads nothing; the other values are never used.
+        claim = (0.0, 0, [], [], [], 0, 0, "", 0.0, 0)
+    rows = await db.fetch_pinned(CYCLE_SQL, *columns(outcome_rows, 11), *claim, INTERRUPTED)
+    first = rows[0]
+    recorded = set(first["recorded"] or ())
+    picked = [(float(r["next_attempt_at"]), DueDelivery(
+        r["id"], r["subscription_id"], r["api_key_id"], r["event_id"], r["event_type"],
+        r["status"], r["attempts"], r["created_at"], r["webhook_url"], r["endpoint"],
+        r["secret_sealed"], r["previous_secret_sealed"], r["rotated_at"],
+        r["payload"].encode("utf-8"))) for r in rows if r["id"] is not None]
+    return recorded, picked, int(first["pending"]), int(first["failed"])
