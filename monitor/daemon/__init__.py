@@ -4,7 +4,9 @@ One idea per module (the vault daemon, ``monitor.vaults.daemon``, is built from 
 broker parts: ``brokercalls``, ``clients``, ``publisher``, ``readiness``, ``rebalance``,
 ``state``, ``deadletter``):
 
-- ``ingest``: the consume -> engine -> publish -> checkpoint -> commit loop;
+- ``ingest``: the consume -> engine -> publish -> checkpoint -> commit loop (``MonitorDaemon``),
+  built in layers: ``base`` (what they share), ``losswatch`` (the broker-loss checks),
+  ``checkpoint`` (states, then offsets), ``assignment`` (revoke, take back, restore);
 - ``outputs``: tier changes, rating snapshots and dead letters onto their topics, counted;
 - ``partitions``: what one assigned partition holds (its engine, position, restore marks);
 - ``rebalance``: the assignment listener, where a partition resumes, the restore guard;

@@ -25,33 +25,26 @@ from functools import partial
 from typing import Any
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
-from aiokafka.errors import IllegalStateError, KafkaError
+from aiokafka.errors import KafkaError
 from prometheus_client import Gauge
 
 from .. import health, metrics
-from ..config import Config
 from ..engine import Output
-from ..kafka.topics import ensure_topics, make_consumer
+from ..kafka.topics import ensure_topics
 from ..logs import get_logger
-from ..spread.feed import gated_keys_or_none
 from ..ticks import BadTick, Tick, decode_tick
 from ..timefmt import format_ts
 from ..timesanity import check_not_future
-from .brokercalls import BrokerCalls
-from .clients import commit_unless_fenced, start_group_consumer, start_producer
-from .clock import LiveClock
-from .lost import BrokerLost, LossDetector
-from .outputs import DaemonStats, OutputWriter
-from .partitions import PartitionState
-from .publisher import Outgoing, Publisher
-from .readiness import Readiness
-from .rebalance import Listener, restore_or_failure, start_offset
+from .assignment import Assignment
+from .base import LOGGER
+from .clients import start_group_consumer, start_producer
+from .lost import BrokerLost
+from .outputs import OutputWriter
+from .publisher import Publisher
+from .rebalance import Listener
 from .retry import Aborted
-from .spread_gate import GateWatch
-from .state import STATE_VERSION, StateRecord, encode_state, read_states
-from .sweep import Sweeper
 
-log = get_logger(__name__)
+log = get_logger(LOGGER)
 
 #: Closing the clients after a stop may take this long on top of the grace period.
 SHUTDOWN_MARGIN_SECONDS = 5.0
@@ -59,42 +52,9 @@ SHUTDOWN_MARGIN_SECONDS = 5.0
 Record = Any
 
 
-class MonitorDaemon:
-    def __init__(self, config: Config, check_name: str = "monitor") -> None:
-        self.config = config
-        self.kafka = config.kafka
-        self.check_name = check_name
-        self.stats = DaemonStats()
-        self._parts: dict[int, PartitionState] = {}
-        #: Tokens whose ratings wait for the spread stage (docs/cross-chain-spread.md).
-        self._spread_gated = gated_keys_or_none(config)
-        #: Revoked partitions, until the next assignment says whether they come back.
-        self._set_aside: dict[int, PartitionState] = {}
-        self._lock = asyncio.Lock()
-        self._clock = LiveClock(config.model.stale_after_seconds)
-        self._sweeper = Sweeper(self._clock, config.model.refresh_seconds)
-        self._gates = GateWatch(config)
-        self._consumer: AIOKafkaConsumer | None = None
-        self._out: OutputWriter | None = None
-        self._stop = asyncio.Event()
-        self.readiness = Readiness(self.kafka.ready_stall_seconds,
-                                   lambda: self._stop.is_set(), self._describe)
-        self._broker = BrokerCalls(self.kafka, self.readiness, lambda: self._stop.is_set(),
-                                   lambda: self._consumer is not None)
-        self._retry = self._broker.retry
-        #: Set once this instance joined its group and restored its partitions' state.
-        self.joined = self.readiness.joined
-        #: Set by a rebalance callback that could not restore state, or when the broker
-        #: lost what it had acknowledged (``lost.py``); the loop raises it.
-        self._fatal: BaseException | None = None
-        self._losses = LossDetector()
-        #: Monotonic time the loop last started an iteration (None before the loop runs).
-        self._loop_beat: float | None = None
-        #: Counts the restore's seeks; partition -> the count at its latest seek. A batch
-        #: fetched before a partition's seek holds records from the old position for it.
-        self._seeks = 0
-        self._seeked: dict[int, int] = {}
-        self._lag_gauges: dict[int, Gauge] = {}
+class MonitorDaemon(Assignment):
+    """The loop and its lifecycle; what it runs on is set up in ``base.py``, and the
+    checkpoint, rebalance and broker-loss paths it calls are the classes it extends."""
 
     # -- lifecycle --------------------------------------------------------------------
     async def run(self, stop: asyncio.Event | None = None) -> None:
@@ -340,195 +300,6 @@ class MonitorDaemon:
                 f"({self.config.model.lateness_seconds}s behind its newest tick "
                 f"{format_ts(newest) if newest is not None else '?'}, or at/before its last "
                 "refresh); replay it from the dead-letter topic if it matters")
-
-    # -- checkpoints --------------------------------------------------------------------
-    async def _checkpoint(self, partitions: list[int]) -> None:
-        """States of changed tokens -> state topic (acknowledged), then commit offsets."""
-        assert self._out is not None
-        if self._fatal is not None:
-            return  # the broker lost our records: commit nothing into the new log
-        publisher = self._out.publisher
-        k = self.kafka
-        parts = [self._parts[p] for p in partitions if p in self._parts]
-        await publisher.flush()  # every output so far is acknowledged before the states
-        now = time.time()
-        states: list[Outgoing] = []
-        for part in parts:
-            for key in part.dirty:
-                # Compact: the ticks still held for lateness stay out of the state (their
-                # offsets go in instead), so its size does not grow with tick density.
-                pending = part.pending_offsets(key)
-                record = StateRecord(
-                    version=STATE_VERSION, key=key, partition=part.partition,
-                    offset=part.state_offset(key),
-                    last_event_ts=self._clock.last_event_ts(key),
-                    written_at=now, stale=self._clock.is_stale(key),
-                    engine_state=part.engine.export_state(key, pending=pending is None),
-                    pending_offsets=pending or [],
-                )
-                states.append(Outgoing(k.state_topic, encode_state(record), key.encode(),
-                                       part.partition, None, "state"))
-        written = len(states)
-        await publisher.send_all(states)  # one record batch per partition
-        await publisher.flush()
-        for part in parts:
-            part.dirty.clear()
-        # Never backwards: while a restored partition is read again below its committed
-        # offset (compact states' held ticks), the group's offset stays where it was.
-        offsets = {TopicPartition(k.ticks_topic, part.partition): part.next_offset
-                   for part in parts if part.next_offset > part.committed}
-        if offsets and await self._commit(offsets):
-            for part in parts:
-                part.committed = max(part.committed, part.next_offset)
-                # Only offsets the group really took count as "ours" for lost.py.
-                self._losses.committed(part.partition, part.committed)
-        if written or offsets:
-            self.stats.checkpoints += 1
-
-    async def _commit(self, offsets: dict[TopicPartition, int]) -> bool:
-        """Commit; False when the group had moved on (fenced), True when committed."""
-        consumer = self._consumer
-        assert consumer is not None
-        return await self._retry(
-            partial(commit_unless_fenced, consumer, offsets, "monitor.commit_fenced"), "commit")
-
-    # -- rebalancing ------------------------------------------------------------------
-    async def on_revoked(self, revoked: list[TopicPartition]) -> None:
-        """Checkpoint and set aside every revoked partition.
-
-        aiokafka's eager protocol revokes everything on every rebalance; most partitions
-        come straight back. They are kept aside (not processed: ``_process`` only sees
-        ``_parts``) so ``on_assigned`` can resume them without reading the state topic.
-        """
-        ours = [tp.partition for tp in revoked if tp.topic == self.kafka.ticks_topic]
-        async with self._lock:  # waits for the batch in flight
-            try:
-                await self._checkpoint(ours)  # the next owner starts exactly here
-            except Exception as exc:
-                # Safe: the next owner resumes from older states and the committed
-                # offset, re-producing the same outputs.
-                log.error("monitor.revoke_checkpoint_failed",
-                          error=f"{type(exc).__name__}: {exc}"[:300])
-            finally:
-                for p in ours:
-                    part = self._parts.pop(p, None)
-                    if part is not None:
-                        self._set_aside[p] = part
-                    metrics.CONSUMER_LAG.labels("monitor", str(p)).set(0)
-                metrics.ASSIGNED_PARTITIONS.labels("monitor").set(len(self._parts))
-        if ours:
-            log.info("monitor.partitions_revoked", partitions=sorted(ours))
-
-    async def on_assigned(self, assigned: list[TopicPartition]) -> None:
-        failure = await restore_or_failure(self._restore, assigned, "monitor.restore_failed")
-        if failure is not None:
-            self._fatal = failure
-
-    async def _restore(self, assigned: list[TopicPartition]) -> None:
-        k = self.kafka
-        consumer = self._consumer
-        assert consumer is not None
-        async with self._lock:
-            mine = sorted(tp.partition for tp in assigned if tp.topic == k.ticks_topic)
-            positions: dict[int, int] = {}
-            for p in mine:
-                if p in self._parts:
-                    continue
-                tp = TopicPartition(k.ticks_topic, p)
-                positions[p] = await self._retry(partial(start_offset, consumer, tp),
-                                                 "start_offset")
-            try:
-                for p, position in positions.items():
-                    self._losses.check_group_offset(k.ticks_topic, p, position)
-            except BrokerLost as exc:
-                self._broker_lost(exc)
-                return
-            kept = self._take_back(positions)
-            new = [p for p in positions if p not in kept]
-            states = await self._retry(
-                lambda: read_states(self._state_reader, k.state_topic, new), "restore_state")
-            restored = 0
-            reread: dict[int, int] = {}
-            for p in new:
-                position = positions[p]
-                part = PartitionState.restore(p, self.config.model, position, states[p],
-                                              self._spread_gated)
-                part.committed = position
-                for key, state in states[p].items():
-                    self._clock.restored(key, state.last_event_ts, p)
-                restored += len(states[p])
-                self._parts[p] = part
-                if part.next_offset < position:
-                    # Compact states left held ticks out: read them again. (aiokafka drops
-                    # what it fetched from the committed offset meanwhile; a batch already
-                    # handed out is dropped by _process, see _seeked.)
-                    self._seek(p, part.next_offset)
-                    reread[p] = position - part.next_offset
-            self.stats.restored_tokens += restored
-            self.joined.set()
-            metrics.ASSIGNED_PARTITIONS.labels("monitor").set(len(self._parts))
-        log.info("monitor.partitions_assigned", partitions=mine, restored_partitions=new,
-                 kept_partitions=kept, restored_tokens=restored, reread_records=reread,
-                 positions={p: self._parts[p].next_offset for p in mine if p in self._parts})
-
-    def _seek(self, partition: int, offset: int) -> None:
-        assert self._consumer is not None
-        self._consumer.seek(TopicPartition(self.kafka.ticks_topic, partition), offset)
-        self._seeks += 1
-        self._seeked[partition] = self._seeks
-
-    # -- broker loss (lost.py) ------------------------------------------------------------
-    def _broker_lost(self, exc: BrokerLost) -> None:
-        if self._fatal is None:
-            log.error("monitor.broker_lost", error=str(exc),
-                      action="exiting without committing; restart the monitor against the "
-                             "new cluster (topics are recreated at start)")
-            self._fatal = exc
-
-    def _check_highwaters(self, consumer: AIOKafkaConsumer) -> None:
-        for p, part in self._parts.items():
-            tp = TopicPartition(self.kafka.ticks_topic, p)
-            try:
-                self._losses.check_highwater(tp.topic, p, consumer.highwater(tp),
-                                             part.next_offset)
-            except IllegalStateError:
-                continue  # being revoked right now
-            except BrokerLost as exc:
-                self._broker_lost(exc)
-                return
-
-    def _check_topics(self, topics: set[str]) -> None:
-        """From the readiness probe's metadata: our topics must still exist."""
-        k = self.kafka
-        missing = sorted({k.ticks_topic, k.state_topic} - topics)
-        if missing and self._parts:
-            self._broker_lost(BrokerLost(
-                f"the broker lost topics {missing}: they no longer exist on it"))
-
-    def _take_back(self, positions: dict[int, int]) -> list[int]:
-        """Partitions set aside at revocation that came back untouched: resumed as they
-        are. Untouched means the group's committed offset is exactly where this instance
-        stopped (nobody else committed progress in between, and our final checkpoint
-        succeeded); anything else is restored from the state topic. Partitions set aside
-        and not assigned again are dropped."""
-        kept = []
-        for p, part in self._set_aside.items():
-            if positions.get(p) == part.next_offset == part.committed:
-                self._parts[p] = part
-                kept.append(p)
-            else:
-                self._clock.forget(list(part.engine.keys()))
-        self._set_aside.clear()
-        return sorted(kept)
-
-    def _state_reader(self) -> AIOKafkaConsumer:
-        k = self.kafka
-        return make_consumer(k, group_id=None, client_id=f"{k.client_id}-state-reader")
-
-    # -- helpers ------------------------------------------------------------------------
-    def _describe(self) -> str:
-        tokens = sum(len(list(part.engine.keys())) for part in self._parts.values())
-        return f"{len(self._parts)} partitions, {tokens} tokens"
 
     def _summary(self) -> dict[str, int]:
         s = self.stats

@@ -1,0 +1,72 @@
+"""The checkpoint: outputs acknowledged, then the changed tokens' states, then offsets.
+
+In that order, so a committed offset never runs ahead of the outputs it produced nor of the
+state that covers it (see ``ingest.py`` and ``state.py``). Taken every
+``checkpoint_interval_seconds``, on revoke and on shutdown.
+"""
+
+from __future__ import annotations
+
+import time
+from functools import partial
+
+from aiokafka import TopicPartition
+
+from .base import MonitorBase
+from .clients import commit_unless_fenced
+from .publisher import Outgoing
+from .state import STATE_VERSION, StateRecord, encode_state
+
+
+class Checkpoints(MonitorBase):
+    """``_checkpoint`` and the fenced-aware ``_commit`` it ends with."""
+
+    async def _checkpoint(self, partitions: list[int]) -> None:
+        """States of changed tokens -> state topic (acknowledged), then commit offsets."""
+        assert self._out is not None
+        if self._fatal is not None:
+            return  # the broker lost our records: commit nothing into the new log
+        publisher = self._out.publisher
+        k = self.kafka
+        parts = [self._parts[p] for p in partitions if p in self._parts]
+        await publisher.flush()  # every output so far is acknowledged before the states
+        now = time.time()
+        states: list[Outgoing] = []
+        for part in parts:
+            for key in part.dirty:
+                # Compact: the ticks still held for lateness stay out of the state (their
+                # offsets go in instead), so its size does not grow with tick density.
+                pending = part.pending_offsets(key)
+                record = StateRecord(
+                    version=STATE_VERSION, key=key, partition=part.partition,
+                    offset=part.state_offset(key),
+                    last_event_ts=self._clock.last_event_ts(key),
+                    written_at=now, stale=self._clock.is_stale(key),
+                    engine_state=part.engine.export_state(key, pending=pending is None),
+                    pending_offsets=pending or [],
+                )
+                states.append(Outgoing(k.state_topic, encode_state(record), key.encode(),
+                                       part.partition, None, "state"))
+        written = len(states)
+        await publisher.send_all(states)  # one record batch per partition
+        await publisher.flush()
+        for part in parts:
+            part.dirty.clear()
+        # Never backwards: while a restored partition is read again below its committed
+        # offset (compact states' held ticks), the group's offset stays where it was.
+        offsets = {TopicPartition(k.ticks_topic, part.partition): part.next_offset
+                   for part in parts if part.next_offset > part.committed}
+        if offsets and await self._commit(offsets):
+            for part in parts:
+                part.committed = max(part.committed, part.next_offset)
+                # Only offsets the group really took count as "ours" for lost.py.
+                self._losses.committed(part.partition, part.committed)
+        if written or offsets:
+            self.stats.checkpoints += 1
+
+    async def _commit(self, offsets: dict[TopicPartition, int]) -> bool:
+        """Commit; False when the group had moved on (fenced), True when committed."""
+        consumer = self._consumer
+        assert consumer is not None
+        return await self._retry(
+            partial(commit_unless_fenced, consumer, offsets, "monitor.commit_fenced"), "commit")
