@@ -360,7 +360,8 @@ async def table_rounds(rows: list[Row], n_tokens: int, partitions: int, rounds: 
         print(f"CPU per tick (medians, whole round incl. start and group join): bare "
               f"{cpu_bare:.1f} us, monitor {cpu_mon:.1f} us, bare/monitor "
               f"{cpu_bare / cpu_mon:.3f}", flush=True)
-        note = "no Quix Streams peer (not installed)"
+        note = ("Quix Streams: in the pure-Python run" if compiled
+                else "no Quix Streams peer (not installed)")
         if quix:
             print(show("Quix Streams tumbling mean", quix, "ticks/s"))
             q = statistics.median(quix) / statistics.median(bare)
