@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from .paging import LIMIT_DEFAULT, MAX_PAGE, PAGE_MAX, PAGE_SIZE_DEFAULT
+
 
 def ref(name: str) -> dict[str, str]:
     return {"$ref": f"#/components/schemas/{name}"}
@@ -33,19 +35,19 @@ TIME_OR_NULL: dict[str, Any] = {"type": ["string", "null"], "format": "date-time
 READ_ERRORS: dict[str, Any] = {"400": resp("BadRequest"), "401": resp("Unauthorized"),
                                "429": resp("TooManyRequests")}
 
-# The two pagination modes of the list endpoints (GET /rwa, GET /vaults).
+# The two pagination modes of the list endpoints (monitor/api/paging.py).
 PAGINATION_MODES = (
     "Two pagination modes: offset (`page`, `pageSize`) and keyset (`cursor`, "
     "`limit`; pass `nextCursor` back). Do not mix them. Ties are broken by chain "
     "and address, so pages are disjoint and complete. ")
 PAGINATION_PARAMS: list[dict[str, Any]] = [
-    query("page", {"type": "integer", "minimum": 1, "maximum": 1_000_000, "default": 1},
+    query("page", {"type": "integer", "minimum": 1, "maximum": MAX_PAGE, "default": 1},
           "Offset mode page number"),
-    query("pageSize", {"type": "integer", "minimum": 1, "maximum": 500, "default": 50},
-          "Offset mode page size"),
+    query("pageSize", {"type": "integer", "minimum": 1, "maximum": PAGE_MAX,
+                       "default": PAGE_SIZE_DEFAULT}, "Offset mode page size"),
     query("cursor", {"type": "string", "maxLength": 512}, "Keyset mode: nextCursor"),
-    query("limit", {"type": "integer", "minimum": 1, "maximum": 500, "default": 100},
-          "Keyset mode page size"),
+    query("limit", {"type": "integer", "minimum": 1, "maximum": PAGE_MAX,
+                    "default": LIMIT_DEFAULT}, "Keyset mode page size"),
 ]
 #: The ``pagination`` object of a list answer, in either mode.
 PAGINATION: dict[str, Any] = obj(
