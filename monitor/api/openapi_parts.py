@@ -25,6 +25,16 @@ def obj(required: list[str], **props: Any) -> dict[str, Any]:
     return {"type": "object", "required": required, "properties": props}
 
 
+def json_response(schema: dict[str, Any], description: str,
+                  headers: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A response whose body is JSON of ``schema``."""
+    out: dict[str, Any] = {"description": description,
+                           "content": {"application/json": {"schema": schema}}}
+    if headers:
+        out["headers"] = headers
+    return out
+
+
 # Property schemas every resource uses.
 NUM_OR_NULL: dict[str, Any] = {"type": ["number", "null"]}
 STR_OR_NULL: dict[str, Any] = {"type": ["string", "null"]}

@@ -18,6 +18,7 @@ from ..openapi_parts import (
     STR_OR_NULL,
     TIME,
     TIME_OR_NULL,
+    json_response,
 )
 from ..openapi_parts import obj as _obj
 from ..openapi_parts import query as _q
@@ -184,8 +185,7 @@ OPENAPI_PATHS: dict[str, Any] = {
                "Comma-separated, any of: standard (USD fiat stablecoin), stablecoin (any "
                "fiat peg), non-usd, rwa, commodity, gold, yield (NAV-priced), unregistered"),
         ],
-        "responses": {"200": {"description": "A page of tokens",
-                              "content": {"application/json": {"schema": _ref("RwaList")}}},
+        "responses": {"200": json_response(_ref("RwaList"), "A page of tokens"),
                       **READ_ERRORS},
     }},
     "/rwa/{address}": {"get": {
@@ -205,8 +205,7 @@ OPENAPI_PATHS: dict[str, Any] = {
             _q("hours", {"type": "integer", "minimum": 1, "maximum": 720, "default": 24},
                "History window in hours"),
         ],
-        "responses": {"200": {"description": "The token",
-                              "content": {"application/json": {"schema": _ref("RwaDetail")}}},
+        "responses": {"200": json_response(_ref("RwaDetail"), "The token"),
                       "404": _resp("NotFound"), **READ_ERRORS},
     }},
 }

@@ -16,6 +16,7 @@ from ..openapi_parts import (
     STR_OR_NULL,
     TIME,
     TIME_OR_NULL,
+    json_response,
     obj,
     query,
     ref,
@@ -169,8 +170,7 @@ OPENAPI_PATHS: dict[str, Any] = {
                "then address"),
             *PAGINATION_PARAMS,
         ],
-        "responses": {"200": {"description": "A page of vaults",
-                              "content": {"application/json": {"schema": ref("VaultList")}}},
+        "responses": {"200": json_response(ref("VaultList"), "A page of vaults"),
                       **READ_ERRORS},
     }},
     "/vaults/{address}": {"get": {
@@ -190,8 +190,7 @@ OPENAPI_PATHS: dict[str, Any] = {
              "schema": {"type": "string", "enum": list(VAULT_CHAINS)}, "example": "eth",
              "description": "The vault's chain"},
         ],
-        "responses": {"200": {"description": "The vault",
-                              "content": {"application/json": {"schema": ref("VaultDetail")}}},
+        "responses": {"200": json_response(ref("VaultDetail"), "The vault"),
                       "404": resp("NotFound"), **READ_ERRORS},
     }},
 }
