@@ -40,7 +40,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import aiohttp
-from common import emit, fail_on_errors, machine_line, scratch_postgres, show
+from common import (
+    add_backend_args,
+    emit,
+    fail_on_errors,
+    machine_line,
+    on_each_backend,
+    show,
+)
 
 from monitor.chains import CHAINS
 from monitor.kafka.embedded import free_port
@@ -449,8 +456,7 @@ async def run_one(kind: str, url: str, args: argparse.Namespace, tmp: Path,
 async def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--db", choices=["sqlite", "postgresql", "both"], default="both")
-    parser.add_argument("--pg-url", default="postgresql://postgres@127.0.0.1:5432/test")
+    add_backend_args(parser)
     parser.add_argument("--tokens", type=int, default=1000)
     parser.add_argument("--days", type=float, default=7.0)
     parser.add_argument("--seconds", type=float, default=10.0)
@@ -476,11 +482,10 @@ async def main() -> int:
 
 
 async def run_all(args: argparse.Namespace, tmp: Path, tool: LoadTool) -> None:
-    if args.db in ("sqlite", "both"):
-        await run_one("sqlite", f"sqlite:///{tmp}/bench.db", args, tmp, tool)
-    if args.db in ("postgresql", "both"):
-        async with scratch_postgres(args.pg_url) as url:
-            await run_one("postgresql", url, args, tmp, tool)
+    async def run(kind: str, url: str) -> None:
+        await run_one(kind, url, args, tmp, tool)
+
+    await on_each_backend(args, tmp, run)
 
 if __name__ == "__main__":
     sys.exit(asyncio.run(main()))

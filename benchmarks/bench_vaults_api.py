@@ -23,7 +23,7 @@ import time
 import uuid
 
 from bench_api import hammer, wait_up
-from common import scratch_postgres
+from common import add_backend_args, on_each_backend
 
 from consumers.vault_store import fold_facts, rating_row
 from monitor.kafka.embedded import free_port
@@ -133,8 +133,7 @@ async def run_one(kind: str, url: str, args: argparse.Namespace) -> None:
 async def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--db", choices=["sqlite", "postgresql", "both"], default="both")
-    parser.add_argument("--pg-url", default="postgresql://postgres@127.0.0.1:5432/test")
+    add_backend_args(parser)
     parser.add_argument("--vaults", type=int, default=10_000)
     parser.add_argument("--rounds", type=int, default=3,
                         help="fact update rounds after the first full record (history)")
@@ -143,12 +142,11 @@ async def main() -> int:
     args = parser.parse_args()
     print(f"python {sys.version.split()[0]}, {args.concurrency} concurrent clients, "
           f"{args.seconds:g}s per case; server in its own process", flush=True)
+    async def run(kind: str, url: str) -> None:
+        await run_one(kind, url, args)
+
     with tempfile.TemporaryDirectory() as tmp:
-        if args.db in ("sqlite", "both"):
-            await run_one("sqlite", f"sqlite:///{tmp}/bench.db", args)
-        if args.db in ("postgresql", "both"):
-            async with scratch_postgres(args.pg_url) as url:
-                await run_one("postgresql", url, args)
+        await on_each_backend(args, tmp, run)
     return 0
 
 

@@ -10,13 +10,14 @@ a fast wrong answer is not a figure.
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import platform
 import statistics
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -88,6 +89,24 @@ async def scratch_postgres(server_url: str) -> AsyncIterator[str]:
         admin = await asyncpg.connect(server_url)
         await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
         await admin.close()
+
+
+def add_backend_args(parser: argparse.ArgumentParser) -> None:
+    """``--db`` (which stores to measure) and ``--pg-url`` (the PostgreSQL server that
+    gets a throw-away database)."""
+    parser.add_argument("--db", choices=["sqlite", "postgresql", "both"], default="both")
+    parser.add_argument("--pg-url", default="postgresql://postgres@127.0.0.1:5432/test")
+
+
+async def on_each_backend(args: argparse.Namespace, tmp: str | Path,
+                          run: Callable[[str, str], Awaitable[None]]) -> None:
+    """``run(kind, url)`` on the stores ``--db`` chose: a SQLite file in ``tmp``, then a
+    scratch PostgreSQL database (:func:`scratch_postgres`)."""
+    if args.db in ("sqlite", "both"):
+        await run("sqlite", f"sqlite:///{tmp}/bench.db")
+    if args.db in ("postgresql", "both"):
+        async with scratch_postgres(args.pg_url) as url:
+            await run("postgresql", url)
 
 
 def compiled_env(tmp: str) -> dict[str, str] | None:

@@ -65,6 +65,35 @@ async def serve(app: web.Application) -> AsyncIterator[str]:
         await runner.cleanup()
 
 
+#: A test's client for the read API: ``await get(path, **query)`` -> (status, JSON body).
+Get = Callable[..., Awaitable[tuple[int, Any]]]
+
+
+async def pages(get: Get, path: str, params: dict[str, Any], mode: str,
+                size: int) -> AsyncIterator[dict[str, Any]]:
+    """Every page of a list endpoint, followed as a client does: by page number
+    (``mode="offset"``) or by the cursor the previous page gave; each answered 200."""
+    page, cursor = 1, None
+    for _ in range(10_000):
+        query = dict(params)
+        if mode == "offset":
+            query.update(page=page, pageSize=size)
+        else:
+            query["limit"] = size
+            if cursor:
+                query["cursor"] = cursor
+        status, body = await get(path, **query)
+        assert status == 200, body
+        yield body
+        if not body["pagination"]["hasMore"]:
+            return
+        if mode == "offset":
+            page += 1
+        else:
+            cursor = body["pagination"]["nextCursor"]
+    raise AssertionError(f"{path} {params}: no last page after 10,000 pages")
+
+
 def tier_for(rating: float, price: float) -> str:
     if price > 1.005:
         return "premium"

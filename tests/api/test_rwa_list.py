@@ -9,7 +9,7 @@ from typing import Any
 
 import aiohttp
 import pytest
-from readapi_support import api_headers, population, serve
+from readapi_support import api_headers, pages, population, serve
 
 from monitor.api.app import create_app
 from monitor.chains import CHAINS
@@ -77,17 +77,7 @@ def matches(row: dict[str, Any], params: dict[str, Any]) -> bool:
 
 async def walk(api: Api, mode: str, params: dict[str, Any], size: int) -> list[dict[str, Any]]:
     items: list[dict[str, Any]] = []
-    page, cursor = 1, None
-    while True:
-        query = dict(params)
-        if mode == "offset":
-            query.update(page=page, pageSize=size)
-        else:
-            query["limit"] = size
-            if cursor:
-                query["cursor"] = cursor
-        status, body = await api.get("/rwa", **query)
-        assert status == 200, body
+    async for body in pages(api.get, "/rwa", params, mode, size):
         items.extend(body["items"])
         expected_rows = [r for r in api.expected if matches(r, params)]
         agg = body["aggregates"]
@@ -97,12 +87,6 @@ async def walk(api: Api, mode: str, params: dict[str, Any], size: int) -> list[d
         assert sum(agg["byTier"].values()) == len(expected_rows)
         assert all(agg["byChain"][c] == sum(r["chain"] == c for r in expected_rows)
                    for c in CHAINS)
-        if not body["pagination"]["hasMore"]:
-            break
-        if mode == "offset":
-            page += 1
-        else:
-            cursor = body["pagination"]["nextCursor"]
     return items
 
 

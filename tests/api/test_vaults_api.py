@@ -17,7 +17,7 @@ import aiohttp
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from readapi_support import api_headers, serve, story
+from readapi_support import api_headers, pages, serve, story
 from vaults_support import (
     T0,
     USDC_ETH,
@@ -139,28 +139,12 @@ def check_aggregates(agg: dict[str, Any], rows: list[dict[str, Any]]) -> None:
 
 async def walk(api: Api, mode: str, p: dict[str, Any], size: int) -> list[tuple[str, str]]:
     got: list[tuple[str, str]] = []
-    page, cursor = 1, None
     want_rows = [r for r in api.rows if matches(r, p)]
-    for _ in range(10_000):
-        query = dict(p)
-        if mode == "offset":
-            query.update(page=page, pageSize=size)
-        else:
-            query["limit"] = size
-            if cursor:
-                query["cursor"] = cursor
-        status, body = await api.get("/vaults", **query)
-        assert status == 200, body
+    async for body in pages(api.get, "/vaults", p, mode, size):
         assert len(body["items"]) <= size
         got.extend((i["chain"], i["address"]) for i in body["items"])
         assert body["pagination"]["total"] == len(want_rows)
         check_aggregates(body["aggregates"], want_rows)
-        if not body["pagination"]["hasMore"]:
-            break
-        if mode == "offset":
-            page += 1
-        else:
-            cursor = body["pagination"]["nextCursor"]
     return got
 
 

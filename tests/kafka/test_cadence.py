@@ -19,17 +19,15 @@ import pytest
 from monitor.kafka.topics import ensure_topics
 
 from . import replaytruth
+from .faultrun import Progress, finish, matrix_files, published
 from .kafkatools import (
     MonitorProcess,
-    TopicReader,
     fast_kafka,
-    group_caught_up,
     load_ticks,
     produce,
     tick_records,
     wait_for,
 )
-from .test_fault_matrix import Progress, matrix_files
 
 pytestmark = [pytest.mark.broker, pytest.mark.data]
 
@@ -72,21 +70,9 @@ async def test_snapshot_cadence_equals_replay_across_kill9_and_restart(
     await progress.reached(0.6)
     assert b.stop() == 0  # SIGTERM: checkpoint, commit, leave
     c = start("c")
-    try:
-        await wait_for(lambda: group_caught_up(broker.bootstrap_servers, kafka.monitor_group,
-                                               kafka.ticks_topic), 180,
-                       "the group to commit every tick")
-    finally:
-        assert c.stop() == 0, c.log_path.read_text()[-3000:]
+    await finish(broker, kafka, c)
 
-    published: list[tuple[str, bytes]] = []
-    for kind, topic in (("rating", kafka.ratings_topic),
-                        ("tier_change", kafka.tier_changes_topic)):
-        async with TopicReader(broker.bootstrap_servers, topic) as reader:
-            while await reader.poll(1000):
-                pass
-            published += [(kind, rec.value) for rec in reader.records]
-    replaytruth.judge(published, truth, owed).assert_exact()
+    replaytruth.judge(await published(broker, kafka), truth, owed).assert_exact()
     # The restores really took the compact-state path: held ticks read again.
     assert any(e.get("reread_records") for p in (b, c)
                for e in p.events("monitor.partitions_assigned")), "no restore re-read"

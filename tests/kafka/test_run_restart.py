@@ -15,6 +15,7 @@ import sqlite3
 import subprocess
 import sys
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 
@@ -43,6 +44,10 @@ DAYS = (1678449600.0, 1678557600.0)  # 2023-03-10 12:00 to 03-11 18:00 UTC (SVB)
 class Run:
     """``depeg-monitor run --only monitor`` on a data directory, JSON logs in a file."""
 
+    #: The one service ``run`` starts, and the settings it gets beyond the common ones.
+    ONLY = "monitor"
+    EXTRA_ENV: ClassVar[dict[str, str]] = {"DEPEG_KAFKA__BATCH_MAX_RECORDS": "200"}
+
     def __init__(self, data: Path, log: Path) -> None:
         self.port = free_port()
         self.bootstrap = f"127.0.0.1:{self.port}"
@@ -50,12 +55,12 @@ class Run:
         env = {**os.environ, "DEPEG_KAFKA__EMBEDDED_PORT": str(self.port),
                "DEPEG_LOGGING__FORMAT": "json", "DEPEG_KAFKA__PARTITIONS": "3",
                "DEPEG_KAFKA__CHECKPOINT_INTERVAL_SECONDS": "0.5",
-               "DEPEG_KAFKA__BATCH_MAX_RECORDS": "200", "DEPEG_METRICS__PORT": "0",
-               "DEPEG_STORAGE__DATA_DIR": str(data)}
+               "DEPEG_METRICS__PORT": "0", "DEPEG_STORAGE__DATA_DIR": str(data),
+               **self.EXTRA_ENV}
         env.pop("DEPEG_KAFKA__BOOTSTRAP_SERVERS", None)
         with log.open("ab") as fh:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "monitor", "run", "--only", "monitor"],
+                [sys.executable, "-m", "monitor", "run", "--only", self.ONLY],
                 env=env, stdout=fh, stderr=subprocess.STDOUT)
 
     def events(self, name: str) -> list[dict[str, object]]:

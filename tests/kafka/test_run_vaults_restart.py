@@ -11,15 +11,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import subprocess
 import sys
 from collections import Counter
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
-
-from monitor.kafka.embedded import free_port
 
 from .kafkatools import TopicReader, group_caught_up, wait_for
 from .test_run_restart import Run
@@ -32,19 +30,8 @@ BIN = Path(sys.executable).parent / "depeg-monitor"
 class VaultsRun(Run):
     """``run --only vaults``: the vault daemon alone on the embedded broker."""
 
-    def __init__(self, data: Path, log: Path) -> None:
-        self.port = free_port()
-        self.bootstrap = f"127.0.0.1:{self.port}"
-        self.log = log
-        env = {**os.environ, "DEPEG_KAFKA__EMBEDDED_PORT": str(self.port),
-               "DEPEG_LOGGING__FORMAT": "json", "DEPEG_KAFKA__PARTITIONS": "3",
-               "DEPEG_KAFKA__CHECKPOINT_INTERVAL_SECONDS": "0.5",
-               "DEPEG_METRICS__PORT": "0", "DEPEG_STORAGE__DATA_DIR": str(data)}
-        env.pop("DEPEG_KAFKA__BOOTSTRAP_SERVERS", None)
-        with log.open("ab") as fh:
-            self.proc = subprocess.Popen(
-                [sys.executable, "-m", "monitor", "run", "--only", "vaults"],
-                env=env, stdout=fh, stderr=subprocess.STDOUT)
+    ONLY = "vaults"
+    EXTRA_ENV: ClassVar[dict[str, str]] = {}
 
 
 async def _cli(cwd: Path, *args: str) -> None:

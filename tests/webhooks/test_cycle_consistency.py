@@ -10,47 +10,35 @@ what the database now holds, on both backends.
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator
 
-import pytest
 from webhook_support import ENCRYPTION_KEY, queue_for_new_subscription
 
 from monitor.config import DeliveryConfig
-from monitor.storage import Database, connect
+from monitor.storage import Database
 from monitor.storage.delivery_batches import ClaimRequest, Outcome, run_cycle
-from monitor.storage.webhooks import migrate_webhooks
 from monitor.webhooks.secrets import SecretBox
 
 
-@pytest.fixture
-async def db(storage_url: str) -> AsyncIterator[Database]:
-    database = await connect(storage_url)
-    await migrate_webhooks(database)
-    try:
-        yield database
-    finally:
-        await database.close()
-
-
-async def test_an_outcome_due_again_in_the_same_cycle_is_recorded_once(db: Database) -> None:
+async def test_an_outcome_due_again_in_the_same_cycle_is_recorded_once(
+        webhook_db: Database) -> None:
     box = SecretBox.from_config(DeliveryConfig(secret_encryption_key=ENCRYPTION_KEY))
-    await queue_for_new_subscription(db, box, "http://127.0.0.1:9/hook", 1)
+    await queue_for_new_subscription(webhook_db, box, "http://127.0.0.1:9/hook", 1)
     t0 = time.time() + 1  # the delivery is due from now on
     # Claimed by a sender whose lease runs out at t0 + 1, before its outcome arrives.
-    first = await run_cycle(db, [], ClaimRequest(5, {}, 5, "A", t0, t0 + 1, 5))
+    first = await run_cycle(webhook_db, [], ClaimRequest(5, {}, 5, "A", t0, t0 + 1, 5))
     assert [n for _, n in first.claimed] == [1]
     d = first.claimed[0][0]
     # Its outcome (failed, retry due at once) comes with the next claim, lease expired.
     now = t0 + 2
     failed = Outcome(d, "A", 1, t0, 500, 1.0, "HTTP 500", "failed", t0 + 1, now)
-    second = await run_cycle(db, [failed], ClaimRequest(5, {}, 5, "B", now, now + 60, 5))
+    second = await run_cycle(webhook_db, [failed], ClaimRequest(5, {}, 5, "B", now, now + 60, 5))
 
     assert second.recorded == {d.id}  # nobody else took the claim: still A's to record
-    history = await db.fetch("SELECT attempt, status_code FROM webhook_attempts"
-                             " WHERE delivery_id = $1 ORDER BY attempt", d.id)
+    history = await webhook_db.fetch("SELECT attempt, status_code FROM webhook_attempts"
+                                     " WHERE delivery_id = $1 ORDER BY attempt", d.id)
     assert [(h["attempt"], h["status_code"]) for h in history] == [(1, 500)]
-    row = await db.fetchrow("SELECT status, attempts, lease_token FROM webhook_deliveries"
-                            " WHERE id = $1", d.id)
+    row = await webhook_db.fetchrow(
+        "SELECT status, attempts, lease_token FROM webhook_deliveries WHERE id = $1", d.id)
     assert row is not None
     state = (row["status"], row["attempts"], row["lease_token"])
     if second.claimed:
@@ -60,5 +48,5 @@ async def test_an_outcome_due_again_in_the_same_cycle_is_recorded_once(db: Datab
     else:
         # Left for the next cycle (PostgreSQL's due read leaves out this cycle's outcomes).
         assert state == ("failed", 1, None)
-        third = await run_cycle(db, [], ClaimRequest(5, {}, 5, "C", now, now + 60, 5))
+        third = await run_cycle(webhook_db, [], ClaimRequest(5, {}, 5, "C", now, now + 60, 5))
         assert [(c.id, n) for c, n in third.claimed] == [(d.id, 2)]

@@ -11,9 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
 
-import pytest
 from webhook_support import (
     ENCRYPTION_KEY,
     queue_for_new_subscription,
@@ -22,9 +20,8 @@ from webhook_support import (
 )
 
 from monitor.config import DeliveryConfig
-from monitor.storage import Database, connect
+from monitor.storage import Database
 from monitor.storage.deliveries import DeliveryStore
-from monitor.storage.webhooks import migrate_webhooks
 from monitor.webhooks.dispatcher import DeliveryAttempts, Dispatcher
 from monitor.webhooks.secrets import SecretBox
 from monitor.webhooks.sender import Sender
@@ -33,31 +30,21 @@ from monitor.webhooks.sender import Sender
 BURST = 3
 
 
-@pytest.fixture
-async def db(storage_url: str) -> AsyncIterator[Database]:
-    database = await connect(storage_url)
-    await migrate_webhooks(database)
-    try:
-        yield database
-    finally:
-        await database.close()
-
-
-async def test_a_burst_is_sent_without_waiting_for_the_poll(db: Database) -> None:
+async def test_a_burst_is_sent_without_waiting_for_the_poll(webhook_db: Database) -> None:
     config = DeliveryConfig(allow_loopback=True, secret_encryption_key=ENCRYPTION_KEY,
                             max_concurrency=1, per_endpoint_concurrency=1,
                             poll_interval_seconds=3600.0)
     async with receiver() as rec:
         box = SecretBox.from_config(config)
-        events = await queue_for_new_subscription(db, box, rec.url, BURST)
+        events = await queue_for_new_subscription(webhook_db, box, rec.url, BURST)
         sender = Sender(config)
-        dispatcher = Dispatcher(DeliveryAttempts(DeliveryStore(db), sender, box, config))
+        dispatcher = Dispatcher(DeliveryAttempts(DeliveryStore(webhook_db), sender, box, config))
         stop = asyncio.Event()
         dispatcher.wake.set()  # as the intake does after recording deliveries
         runner = asyncio.create_task(dispatcher.run(stop))
         try:
             async def all_done() -> bool:
-                return int(await db.fetchval(
+                return int(await webhook_db.fetchval(
                     "SELECT COUNT(*) FROM webhook_deliveries WHERE status = 'success'")
                     or 0) == BURST
 

@@ -9,9 +9,7 @@ if never claimed. Checked against the receiver's own count of requests, on both 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 
-import pytest
 from aiohttp import web
 from webhook_support import (
     ENCRYPTION_KEY,
@@ -21,25 +19,14 @@ from webhook_support import (
 )
 
 from monitor.config import DeliveryConfig
-from monitor.storage import Database, connect
+from monitor.storage import Database
 from monitor.storage.deliveries import DeliveryStore
-from monitor.storage.webhooks import migrate_webhooks
 from monitor.webhooks.dispatcher import CLAIM_AHEAD, DeliveryAttempts, Dispatcher
 from monitor.webhooks.secrets import SecretBox
 from monitor.webhooks.sender import Sender
 
 
-@pytest.fixture
-async def db(storage_url: str) -> AsyncIterator[Database]:
-    database = await connect(storage_url)
-    await migrate_webhooks(database)
-    try:
-        yield database
-    finally:
-        await database.close()
-
-
-async def test_claimed_but_unsent_deliveries_are_given_back_on_stop(db: Database) -> None:
+async def test_claimed_but_unsent_deliveries_are_given_back_on_stop(webhook_db: Database) -> None:
     config = DeliveryConfig(allow_loopback=True, secret_encryption_key=ENCRYPTION_KEY,
                             max_concurrency=1, per_endpoint_concurrency=1,
                             timeout_seconds=5.0)
@@ -50,9 +37,9 @@ async def test_claimed_but_unsent_deliveries_are_given_back_on_stop(db: Database
 
         rec.on_request = held
         box = SecretBox.from_config(config)
-        await queue_for_new_subscription(db, box, rec.url, 5)
+        await queue_for_new_subscription(webhook_db, box, rec.url, 5)
         sender = Sender(config)
-        dispatcher = Dispatcher(DeliveryAttempts(DeliveryStore(db), sender, box, config))
+        dispatcher = Dispatcher(DeliveryAttempts(DeliveryStore(webhook_db), sender, box, config))
         stop = asyncio.Event()
         runner = asyncio.create_task(dispatcher.run(stop))
         try:
@@ -62,7 +49,7 @@ async def test_claimed_but_unsent_deliveries_are_given_back_on_stop(db: Database
                 return dispatcher.ready == CLAIM_AHEAD - 1
 
             await wait_until(claimed_ahead, what="a delivery claimed ahead of its slot")
-            counted = await db.fetchval("SELECT SUM(attempts) FROM webhook_deliveries")
+            counted = await webhook_db.fetchval("SELECT SUM(attempts) FROM webhook_deliveries")
             assert counted == CLAIM_AHEAD  # counted before sending, in flight or not
             stop.set()
             release.set()
@@ -73,11 +60,13 @@ async def test_claimed_but_unsent_deliveries_are_given_back_on_stop(db: Database
             await asyncio.gather(runner, return_exceptions=True)
             await sender.close()
     assert len(rec.received) == 1, "the receiver's own count of requests"
-    rows = await db.fetch("SELECT id, status, attempts, lease_token FROM webhook_deliveries")
+    rows = await webhook_db.fetch(
+        "SELECT id, status, attempts, lease_token FROM webhook_deliveries")
     assert sorted((r["status"], r["attempts"]) for r in rows) == (
         [("pending", 0)] * 4 + [("success", 1)])
     assert all(r["lease_token"] is None for r in rows)
-    history = await db.fetch("SELECT delivery_id, attempt, status_code FROM webhook_attempts")
+    history = await webhook_db.fetch(
+        "SELECT delivery_id, attempt, status_code FROM webhook_attempts")
     sent = next(r["id"] for r in rows if r["status"] == "success")
     assert [(h["delivery_id"], h["attempt"], h["status_code"]) for h in history] == [
         (sent, 1, 200)]

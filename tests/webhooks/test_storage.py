@@ -4,29 +4,18 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import AsyncIterator
 
 import pytest
 from webhook_support import ENCRYPTION_KEY, new_key, tier_change
 
 from monitor.config import DeliveryConfig
 from monitor.records import encode
-from monitor.storage import Database, connect
+from monitor.storage import Database
 from monitor.storage.deliveries import DeliveryStore, NewEvent
 from monitor.storage.webhooks import WebhookStore, migrate_webhooks
 from monitor.storage.webhooks_schema import MIGRATIONS
 from monitor.webhooks.filters import Filters
 from monitor.webhooks.secrets import SecretBox, SecretStoreError
-
-
-@pytest.fixture
-async def db(storage_url: str) -> AsyncIterator[Database]:
-    database = await connect(storage_url)
-    await migrate_webhooks(database)
-    try:
-        yield database
-    finally:
-        await database.close()
 
 
 async def _subscription(db: Database, key_id: str, secret: str = "whsec_x") -> str:
@@ -45,23 +34,23 @@ async def _dump(db: Database) -> str:
     return repr([await db.fetch(f"SELECT * FROM {t}") for t in tables])
 
 
-async def test_migration_is_idempotent(db: Database) -> None:
+async def test_migration_is_idempotent(webhook_db: Database) -> None:
     latest = max(m.version for m in MIGRATIONS)
-    assert await migrate_webhooks(db) == latest
-    assert await migrate_webhooks(db) == latest
-    if db.dialect == "postgresql":
+    assert await migrate_webhooks(webhook_db) == latest
+    assert await migrate_webhooks(webhook_db) == latest
+    if webhook_db.dialect == "postgresql":
         # Room for the claim's new row version on the same page (a HOT update).
-        options = await db.fetchval(
+        options = await webhook_db.fetchval(
             "SELECT reloptions FROM pg_class WHERE relname = 'webhook_deliveries'")
         assert "fillfactor=70" in list(options or [])
 
 
-async def test_api_keys_are_stored_hashed_and_revocable(db: Database) -> None:
-    store = WebhookStore(db)
-    key, key_id = await new_key(db)
+async def test_api_keys_are_stored_hashed_and_revocable(webhook_db: Database) -> None:
+    store = WebhookStore(webhook_db)
+    key, key_id = await new_key(webhook_db)
     assert await store.authenticate(key) == key_id
     assert await store.authenticate(key + "x") is None
-    assert key not in await _dump(db)
+    assert key not in await _dump(webhook_db)
     listed = await store.list_api_keys()
     assert listed[0].prefix == key[:12] and listed[0].revoked_at is None
     assert await store.revoke_api_key(listed[0].prefix, time.time()) == 1
@@ -69,12 +58,12 @@ async def test_api_keys_are_stored_hashed_and_revocable(db: Database) -> None:
     assert await store.revoke_api_key(key_id, time.time()) == 0
 
 
-async def test_secrets_are_not_in_a_dump_and_bound_to_their_row(db: Database) -> None:
-    _, key_id = await new_key(db)
+async def test_secrets_are_not_in_a_dump_and_bound_to_their_row(webhook_db: Database) -> None:
+    _, key_id = await new_key(webhook_db)
     secret = "whsec_" + "5e" * 32
-    sub_id = await _subscription(db, key_id, secret)
-    assert secret not in await _dump(db)
-    sub = await WebhookStore(db).get_subscription(key_id, sub_id)
+    sub_id = await _subscription(webhook_db, key_id, secret)
+    assert secret not in await _dump(webhook_db)
+    sub = await WebhookStore(webhook_db).get_subscription(key_id, sub_id)
     assert sub is not None
     box = SecretBox.from_config(DeliveryConfig(secret_encryption_key=ENCRYPTION_KEY))
     assert box.open(sub.secret_sealed, sub_id) == secret
@@ -85,11 +74,11 @@ async def test_secrets_are_not_in_a_dump_and_bound_to_their_row(db: Database) ->
         other.open(sub.secret_sealed, sub_id)
 
 
-async def test_subscriptions_are_scoped_to_their_key(db: Database) -> None:
-    _, a = await new_key(db, "a")
-    _, b = await new_key(db, "b")
-    sub_id = await _subscription(db, a)
-    store = WebhookStore(db)
+async def test_subscriptions_are_scoped_to_their_key(webhook_db: Database) -> None:
+    _, a = await new_key(webhook_db, "a")
+    _, b = await new_key(webhook_db, "b")
+    sub_id = await _subscription(webhook_db, a)
+    store = WebhookStore(webhook_db)
     assert await store.get_subscription(b, sub_id) is None
     assert await store.list_subscriptions(b) == []
     assert await store.update_subscription(b, sub_id, {"is_active": False}, time.time()) is None
@@ -98,19 +87,19 @@ async def test_subscriptions_are_scoped_to_their_key(db: Database) -> None:
     assert sub is not None and sub.is_active
 
 
-async def test_replayed_event_creates_no_second_delivery(db: Database) -> None:
-    _, key_id = await new_key(db)
-    sub_id = await _subscription(db, key_id)
-    subs = await WebhookStore(db).active_subscriptions()
+async def test_replayed_event_creates_no_second_delivery(webhook_db: Database) -> None:
+    _, key_id = await new_key(webhook_db)
+    sub_id = await _subscription(webhook_db, key_id)
+    subs = await WebhookStore(webhook_db).active_subscriptions()
     assert [s.id for s in subs] == [sub_id]
     event = tier_change()
-    deliveries = DeliveryStore(db)
+    deliveries = DeliveryStore(webhook_db)
     new = NewEvent(event.event_id, event.event_type, encode(event), subs)
     assert await deliveries.record_events([new], time.time()) == 1
     assert await deliveries.record_events([new], time.time()) == 0  # the same event id again
     rows, total = await deliveries.list_page(key_id)
     assert total == 1 and rows[0]["status"] == "pending"
-    assert await WebhookStore(db).units_used(key_id, "delivery") == 1
+    assert await WebhookStore(webhook_db).units_used(key_id, "delivery") == 1
     due = await deliveries.due(time.time() + 1, 10)
     assert len(due) == 1 and due[0].payload == encode(event)
 
@@ -127,8 +116,8 @@ async def _one_pending_delivery(db: Database) -> tuple[str, DeliveryStore]:
     return key_id, store
 
 
-async def test_claims_are_exclusive_and_success_is_recorded_once(db: Database) -> None:
-    key_id, store = await _one_pending_delivery(db)
+async def test_claims_are_exclusive_and_success_is_recorded_once(webhook_db: Database) -> None:
+    key_id, store = await _one_pending_delivery(webhook_db)
     now = time.time() + 1
     (due,) = await store.due(now, 10)
     assert await store.claim(due.id, "t1", now, now + 60)
@@ -147,11 +136,11 @@ async def test_claims_are_exclusive_and_success_is_recorded_once(db: Database) -
     assert [a["status_code"] for a in attempts[due.id]] == [200]
 
 
-async def test_overlapping_batch_claims_are_disjoint(db: Database) -> None:
-    _, key_id = await new_key(db)
-    await _subscription(db, key_id)
-    subs = await WebhookStore(db).active_subscriptions()
-    store = DeliveryStore(db)
+async def test_overlapping_batch_claims_are_disjoint(webhook_db: Database) -> None:
+    _, key_id = await new_key(webhook_db)
+    await _subscription(webhook_db, key_id)
+    subs = await WebhookStore(webhook_db).active_subscriptions()
+    store = DeliveryStore(webhook_db)
     events = [tier_change() for _ in range(6)]
     await store.record_events(
         [NewEvent(e.event_id, e.event_type, encode(e), subs) for e in events], time.time())
@@ -163,11 +152,11 @@ async def test_overlapping_batch_claims_are_disjoint(db: Database) -> None:
     assert await store.claim_many(ids, "c", now + 61, now + 120) == set(ids)  # leases expired
 
 
-async def test_prune_deletes_only_old_finished_history(db: Database) -> None:
-    _, key_id = await new_key(db)
-    await _subscription(db, key_id)
-    subs = await WebhookStore(db).active_subscriptions()
-    store = DeliveryStore(db)
+async def test_prune_deletes_only_old_finished_history(webhook_db: Database) -> None:
+    _, key_id = await new_key(webhook_db)
+    await _subscription(webhook_db, key_id)
+    subs = await WebhookStore(webhook_db).active_subscriptions()
+    store = DeliveryStore(webhook_db)
     old, fresh = tier_change(), tier_change()
     t0 = time.time()
     for e, at in ((old, t0 - 100 * 86400), (fresh, t0 - 100 * 86400)):
@@ -180,17 +169,17 @@ async def test_prune_deletes_only_old_finished_history(db: Database) -> None:
     assert await store.prune(t0 - 30 * 86400) == 1
     rows, total = await store.list_page(key_id)
     assert total == 1 and rows[0]["id"] == pending.id  # unfinished work is never pruned
-    assert await db.fetchval("SELECT COUNT(*) FROM webhook_attempts") == 0
-    assert await db.fetchval("SELECT COUNT(*) FROM webhook_events") == 1
-    assert await WebhookStore(db).units_used(key_id, "delivery") == 2  # billing stays
+    assert await webhook_db.fetchval("SELECT COUNT(*) FROM webhook_attempts") == 0
+    assert await webhook_db.fetchval("SELECT COUNT(*) FROM webhook_events") == 1
+    assert await WebhookStore(webhook_db).units_used(key_id, "delivery") == 2  # billing stays
 
 
-async def test_manual_retry_slot_once_per_interval(db: Database) -> None:
-    key_id, store = await _one_pending_delivery(db)
+async def test_manual_retry_slot_once_per_interval(webhook_db: Database) -> None:
+    key_id, store = await _one_pending_delivery(webhook_db)
     (due,) = await store.due(time.time() + 1, 10)
     now = time.time()
     assert await store.mark_manual_retry(key_id, due.id, now, 300)
     assert not await store.mark_manual_retry(key_id, due.id, now + 299, 300)
     assert await store.mark_manual_retry(key_id, due.id, now + 301, 300)
-    _, other = await new_key(db, "other")
+    _, other = await new_key(webhook_db, "other")
     assert not await store.mark_manual_retry(other, due.id, now + 1000, 300)

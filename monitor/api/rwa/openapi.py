@@ -9,16 +9,23 @@ from typing import Any
 from ...chains import CHAINS
 from ...records import Tier
 from ...registry import TAGS
+from ..openapi_parts import (
+    NUM_OR_NULL,
+    PAGINATION,
+    PAGINATION_MODES,
+    PAGINATION_PARAMS,
+    READ_ERRORS,
+    STR_OR_NULL,
+    TIME,
+    TIME_OR_NULL,
+    json_response,
+)
 from ..openapi_parts import obj as _obj
 from ..openapi_parts import query as _q
 from ..openapi_parts import ref as _ref
 from ..openapi_parts import resp as _resp
 
 _TIERS = [t.value for t in Tier]
-_NUM_OR_NULL: dict[str, Any] = {"type": ["number", "null"]}
-_STR_OR_NULL: dict[str, Any] = {"type": ["string", "null"]}
-_TIME: dict[str, Any] = {"type": "string", "format": "date-time"}
-_TIME_OR_NULL: dict[str, Any] = {"type": ["string", "null"], "format": "date-time"}
 _TAG_ALT = "|".join(TAGS)
 
 OPENAPI_SCHEMAS: dict[str, Any] = {
@@ -53,16 +60,16 @@ OPENAPI_SCHEMAS: dict[str, Any] = {
              "band_tier", "updated_at", "stale", "collapsed", "risk"],
             address={"type": "string", "pattern": "^0x[0-9a-f]{40}$"},
             chain={"type": "string", "enum": list(CHAINS)},
-            symbol={"type": "string"}, name=_STR_OR_NULL, registered={"type": "boolean"},
-            peg_type=_STR_OR_NULL, peg_reference=_STR_OR_NULL, market_cap_usd=_NUM_OR_NULL,
+            symbol={"type": "string"}, name=STR_OR_NULL, registered={"type": "boolean"},
+            peg_type=STR_OR_NULL, peg_reference=STR_OR_NULL, market_cap_usd=NUM_OR_NULL,
             tags={"type": "array", "items": {"type": "string", "enum": list(TAGS)}},
             rating={"type": "number", "minimum": 0, "maximum": 100},
             tier={"type": "string", "enum": _TIERS},
             band_tier={"type": "string", "enum": _TIERS,
                        "description": "band(rating): the tier itself, or ok when the "
                                       "tier is premium (docs/model.md)"},
-            deviation_pct=_NUM_OR_NULL, price_usd=_STR_OR_NULL, peg_usd=_STR_OR_NULL,
-            updated_at=_TIME, tier_since=_TIME,
+            deviation_pct=NUM_OR_NULL, price_usd=STR_OR_NULL, peg_usd=STR_OR_NULL,
+            updated_at=TIME, tier_since=TIME,
             staleness_seconds={"type": "number", "minimum": 0},
             stale={"type": "boolean",
                    "description": "No tick for model.stale_after_seconds, or the price "
@@ -76,13 +83,7 @@ OPENAPI_SCHEMAS: dict[str, Any] = {
     "RwaList": _obj(
         ["items", "pagination", "aggregates", "sort", "order"],
         items={"type": "array", "items": _ref("RwaToken")},
-        pagination=_obj(
-            ["mode", "total", "hasMore"], mode={"type": "string", "enum": ["offset", "cursor"]},
-            total={"type": "integer", "minimum": 0}, hasMore={"type": "boolean"},
-            page={"type": "integer"}, pageSize={"type": "integer"},
-            totalPages={"type": "integer"}, limit={"type": "integer"},
-            nextCursor={"type": ["string", "null"],
-                        "description": "Pass as `cursor` for the next page; null at the end"}),
+        pagination=PAGINATION,
         aggregates={
             "description": "Ecosystem aggregates over every token matching the filters "
                            "(not only this page).",
@@ -103,30 +104,30 @@ OPENAPI_SCHEMAS: dict[str, Any] = {
         address={"type": "string"}, chain={"type": "string", "enum": list(CHAINS)},
         symbol={"type": "string"}, name={"type": "string"},
         registered={"type": "boolean"}, peg_type={"type": "string"},
-        peg_reference={"type": "string"}, market_cap_usd=_NUM_OR_NULL,
+        peg_reference={"type": "string"}, market_cap_usd=NUM_OR_NULL,
         tags={"type": "array", "items": {"type": "string"}},
         rating={"type": "null"}, tier={"type": "null"},
         unrated_reason={"type": "string"}),
     "SignalValue": _obj(
         ["name", "value", "score", "weight", "contribution", "observed"],
-        name={"type": "string"}, value=_NUM_OR_NULL, score={"type": "number"},
+        name={"type": "string"}, value=NUM_OR_NULL, score={"type": "number"},
         weight={"type": "number"}, contribution={"type": "number"},
         observed={"type": "boolean"}),
     "RatingPoint": _obj(
-        ["timestamp", "rating", "tier"], timestamp=_TIME, rating={"type": "number"},
-        tier={"type": "string", "enum": _TIERS}, deviation_pct=_NUM_OR_NULL,
-        price_usd=_STR_OR_NULL, peg_usd=_STR_OR_NULL),
+        ["timestamp", "rating", "tier"], timestamp=TIME, rating={"type": "number"},
+        tier={"type": "string", "enum": _TIERS}, deviation_pct=NUM_OR_NULL,
+        price_usd=STR_OR_NULL, peg_usd=STR_OR_NULL),
     "DepegEpisode": {
         "description": "From leaving ok/premium to the first return to ok/premium.",
         **_obj(
             ["started_at", "recovered_at", "ongoing", "started_tier", "worst_tier"],
-            started_at=_TIME, recovered_at=_TIME_OR_NULL, ongoing={"type": "boolean"},
-            recovery_seconds=_NUM_OR_NULL, duration_seconds={"type": "number"},
+            started_at=TIME, recovered_at=TIME_OR_NULL, ongoing={"type": "boolean"},
+            recovery_seconds=NUM_OR_NULL, duration_seconds={"type": "number"},
             started_tier={"type": "string", "enum": _TIERS},
             worst_tier={"type": "string", "enum": _TIERS},
-            peak_deviation_pct=_NUM_OR_NULL, peak_at=_TIME_OR_NULL,
-            peak_price_usd=_STR_OR_NULL, peak_rating=_NUM_OR_NULL,
-            start_event_id={"type": "string"}, recovery_event_id=_STR_OR_NULL)},
+            peak_deviation_pct=NUM_OR_NULL, peak_at=TIME_OR_NULL,
+            peak_price_usd=STR_OR_NULL, peak_rating=NUM_OR_NULL,
+            start_event_id={"type": "string"}, recovery_event_id=STR_OR_NULL)},
     "TierChangeEvent": _obj(
         ["event_type", "event_id", "timestamp", "data"],
         event_type={"type": "string", "const": "DEPEG_TIER_CHANGE"},
@@ -141,31 +142,26 @@ OPENAPI_SCHEMAS: dict[str, Any] = {
                   price_usd={"type": "string"}, peg_usd={"type": "string"})),
     "RwaDetail": {"allOf": [_ref("RwaToken"), _obj(
         ["snapshot", "history", "tier_changes", "episodes"],
-        snapshot=_obj(["timestamp", "signals", "metrics"], timestamp=_TIME,
+        snapshot=_obj(["timestamp", "signals", "metrics"], timestamp=TIME,
                       signals={"type": "array", "items": _ref("SignalValue")},
-                      metrics={"type": "object", "additionalProperties": _NUM_OR_NULL,
+                      metrics={"type": "object", "additionalProperties": NUM_OR_NULL,
                                "description": "The flat metric snapshot: engine metrics, "
                                               "signal_<name>_{value,score,weight,"
                                               "contribution,observed}, window_* figures"}),
         history=_obj(["hours", "from", "to", "points", "truncated"],
-                     hours={"type": "integer"}, to=_TIME, truncated={"type": "boolean"},
+                     hours={"type": "integer"}, to=TIME, truncated={"type": "boolean"},
                      points={"type": "array", "items": _ref("RatingPoint")},
-                     **{"from": _TIME}),
+                     **{"from": TIME}),
         tier_changes={"type": "array", "items": _ref("TierChangeEvent")},
         episodes={"type": "array", "items": _ref("DepegEpisode")})]},
 }
-
-_ERRORS = {"400": _resp("BadRequest"), "401": _resp("Unauthorized"),
-           "429": _resp("TooManyRequests")}
 
 OPENAPI_PATHS: dict[str, Any] = {
     "/rwa": {"get": {
         "operationId": "listRwa",
         "summary": "Pegged tokens with depeg ratings, filters, sorting and aggregates (E6)",
         "description": (
-            "Two pagination modes: offset (`page`, `pageSize`) and keyset (`cursor`, "
-            "`limit`; pass `nextCursor` back). Do not mix them. Ties are broken by chain "
-            "and address, so pages are disjoint and complete. Tokens without a value for "
+            PAGINATION_MODES + "Tokens without a value for "
             "the sort key (no market cap) sort last."),
         "tags": ["rwa"],
         "parameters": [
@@ -177,13 +173,7 @@ OPENAPI_PATHS: dict[str, Any] = {
                "score = rating; deviation = absolute deviation from peg"),
             _q("order", {"type": "string", "enum": ["asc", "desc"]},
                "Default: desc, except symbol (asc)"),
-            _q("page", {"type": "integer", "minimum": 1, "maximum": 1_000_000, "default": 1},
-               "Offset mode page number"),
-            _q("pageSize", {"type": "integer", "minimum": 1, "maximum": 500, "default": 50},
-               "Offset mode page size"),
-            _q("cursor", {"type": "string", "maxLength": 512}, "Keyset mode: nextCursor"),
-            _q("limit", {"type": "integer", "minimum": 1, "maximum": 500, "default": 100},
-               "Keyset mode page size"),
+            *PAGINATION_PARAMS,
             _q("q", {"type": "string", "maxLength": 100},
                "Case-insensitive substring of symbol, name or address"),
             _q("collapsedOnly", {"type": "boolean", "default": False},
@@ -195,9 +185,8 @@ OPENAPI_PATHS: dict[str, Any] = {
                "Comma-separated, any of: standard (USD fiat stablecoin), stablecoin (any "
                "fiat peg), non-usd, rwa, commodity, gold, yield (NAV-priced), unregistered"),
         ],
-        "responses": {"200": {"description": "A page of tokens",
-                              "content": {"application/json": {"schema": _ref("RwaList")}}},
-                      **_ERRORS},
+        "responses": {"200": json_response(_ref("RwaList"), "A page of tokens"),
+                      **READ_ERRORS},
     }},
     "/rwa/{address}": {"get": {
         "operationId": "getRwa",
@@ -216,8 +205,7 @@ OPENAPI_PATHS: dict[str, Any] = {
             _q("hours", {"type": "integer", "minimum": 1, "maximum": 720, "default": 24},
                "History window in hours"),
         ],
-        "responses": {"200": {"description": "The token",
-                              "content": {"application/json": {"schema": _ref("RwaDetail")}}},
-                      "404": _resp("NotFound"), **_ERRORS},
+        "responses": {"200": json_response(_ref("RwaDetail"), "The token"),
+                      "404": _resp("NotFound"), **READ_ERRORS},
     }},
 }

@@ -23,7 +23,7 @@ from ...storage import ratings_read as reads
 from ...storage.db import Row
 from ...storage.ratings import RatingsStore
 from ...timefmt import format_ts
-from .. import jsonbody, params
+from .. import jsonbody, paging, params
 from ..context import CONFIG, DB, TICKS, now
 from ..errors import ApiError
 from .cache import ReadCache
@@ -37,8 +37,6 @@ SORTS = tuple(reads.SORT_EXPRESSIONS)
 #: Default order per sort: riskiest, biggest, A-Z, furthest from peg, freshest first.
 DEFAULT_ORDER = {"score": "desc", "market_cap_usd": "desc", "symbol": "asc",
                  "deviation": "desc", "updated_at": "desc"}
-PAGE_SIZE_DEFAULT, LIMIT_DEFAULT, PAGE_MAX = 50, 100, 500
-MAX_PAGE = 1_000_000
 HOURS_DEFAULT, HOURS_MAX = 24, 720
 MAX_POINTS, MAX_CHANGES, MAX_EPISODES = 20_000, 1_000, 100
 
@@ -81,18 +79,9 @@ def parse_list(query: Mapping[str, str]) -> tuple[reads.ListFilter, reads.PageRe
     )
     sort = params.enum(query, "sort", SORTS, "score") or "score"
     order = params.enum(query, "order", ("asc", "desc"), DEFAULT_ORDER[sort]) or "desc"
-    cursor_mode = "cursor" in query or "limit" in query
-    if cursor_mode and ("page" in query or "pageSize" in query):
-        raise ApiError(400, "use either page/pageSize (offset mode) or cursor/limit",
-                       parameter="cursor")
-    if cursor_mode:
-        limit = params.integer(query, "limit", LIMIT_DEFAULT, 1, PAGE_MAX)
-        cursor = query.get("cursor")
-        after = decode_cursor(cursor, sort, order) if cursor else None
-        return flt, reads.PageRequest(sort, order, limit, None, after), "cursor"
-    page = params.integer(query, "page", 1, 1, MAX_PAGE)
-    size = params.integer(query, "pageSize", PAGE_SIZE_DEFAULT, 1, PAGE_MAX)
-    return flt, reads.PageRequest(sort, order, size, (page - 1) * size), "offset"
+    asked = paging.parse(query)
+    after = decode_cursor(asked.cursor, sort, order) if asked.cursor else None
+    return flt, reads.PageRequest(sort, order, asked.size, asked.offset, after), asked.mode
 
 
 #: The app's cache of encoded bodies (cache.py), made when the store is prepared.
@@ -120,15 +109,9 @@ async def _list_body(request: web.Request) -> bytes:
     result = await reads.list_tokens(request.app[DB], flt, page)
     wall = now(request)
     items = [item(r, decode_snapshot(r), stale_after, wall) for r in result.rows]
-    pagination: dict[str, Any] = {"mode": mode, "total": result.total, "hasMore": result.more}
-    if mode == "cursor":
-        pagination["limit"] = page.limit
-        pagination["nextCursor"] = (encode_cursor(page.sort, page.order, result.last_key)
-                                    if result.more and result.last_key else None)
-    else:
-        pagination["page"] = (page.offset or 0) // page.limit + 1
-        pagination["pageSize"] = page.limit
-        pagination["totalPages"] = -(-result.total // page.limit)
+    pagination = paging.pagination(
+        mode, page.limit, page.offset, result.total, result.more,
+        lambda: encode_cursor(page.sort, page.order, result.last_key) if result.last_key else None)
     unrated, unrated_total = await reads.unrated_tokens(request.app[DB], flt)
     aggregates = {
         "total": result.total,

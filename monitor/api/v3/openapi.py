@@ -7,20 +7,12 @@ from typing import Any
 from ...chains import CHAINS
 from ...framework.grading import SUPPORTED_SCHEMES
 from ...framework.model import SUPPORTED_VERSIONS
+from ..openapi_parts import json_response as _json
 from .pins import V3_VAULT_CHAINS
 
 _ERR = {"$ref": "#/components/schemas/Error"}
 _NUM_OR_NULL = {"type": ["number", "null"]}
 _STR_HEADER = {"schema": {"type": "string"}}
-
-
-def _json(schema: dict[str, Any], description: str,
-          headers: dict[str, Any] | None = None) -> dict[str, Any]:
-    out: dict[str, Any] = {"description": description,
-                           "content": {"application/json": {"schema": schema}}}
-    if headers:
-        out["headers"] = headers
-    return out
 
 
 V3_HEADERS: dict[str, Any] = {

@@ -7,7 +7,21 @@ from __future__ import annotations
 from typing import Any
 
 from ...storage.vaults_read import SORTS
-from ..openapi_parts import obj, query, ref, resp
+from ..openapi_parts import (
+    NUM_OR_NULL,
+    PAGINATION,
+    PAGINATION_MODES,
+    PAGINATION_PARAMS,
+    READ_ERRORS,
+    STR_OR_NULL,
+    TIME,
+    TIME_OR_NULL,
+    json_response,
+    obj,
+    query,
+    ref,
+    resp,
+)
 from .catalogue import (
     CONTRACT_TYPES,
     PROTOCOLS,
@@ -18,10 +32,6 @@ from .catalogue import (
     VERDICTS,
 )
 
-_NUM_OR_NULL: dict[str, Any] = {"type": ["number", "null"]}
-_STR_OR_NULL: dict[str, Any] = {"type": ["string", "null"]}
-_TIME: dict[str, Any] = {"type": "string", "format": "date-time"}
-_TIME_OR_NULL: dict[str, Any] = {"type": ["string", "null"], "format": "date-time"}
 _ADDRESS: dict[str, Any] = {"type": "string", "pattern": "^0x[0-9a-f]{40}$"}
 _TAG_ALT = "|".join(TAG_KEYS)
 _OBJECTS: dict[str, Any] = {"type": "array", "items": {"type": "object"}}
@@ -37,11 +47,11 @@ OPENAPI_SCHEMAS: dict[str, Any] = {
         "description": "The shared risk envelope, as the engine published it on "
                        "vaults.ratings.",
         **obj(["count", "medium", "high", "issues"],
-               score=_NUM_OR_NULL, count={"type": "integer", "minimum": 0},
+               score=NUM_OR_NULL, count={"type": "integer", "minimum": 0},
                medium={"type": "integer", "minimum": 0},
-               high={"type": "integer", "minimum": 0}, overallRisk=_NUM_OR_NULL,
+               high={"type": "integer", "minimum": 0}, overallRisk=NUM_OR_NULL,
                issues={"type": "array", "items": obj(
-                   ["tags", "categories"], score=_NUM_OR_NULL,
+                   ["tags", "categories"], score=NUM_OR_NULL,
                    tags={"type": "array", "items": ref("VaultRiskTag")},
                    categories={"type": "object"})})},
     "VaultContribution": obj(
@@ -55,31 +65,25 @@ OPENAPI_SCHEMAS: dict[str, Any] = {
              "tvl_usd", "apy_pct", "looping_rate", "rating", "tier", "verdict", "tags",
              "attention_needed", "updated_at", "facts_updated_at", "risk", "explanation"],
             address=_ADDRESS, chain={"type": "string", "enum": list(VAULT_CHAINS)},
-            name=_STR_OR_NULL, symbol=_STR_OR_NULL, protocol=_STR_OR_NULL,
-            contract_type=_STR_OR_NULL,
-            underlying=obj(["symbol", "address", "risk"], symbol=_STR_OR_NULL,
-                            address=_STR_OR_NULL, risk=_STR_OR_NULL),
-            tvl_usd=_NUM_OR_NULL, apy_pct=_NUM_OR_NULL, looping_rate=_NUM_OR_NULL,
+            name=STR_OR_NULL, symbol=STR_OR_NULL, protocol=STR_OR_NULL,
+            contract_type=STR_OR_NULL,
+            underlying=obj(["symbol", "address", "risk"], symbol=STR_OR_NULL,
+                            address=STR_OR_NULL, risk=STR_OR_NULL),
+            tvl_usd=NUM_OR_NULL, apy_pct=NUM_OR_NULL, looping_rate=NUM_OR_NULL,
             rating={"type": ["number", "null"], "minimum": 0, "maximum": 100,
                     "description": "0-100, higher = riskier; null when unrated"},
             tier={"type": "string", "enum": list(VAULT_TIERS)},
             verdict={"type": "string", "enum": list(VERDICTS)},
             tags={"type": "array", "items": {"type": "string"}},
             attention_needed={"type": "boolean"},
-            updated_at=_TIME, facts_updated_at=_TIME_OR_NULL,
+            updated_at=TIME, facts_updated_at=TIME_OR_NULL,
             risk=ref("VaultRiskEnvelope"),
             explanation={"type": ["string", "null"],
                          "description": "Why the rating is what it is, in one sentence"})},
     "VaultList": obj(
         ["items", "pagination", "aggregates", "sort"],
         items={"type": "array", "items": ref("Vault")},
-        pagination=obj(
-            ["mode", "total", "hasMore"], mode={"type": "string", "enum": ["offset", "cursor"]},
-            total={"type": "integer", "minimum": 0}, hasMore={"type": "boolean"},
-            page={"type": "integer"}, pageSize={"type": "integer"},
-            totalPages={"type": "integer"}, limit={"type": "integer"},
-            nextCursor={"type": ["string", "null"],
-                        "description": "Pass as `cursor` for the next page; null at the end"}),
+        pagination=PAGINATION,
         aggregates={
             "description": "Ecosystem aggregates over every vault matching the filters "
                            "(not only this page).",
@@ -108,38 +112,33 @@ OPENAPI_SCHEMAS: dict[str, Any] = {
         looping_markets=_OBJECTS, code_findings=_OBJECTS, lst_collateral_markets=_OBJECTS,
         lending_market={"type": ["object", "null"]},
         composition={"type": "array", "items": obj(
-            ["symbol", "address", "share_pct", "depeg"], symbol=_STR_OR_NULL,
-            address=_STR_OR_NULL, share_pct={"type": ["number", "string", "null"]},
+            ["symbol", "address", "share_pct", "depeg"], symbol=STR_OR_NULL,
+            address=STR_OR_NULL, share_pct={"type": ["number", "string", "null"]},
             depeg={"type": ["object", "null"],
                    "description": "The depeg monitor's current rating of this token on the "
                                   "vault's chain; null when it does not rate it",
                    "properties": {"rating": {"type": "number"},
-                                  "tier": {"type": "string"}, "updated_at": _TIME}})},
+                                  "tier": {"type": "string"}, "updated_at": TIME}})},
         facts={"type": "object", "description": "The merged facts (DESIGN: Vault facts)"},
         history=obj(
             ["days", "from", "to", "truncated", "points"], days={"type": "integer"},
-            to=_TIME, truncated={"type": "boolean"},
+            to=TIME, truncated={"type": "boolean"},
             points={"type": "array", "items": obj(
                 ["timestamp", "rating", "tier", "verdict", "tags", "attention_needed"],
-                timestamp=_TIME, rating=_NUM_OR_NULL,
+                timestamp=TIME, rating=NUM_OR_NULL,
                 tier={"type": "string", "enum": list(VAULT_TIERS)},
                 verdict={"type": "string", "enum": list(VERDICTS)},
                 tags={"type": "array", "items": {"type": "string"}},
                 attention_needed={"type": "boolean"})},
-            **{"from": _TIME}))]},
+            **{"from": TIME}))]},
 }
-
-_ERRORS = {"400": resp("BadRequest"), "401": resp("Unauthorized"),
-           "429": resp("TooManyRequests")}
 
 OPENAPI_PATHS: dict[str, Any] = {
     "/vaults": {"get": {
         "operationId": "listVaults",
         "summary": "Rated ERC-4626 vaults with filters, sorting and aggregates (E4)",
         "description": (
-            "Two pagination modes: offset (`page`, `pageSize`) and keyset (`cursor`, "
-            "`limit`; pass `nextCursor` back). Do not mix them. Ties are broken by chain "
-            "and address, so pages are disjoint and complete. Vaults without a value for "
+            PAGINATION_MODES + "Vaults without a value for "
             "the sort key (no TVL, unrated) sort last."),
         "tags": ["vaults"],
         "parameters": [
@@ -169,17 +168,10 @@ OPENAPI_PATHS: dict[str, Any] = {
             query("sort", {"type": "string", "enum": list(SORTS), "default": "score_desc"},
                "score = rating; looping = looping rate; name_asc falls back to symbol, "
                "then address"),
-            query("page", {"type": "integer", "minimum": 1, "maximum": 1_000_000, "default": 1},
-               "Offset mode page number"),
-            query("pageSize", {"type": "integer", "minimum": 1, "maximum": 500, "default": 50},
-               "Offset mode page size"),
-            query("cursor", {"type": "string", "maxLength": 512}, "Keyset mode: nextCursor"),
-            query("limit", {"type": "integer", "minimum": 1, "maximum": 500, "default": 100},
-               "Keyset mode page size"),
+            *PAGINATION_PARAMS,
         ],
-        "responses": {"200": {"description": "A page of vaults",
-                              "content": {"application/json": {"schema": ref("VaultList")}}},
-                      **_ERRORS},
+        "responses": {"200": json_response(ref("VaultList"), "A page of vaults"),
+                      **READ_ERRORS},
     }},
     "/vaults/{address}": {"get": {
         "operationId": "getVault",
@@ -198,8 +190,7 @@ OPENAPI_PATHS: dict[str, Any] = {
              "schema": {"type": "string", "enum": list(VAULT_CHAINS)}, "example": "eth",
              "description": "The vault's chain"},
         ],
-        "responses": {"200": {"description": "The vault",
-                              "content": {"application/json": {"schema": ref("VaultDetail")}}},
-                      "404": resp("NotFound"), **_ERRORS},
+        "responses": {"200": json_response(ref("VaultDetail"), "The vault"),
+                      "404": resp("NotFound"), **READ_ERRORS},
     }},
 }

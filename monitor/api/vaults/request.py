@@ -13,9 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ...storage import vaults_read as reads
-from .. import params
+from .. import paging, params
 from ..cursor import decode_cursor
-from ..errors import ApiError
 from .catalogue import (
     CONTRACT_TYPES,
     PROTOCOLS,
@@ -26,8 +25,6 @@ from .catalogue import (
 )
 
 SORTS = tuple(reads.SORTS)
-PAGE_SIZE_DEFAULT, LIMIT_DEFAULT, PAGE_MAX = 50, 100, 500
-MAX_PAGE = 1_000_000
 LIST_PARAMS = ("chain", "tier", "protocol", "contractType", "underlying", "underlyingRisk",
                "minTvl", "minScore", "maxScore", "attentionNeeded", "riskFlags",
                "riskFlagsMode", "q", "sort", "page", "pageSize", "cursor", "limit")
@@ -65,15 +62,6 @@ def parse_list(query: Mapping[str, str]) -> ListRequest:
         q=params.text(query, "q", 100),
     )
     sort = params.enum(query, "sort", SORTS, "score_desc") or "score_desc"
-    cursor_mode = "cursor" in query or "limit" in query
-    if cursor_mode and ("page" in query or "pageSize" in query):
-        raise ApiError(400, "use either page/pageSize (offset mode) or cursor/limit",
-                       parameter="cursor")
-    if cursor_mode:
-        limit = params.integer(query, "limit", LIMIT_DEFAULT, 1, PAGE_MAX)
-        cursor = query.get("cursor")
-        after = decode_cursor(cursor, sort, sort == "name_asc") if cursor else None
-        return ListRequest(flt, reads.VaultPage(sort, limit, None, after), "cursor")
-    page = params.integer(query, "page", 1, 1, MAX_PAGE)
-    size = params.integer(query, "pageSize", PAGE_SIZE_DEFAULT, 1, PAGE_MAX)
-    return ListRequest(flt, reads.VaultPage(sort, size, (page - 1) * size), "offset")
+    asked = paging.parse(query)
+    after = decode_cursor(asked.cursor, sort, sort == "name_asc") if asked.cursor else None
+    return ListRequest(flt, reads.VaultPage(sort, asked.size, asked.offset, after), asked.mode)

@@ -7,15 +7,13 @@ from the ratings store, so E5 shows the same tier ``/rwa`` shows for the token.
 
 from __future__ import annotations
 
-from typing import Any
-
 from aiohttp import web
 
 from ...chains import normalize_address
 from ...storage import vaults_read as reads
 from ...storage.ratings import RatingsStore
 from ...storage.vaults import HISTORY_DAYS, VaultStore
-from .. import params
+from .. import paging, params
 from ..context import DB, json_response
 from ..cursor import encode_cursor
 from ..errors import ApiError
@@ -31,16 +29,9 @@ async def list_vaults(request: web.Request) -> web.Response:
     req = parse_list(request.rel_url.query)
     page = req.page
     result = await reads.list_vaults(request.app[DB], req.filter, page)
-    pagination: dict[str, Any] = {"mode": req.mode, "total": result.total,
-                                  "hasMore": result.more}
-    if req.mode == "cursor":
-        pagination["limit"] = page.limit
-        pagination["nextCursor"] = (encode_cursor(page.sort, result.last_key)
-                                    if result.more and result.last_key else None)
-    else:
-        pagination["page"] = (page.offset or 0) // page.limit + 1
-        pagination["pageSize"] = page.limit
-        pagination["totalPages"] = -(-result.total // page.limit)
+    pagination = paging.pagination(
+        req.mode, page.limit, page.offset, result.total, result.more,
+        lambda: encode_cursor(page.sort, result.last_key) if result.last_key else None)
     aggregates = {
         "total": result.total,
         "totalTvlUsd": result.total_tvl_usd,

@@ -7,12 +7,9 @@ from typing import Any
 from ...chains import CHAINS
 from ...records import Tier
 from ...storage.deliveries import STATUSES
+from ..openapi_parts import json_response as _json
 
 _ERR = {"$ref": "#/components/schemas/Error"}
-
-
-def _json(schema: dict[str, Any], description: str) -> dict[str, Any]:
-    return {"description": description, "content": {"application/json": {"schema": schema}}}
 
 
 def _errors(*codes: int) -> dict[str, Any]:
