@@ -26,14 +26,6 @@ MODULES = ("monitor/engine/windows.py", "monitor/engine/readings.py",
            "monitor/engine/memo.py", "monitor/engine/figures.py",
            "monitor/engine/steady.py", "monitor/engine/engine.py", "monitor/tickfiles.py",
            "monitor/timefmt.py", "monitor/replay.py")
-#: Of those, the modules of the window ring: compiled with Cython where it is installed
-#: (their ``.pxd`` files give the ring's columns as C doubles; ``sum`` over ring slices
-#: becomes a C loop adding in the same order), with mypyc otherwise. Cython only for
-#: CPython before 3.12, whose ``sum`` of floats adds plainly left to right (3.12's
-#: compensates the rounding, which a plain C loop would not reproduce).
-CYTHON_MODULES = ("monitor/engine/windows.py", "monitor/engine/readings.py")
-#: Declaration files read by the build: part of what a build is checked against.
-DECLARATIONS = ("monitor/engine/windows.pxd", "monitor/engine/readings.pxd")
 ENV = "DEPEG_MONITOR_COMPILED"
 MANIFEST = "depeg-monitor-compiled.json"
 #: The checkout's (or installed tree's) root: the directory holding ``monitor/``.
@@ -41,12 +33,11 @@ SOURCE_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def source_digests(root: str = SOURCE_ROOT) -> dict[str, str]:
-    """SHA-256 of each compiled module's source and declarations: a build is used only
-    for these bytes."""
+    """SHA-256 of each compiled module's source: a build is used only for these bytes."""
     import hashlib
 
     digests = {}
-    for module in (*MODULES, *DECLARATIONS):
+    for module in MODULES:
         with open(os.path.join(root, module), "rb") as fh:
             digests[module] = hashlib.sha256(fh.read()).hexdigest()
     return digests

@@ -19,11 +19,6 @@ from typing import TYPE_CHECKING
 
 from .ringfields import _COV, _DEV, _EMPTY, _HIGH, _LOW, _MAX, _MIN
 
-try:  # only the compiled build has it (readings.pxd types this module for Cython)
-    import cython
-except ImportError:  # the default install: plain Python, the reference
-    from . import nocython as cython
-
 if TYPE_CHECKING:  # these read a Windows' ring directly (its companion module)
     from .windows import Windows
 
@@ -67,33 +62,6 @@ class Flags:
             self.upto = hi
 
 
-def span_sum(column: array[float], a: int, b: int) -> float:
-    """``sum(column[a:b])``. Compiled, a C loop over the doubles adding in the same order
-    as ``sum`` does (from 0.0, left to right; CPython 3.11's ``sum`` of floats, which the
-    build checks for), so the result is the same double."""
-    if cython.compiled:
-        s = 0.0
-        for k in range(a, b):
-            s += column[k]
-        return s
-    return sum(column[a:b])
-
-
-def span_pick(acc: float, column: array[float], a: int, b: int, low: bool) -> float:
-    """``min(acc, min(column[a:b]))`` when ``low``, else the same with ``max`` (``a < b``).
-    Compiled, C comparisons in the builtins' order: the first of equal values wins."""
-    if cython.compiled:
-        m = column[a]
-        for k in range(a + 1, b):
-            x = column[k]
-            if (x < m) if low else (x > m):
-                m = x
-        if (m < acc) if low else (m > acc):
-            return m
-        return acc
-    return min(acc, min(column[a:b])) if low else max(acc, max(column[a:b]))
-
-
 def read_fields(w: Windows, now: float,
                 spec: Sequence[tuple[float, Sequence[int]]]) -> list[float]:
     """For each ``(seconds, fields)`` of ``spec``, ``[w.window(now, seconds)[i] for i in
@@ -128,16 +96,16 @@ def read_fields(w: Windows, now: float,
             if now > start:
                 dt = now - start
         for i in which:
-            column = w._column(i) if cython.compiled else f[i]
+            column = f[i]
             if i < _MIN:
                 acc = 0.0
                 if a < 0:
                     pass
                 elif a <= b:
-                    acc += span_sum(column, a, b + 1)
+                    acc += sum(column[a:b + 1])
                 else:
-                    acc += span_sum(column, a, size)
-                    acc += span_sum(column, 0, b + 1)
+                    acc += sum(column[a:])
+                    acc += sum(column[:b + 1])
                 if dt and dev is not None:
                     if i == _DEV:
                         acc += dev * dt
@@ -149,17 +117,17 @@ def read_fields(w: Windows, now: float,
                     elif i == _HIGH and below_high:
                         acc += dt
             else:
-                low = i == _MIN
+                pick = min if i == _MIN else max
                 acc = _EMPTY[i]
                 if a < 0:
                     pass
                 elif a <= b:
-                    acc = span_pick(acc, column, a, b + 1, low)
+                    acc = pick(acc, pick(column[a:b + 1]))
                 else:
-                    acc = span_pick(acc, column, a, size, low)
-                    acc = span_pick(acc, column, 0, b + 1, low)
+                    acc = pick(acc, pick(column[a:]))
+                    acc = pick(acc, pick(column[:b + 1]))
                 if dt and dev is not None:
-                    acc = min(acc, dev) if low else max(acc, dev)
+                    acc = pick(acc, dev)
             out.append(acc)
     return out
 

@@ -52,9 +52,8 @@ class Windows:
     """
 
     __slots__ = (
-        "_cov", "_dev", "_f", "_flags", "_high_s", "_low_s", "_max", "_min", "_r2",
-        "_ticks", "base_s", "base_tau", "base_ts", "bucket", "head", "high", "last_dev",
-        "last_price_ts", "low", "size",
+        "_f", "_flags", "base_s", "base_tau", "base_ts", "bucket", "head", "high",
+        "last_dev", "last_price_ts", "low", "size",
     )
 
     def __init__(self, bucket_seconds: int, size: int, low: float, high: float,
@@ -65,7 +64,6 @@ class Windows:
         self.high = high
         self.base_tau = float(baseline_seconds)
         self._f = [array("d", [empty]) * size for empty in _EMPTY]
-        self._name_columns()
         #: Derived from the ring, never saved (rebuilt on demand after ``load``).
         self._flags: dict[tuple[tuple[float, ...], bool], Flags] = {}
         self.head: int | None = None  # newest bucket index held by the ring
@@ -74,30 +72,6 @@ class Windows:
         # Exponentially decayed sum of squared deviation changes: the volatility baseline.
         self.base_s = 0.0
         self.base_ts: float | None = None
-
-    def _name_columns(self) -> None:
-        """Each of ``_f``'s columns also under its own name, for the per-tick writes. The
-        same arrays; compiled (windows.pxd), typed views of them, which a write reaches
-        without taking the array's buffer again on every call."""
-        (self._dev, self._cov, self._low_s, self._high_s, self._r2, self._ticks,
-         self._min, self._max) = self._f
-
-    def _column(self, i: int) -> array[float]:
-        """``_f[i]`` by its name: compiled, the kept typed view (``readings`` reads
-        columns through this there; the pure module indexes ``_f``)."""
-        if i == _DEV:
-            return self._dev
-        if i == _COV:
-            return self._cov
-        if i == _LOW:
-            return self._low_s
-        if i == _HIGH:
-            return self._high_s
-        if i == _R2:
-            return self._r2
-        if i == _TICKS:
-            return self._ticks
-        return self._min if i == _MIN else self._max
 
     # -- updates ---------------------------------------------------------------------
     def _slot(self, b: int) -> int:
@@ -108,8 +82,7 @@ class Windows:
             start = b - size + 1 if head is None or b - head >= size else head + 1
             # Each field emptied by name (this runs once per new bucket, i.e. per tick
             # of a token ticking once a bucket; a zip over the fields cost twice this).
-            dev_dt, covered, low_s, high_s = self._dev, self._cov, self._low_s, self._high_s
-            r2, ticks, mn, mx = self._r2, self._ticks, self._min, self._max
+            dev_dt, covered, low_s, high_s, r2, ticks, mn, mx = self._f
             for k in range(start, b + 1):
                 s = k % size
                 dev_dt[s] = 0.0
@@ -130,8 +103,9 @@ class Windows:
             start = horizon
         if end <= start:
             return
-        dev_dt, covered, low_s, high_s = self._dev, self._cov, self._low_s, self._high_s
-        mn, mx = self._min, self._max
+        f = self._f
+        dev_dt, covered, low_s, high_s, mn, mx = f[_DEV], f[_COV], f[_LOW], f[_HIGH], f[_MIN], \
+            f[_MAX]
         below_low = dev < -self.low
         below_high = dev < -self.high
         bucket = self.bucket
@@ -167,20 +141,20 @@ class Windows:
         b = int(ts // self.bucket)
         head = self.head
         slot = b % self.size if head is not None and b <= head else self._slot(b)
+        f = self._f
         if last_dev is not None:
             change = dev - last_dev
             r2 = change * change
-            self._r2[slot] += r2
+            f[_R2][slot] += r2
             if self.base_ts is not None:
                 self.base_s *= math.exp(-(ts - self.base_ts) / self.base_tau)
             self.base_s += r2
         self.base_ts = ts
-        self._ticks[slot] += 1.0
-        mn, mx = self._min, self._max
-        if dev < mn[slot]:
-            mn[slot] = dev
-        if dev > mx[slot]:
-            mx[slot] = dev
+        f[_TICKS][slot] += 1.0
+        if dev < f[_MIN][slot]:
+            f[_MIN][slot] = dev
+        if dev > f[_MAX][slot]:
+            f[_MAX][slot] = dev
         self.last_price_ts = ts
         self.last_dev = dev
 
@@ -313,7 +287,6 @@ class Windows:
         self._flags.clear()
         if old == self.size:
             self._f = [array("d", v) for v in state.values]
-            self._name_columns()
         else:
             # A smaller ring (saved before the ring grew by one bucket): re-lay its
             # buckets on this ring's slots; the extra older slots stay empty.
@@ -322,7 +295,6 @@ class Windows:
                 for b in range(state.head - old + 1, state.head + 1):
                     for field, values in zip(self._f, state.values, strict=True):
                         field[b % self.size] = values[b % old]
-            self._name_columns()
         self.last_price_ts = state.last_price_ts
         self.last_dev = state.last_dev
         self.base_s = state.base_s
