@@ -22,6 +22,9 @@ def _reads(cfg: ModelConfig) -> tuple[tuple[float, tuple[int, ...]], ...]:
 
 #: The metric snapshot's TWAP windows, in minutes.
 _TWAP_MINUTES = (1, 5, 15, 60)
+#: Their metric names, in the snapshot's key order (formatted once, not per snapshot).
+_TWAP_KEYS = tuple((f"deviation_twap_{m}m_pct", f"coverage_{m}m_seconds")
+                   for m in _TWAP_MINUTES)
 
 
 @per_config
@@ -98,11 +101,10 @@ def evaluate(w: Windows, obs: Observations, cfg: ModelConfig, now: float,
 
     if detail:
         v = w.reads(now, _detail_reads(cfg))
-        for n, minutes in enumerate(_TWAP_MINUTES):
+        for n, (dev_key, cov_key) in enumerate(_TWAP_KEYS):
             twap_dev, twap_cov = v[2 * n], v[2 * n + 1]
-            metrics[f"deviation_twap_{minutes}m_pct"] = _pct(
-                twap_dev / twap_cov if twap_cov > 0 else None)
-            metrics[f"coverage_{minutes}m_seconds"] = twap_cov
+            metrics[dev_key] = _pct(twap_dev / twap_cov if twap_cov > 0 else None)
+            metrics[cov_key] = twap_cov
         (dev_dt, covered, cov_p, low_s, high_s, ticks_p, mn, mx, r2, ticks_v,
          calm_min) = v[8:]
     else:
