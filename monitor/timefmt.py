@@ -66,7 +66,7 @@ def format_ts(seconds: float) -> str:
         whole = math.floor(seconds)
         # Exactly datetime.fromtimestamp's microsecond: the fraction (exact for a
         # non-negative double) times 1e6, rounded half to even, carried into the second.
-        micro = int((seconds - whole) * 1e6)
+        micro = round((seconds - whole) * 1e6)
         if micro >= 1_000_000:
             micro -= 1_000_000
             whole += 1
