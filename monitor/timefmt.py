@@ -53,27 +53,34 @@ def parse_ts(value: str | float | int) -> float:
     return seconds
 
 
+#: ``YYYY-MM-DDT`` per epoch day: replay stamps many distinct seconds, the webhook sender
+#: many stamps within one second; a day-keyed date serves both (strftime was ~2 µs of every
+#: rating snapshot and every delivery). Dropped whole when it grows past this.
 _date_cache: dict[int, str] = {}
+_DATE_CACHE_SIZE = 100_000
 
 
 def format_ts(seconds: float) -> str:
     """Epoch seconds -> ``2023-03-11T07:50:00Z`` (milliseconds only when present)."""
-    # Whole seconds from 1970 to 9999, nearly every stamp (refresh boundaries): the day's
-    # date once, the time of day by arithmetic; strftime was ~2 µs of every rating
-    # snapshot. The same text as below (a whole second has no microseconds; those years
-    # have 4 digits). NaN and infinities fail the range test and take the path below.
-    whole = int(seconds) if 0 <= seconds < 253402300800 else -1
-    if whole == seconds:
+    if 0.0 <= seconds < 253402300800.0:  # year 1970..9999: the cached path
+        whole = math.floor(seconds)
+        # Exactly datetime.fromtimestamp's microsecond: the fraction (exact for a
+        # non-negative double) times 1e6, rounded half to even, carried into the second.
+        micro = round((seconds - whole) * 1e6)
+        if micro >= 1_000_000:
+            micro -= 1_000_000
+            whole += 1
         day, rest = divmod(whole, 86400)
         date = _date_cache.get(day)
         if date is None:
-            if len(_date_cache) > 100_000:
+            if len(_date_cache) >= _DATE_CACHE_SIZE:
                 _date_cache.clear()
-            date = _date_cache[day] = datetime.fromtimestamp(day * 86400, tz=UTC) \
-                .strftime("%Y-%m-%dT")
+            date = datetime.fromtimestamp(day * 86400, tz=UTC).strftime("%Y-%m-%dT")
+            _date_cache[day] = date
         hours, rest = divmod(rest, 3600)
         minutes, secs = divmod(rest, 60)
-        return f"{date}{hours:02d}:{minutes:02d}:{secs:02d}Z"
+        clock = f"{date}{hours:02d}:{minutes:02d}:{secs:02d}"
+        return f"{clock}.{micro // 1000:03d}Z" if micro else clock + "Z"
     dt = datetime.fromtimestamp(seconds, tz=UTC)
     if dt.microsecond:
         return dt.strftime("%Y-%m-%dT%H:%M:%S.") + f"{dt.microsecond // 1000:03d}Z"

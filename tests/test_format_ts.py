@@ -1,10 +1,13 @@
-"""``format_ts``'s whole-second short-cut (a cached date, the time by arithmetic) gives the
-text of the datetime path it stands in for: checked against that path, written out here
-as the independent reference, over whole and fractional seconds, ints and the edges."""
+"""``format_ts``'s short-cut (a cached date, the time of day by arithmetic, the microsecond
+rounded and carried as datetime does) gives the text of the datetime path it stands in for:
+checked against that path, written out here as the independent reference, over whole and
+fractional seconds, ints and the edges. Replay output and every webhook's ``delivered_at``
+use it, so a byte of difference is a bug."""
 
 from __future__ import annotations
 
 import math
+import random
 from datetime import UTC, datetime
 
 import pytest
@@ -47,3 +50,21 @@ def test_out_of_range_raises_as_before(seconds: float) -> None:
         format_ts(seconds)
     with pytest.raises(type(got.value)):
         reference(seconds)
+
+
+def test_random_and_edge_values_match_datetime() -> None:
+    rng = random.Random(15)
+    values = [rng.uniform(0, 4e9) for _ in range(20_000)]
+    values += [float(int(rng.uniform(0, 4e9))) + f for _ in range(300)
+               for f in (0.0, 0.9999995, 0.9999994, 0.9999996, 5e-7, 1.5e-6, 0.0005,
+                         0.0009995, 0.9995, 0.5)]
+    values += [1.7e9 + i * 1e-7 for i in range(20_000)]  # now, sub-millisecond steps
+    values += [0.0, 0.25, 253402300799.999]  # the cached path's ends
+    assert [v for v in values if format_ts(v) != reference(v)] == []
+
+
+def test_the_same_second_twice_and_the_carry() -> None:
+    assert format_ts(1_700_000_000.5) == "2023-11-14T22:13:20.500Z"
+    assert format_ts(1_700_000_000.25) == "2023-11-14T22:13:20.250Z"  # cached prefix
+    assert format_ts(1_700_000_000.0) == "2023-11-14T22:13:20Z"
+    assert format_ts(1_700_000_000.9999996) == "2023-11-14T22:13:21Z"  # carried

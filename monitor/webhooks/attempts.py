@@ -13,12 +13,13 @@ from __future__ import annotations
 import logging
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Container, Sequence
 from dataclasses import dataclass, field
 
 from ..config import DeliveryConfig
 from ..logs import get_logger
 from ..storage.deliveries import DeliveryStore, DueDelivery
+from ..storage.delivery_batches import Outcome
 from . import metrics
 from .secrets import SecretBox
 from .sender import AttemptResult, Sender
@@ -96,6 +97,31 @@ class DeliveryAttempts:
             metrics.status(status)
             if status == "success":
                 metrics.delivered(now - d.created_at)
+        self.log_attempt(d, attempt, manual, result, status, recorded)
+
+    def report_cycle(self, outcomes: Sequence[Outcome], recorded: Container[str]) -> None:
+        """:meth:`report` for a cycle's outcomes (sent with ``count=False``): counters
+        incremented once per status and cycle, the histograms per attempt as before."""
+        metrics.attempts_finished((o.status_code, o.error, o.latency_ms / 1000.0)
+                                  for o in outcomes)
+        statuses: dict[str, int] = {}
+        info = _level.isEnabledFor(logging.INFO)
+        for o in outcomes:
+            d, status = o.delivery, o.new_status
+            written = d.id in recorded
+            if written and (status == "failed" or status != d.status):
+                statuses[status] = statuses.get(status, 0) + 1
+                if status == "success":
+                    metrics.delivered(o.now - d.created_at)
+            if info or status != "success":
+                self.log_attempt(d, o.attempt, False,
+                                 AttemptResult(o.status_code, o.latency_ms, o.error),
+                                 status, written)
+        for status, n in statuses.items():
+            metrics.status(status, n)
+
+    def log_attempt(self, d: DueDelivery, attempt: int, manual: bool, result: AttemptResult,
+                    status: str, recorded: bool) -> None:
         # A failed attempt is a warning: the operator's signal that a receiver is in trouble.
         if result.ok and not _level.isEnabledFor(logging.INFO):
             return
@@ -130,8 +156,10 @@ class DeliveryAttempts:
                     subscription_id=d.subscription_id, event_id=d.event_id,
                     attempts=d.attempts, recorded=gave_up)
 
-    async def send(self, d: DueDelivery, secrets: tuple[str, str | None]) -> AttemptResult:
-        """The POST itself, counted in the attempt metrics."""
+    async def send(self, d: DueDelivery, secrets: tuple[str, str | None],
+                   count: bool = True) -> AttemptResult:
+        """The POST itself, counted in the attempt metrics (``count=False``: the caller
+        counts it later, as the worker does per cycle with :meth:`report_cycle`)."""
         secret, previous = secrets
         metrics.send_started()
         try:
@@ -140,7 +168,8 @@ class DeliveryAttempts:
                 secret=secret, previous_secret=previous, delivered_at=self.clock())
         finally:
             metrics.send_finished()
-        metrics.attempt(result.status_code, result.error, result.latency_ms / 1000.0)
+        if count:
+            metrics.attempt(result.status_code, result.error, result.latency_ms / 1000.0)
         return result
 
     async def send_counted(self, d: DueDelivery, token: str, attempts: int, started: float,

@@ -33,7 +33,7 @@ import contextlib
 import time
 import uuid
 from collections import Counter, deque
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from ..logs import get_logger
 from ..storage.deliveries import DueDelivery
@@ -46,7 +46,6 @@ from ..storage.delivery_batches import (
 )
 from . import metrics
 from .attempts import DeliveryAttempts, backoff_delay
-from .sender import AttemptResult
 
 __all__ = ["CLAIM_AHEAD", "DeliveryAttempts", "Dispatcher", "backoff_delay"]
 
@@ -57,8 +56,7 @@ log = get_logger(__name__)
 CLAIM_AHEAD = 2
 
 
-@dataclass(frozen=True)
-class _Ready:
+class _Ready(NamedTuple):
     """A claimed delivery (one attempt counted) waiting for a free slot of its endpoint."""
 
     delivery: DueDelivery
@@ -157,9 +155,8 @@ class Dispatcher:
             # Only when this read made progress: rows left behind because their
             # endpoints have no room are looked at again when a slot frees, not in a spin.
             self._more_due = result.more_due and bool(result.claimed or result.exhausted)
-        for o in outcomes:
-            self.attempts.report(o.delivery, o.attempt, False, _result_of(o), o.new_status,
-                                 o.delivery.id in result.recorded, o.now)
+        if outcomes:
+            self.attempts.report_cycle(outcomes, result.recorded)
         await self._accept(result, claim)
         if claim is not None:
             # Endpoints this claim filled up may have due rows left behind too (the read
@@ -259,7 +256,7 @@ class Dispatcher:
     async def _send(self, r: _Ready) -> None:
         d = r.delivery
         try:
-            result = await self.attempts.send(d, r.secrets)
+            result = await self.attempts.send(d, r.secrets, count=False)
             now = self.attempts.clock()
             status, next_at = self.attempts.next_state(d, r.attempt, result, False, now)
             self._outcomes.append(Outcome(d, r.token, r.attempt, r.started, result.status_code,
@@ -334,6 +331,3 @@ class Dispatcher:
             log.error("webhook.stop_bookkeeping_failed", error=str(exc),
                       outcomes=len(self._outcomes), unsent=len(unsent))
 
-
-def _result_of(o: Outcome) -> AttemptResult:
-    return AttemptResult(o.status_code, o.latency_ms, o.error)

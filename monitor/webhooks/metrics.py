@@ -7,6 +7,7 @@ one small function each.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from .. import metrics as m
@@ -50,6 +51,22 @@ def attempt(status_code: int | None, error: str | None, seconds: float) -> None:
         counter = _attempt_counters[label] = m.DELIVERY_ATTEMPTS.labels(label)
     counter.inc()
     m.ATTEMPT_SECONDS.observe(seconds)
+
+
+def attempts_finished(results: Iterable[tuple[int | None, str | None, float]]) -> None:
+    """:func:`attempt` for a cycle's worth of (status code, error, seconds): each
+    outcome's counter is incremented once per cycle, not once per attempt."""
+    counts: dict[str, int] = {}
+    observe = m.ATTEMPT_SECONDS.observe
+    for status_code, error, seconds in results:
+        label = outcome(status_code, error)
+        counts[label] = counts.get(label, 0) + 1
+        observe(seconds)
+    for label, n in counts.items():
+        counter = _attempt_counters.get(label)
+        if counter is None:
+            counter = _attempt_counters[label] = m.DELIVERY_ATTEMPTS.labels(label)
+        counter.inc(n)
 
 
 def status(new_status: str, count: int = 1) -> None:
