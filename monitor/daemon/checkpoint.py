@@ -68,9 +68,13 @@ class Checkpoints(MonitorBase):
         # never past a tick that no written state holds yet (coverage.py).
         target = {part.partition: part.uncovered.commit_offset(part.next_offset)
                   for part in parts}
+        moving = [part for part in parts if target[part.partition] > part.committed or (
+            target[part.partition] == part.committed and not part.commit_sent)]
         offsets = {TopicPartition(k.ticks_topic, part.partition): target[part.partition]
-                   for part in parts if target[part.partition] > part.committed}
+                   for part in moving}
         if offsets and await self._commit(offsets):
+            for part in moving:
+                part.commit_sent = True
             for part in parts:
                 part.committed = max(part.committed, target[part.partition])
                 # Only offsets the group really took count as "ours" for lost.py.

@@ -26,6 +26,10 @@ exact; a kill -9 re-reads (and re-publishes, byte-identical, with the same event
 most ``max_age`` seconds plus one checkpoint interval of the partition, instead of one
 interval.
 
+A held tick read again after a restore (listed in ``pending_offsets``) is recorded like
+any other: conservative, it holds the offset (already committed past it) until its token
+is written again.
+
 Pure: the caller hands in the wall time (any monotonic clock) and the offsets.
 """
 

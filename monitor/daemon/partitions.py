@@ -27,6 +27,10 @@ class PartitionState:
     skip_below: dict[str, int] = field(default_factory=dict)
     #: The offset last committed (or found committed at assignment).
     committed: int = -1
+    #: Whether this instance committed it since the assignment: the first checkpoint
+    #: commits even an unchanged offset, so the group holds one (a new group's offset may
+    #: not move for ``state_max_age_seconds``, and tools show "never committed" until then).
+    commit_sent: bool = False
     #: Tokens whose state changed since their last written state, and since when
     #: (``coverage.py``: which are due, how far the offset may be committed).
     uncovered: Uncovered = field(default_factory=Uncovered)

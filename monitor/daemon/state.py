@@ -1,10 +1,11 @@
 """Token state on the compacted state topic: what a restarted or rebalanced instance resumes.
 
 One record per token whenever a checkpoint finds it due (``coverage.py``), keyed
-``chain:token`` and written to the *same partition number* as the token's ticks, so an instance that is assigned tick partition
-``p`` reads exactly state partition ``p``. A record says: "this engine state contains every
-tick of this token at offsets below ``offset`` of tick partition ``partition``, and none at
-or above it". That sentence is what makes recovery exact:
+``chain:token`` and written to the *same partition number* as the token's ticks, so an
+instance that is assigned tick partition ``p`` reads exactly state partition ``p``. A
+record says: "this engine state contains every tick of this token at offsets below
+``offset`` of tick partition ``partition``, and none at or above it". That sentence is
+what makes recovery exact:
 
 - the consumer resumes each partition at its committed offset ``C``; a checkpoint writes
   the states (and waits for the broker) *before* it commits, and commits no further than
