@@ -2,6 +2,7 @@
 
     python benchmarks/bench_monitor.py --table [--ticks 100000] [--tokens 1000]
         [--rows minute,second] [--snapshot-seconds 0] [--checkpoint-interval 5]
+        [--state-every-ticks 32] [--state-max-age 900]
         [--compression zstd] [--compiled]
 
 ``--table`` (the README's rows): per row, an embedded Tansu broker, synthetic ticks
@@ -19,8 +20,10 @@ Each is timed from the moment it holds its partitions to its last tick (short ru
 dominated by the group join and first fetch: use >= 100,000 ticks). Printed: min/median/
 max per side, the ratio of the medians (targets 0.5 at 1/min, 0.7 at 1/s), and the bytes
 the monitor wrote to its state and ratings topics per byte of ticks in (target <= 1), for
-this replay-speed run and as estimated for real time at the configured checkpoint interval
-(every interval, each token that ticked writes one state record). Dead letters of these
+this replay-speed run and as estimated for real time with the configured checkpoint interval
+and due policy (``kafka.state_every_ticks``, ``state_max_age_seconds``: the daemon's own
+``monitor/daemon/coverage.py`` driven by a simulated clock decides which tokens write a
+state at each checkpoint). Dead letters of these
 valid ticks count as errors (exit 1). Without ``--table``: one quick run per token count
 with ``engine/s`` (decode + ``Engine.process`` alone, no Kafka: the daemon's ceiling).
 """
@@ -210,16 +213,65 @@ def batched_size(records: list[bytes], per_batch: int, codec: str) -> float:
     return total / max(len(records), 1)
 
 
+def simulate_states(tokens: int, spacing: float, partitions: int, interval: float,
+                    every_ticks: int, max_age: float, seed: int = 1) -> tuple[float, float]:
+    """(ticks per state record, state records per partition batch) in real time, from the
+    daemon's own due policy (``monitor/daemon/coverage.py``) driven by a simulated clock:
+    each token ticks every ``spacing`` seconds at its own random phase, a checkpoint every
+    ``interval`` seconds writes the due tokens' states, one batch per partition.
+    ``every_ticks=1, max_age=0`` is the policy before it (every token that ticked, at
+    every checkpoint)."""
+    from monitor.daemon.coverage import Uncovered
+
+    rng = random.Random(seed)
+    phases = sorted((rng.uniform(0, spacing), j) for j in range(tokens))
+    # Warm up for one full cycle of the slowest rule, then count over several.
+    cycle = min(max_age + interval, every_ticks * spacing, 1e12) + interval + spacing
+    warm, end = 2 * cycle, 8 * cycle
+    parts = [Uncovered() for _ in range(partitions)]
+    offsets = [0] * partitions
+    # Start mid-cycle, each token at its own point: tokens that all started together would
+    # stay due together, in bursts that compress better than a long-running service's.
+    span = min(max_age, (every_ticks - 1) * spacing)
+    for _, j in phases:
+        age = rng.uniform(0, span)
+        held = int(age // spacing)
+        if held:
+            p = j % partitions
+            parts[p].took(str(j), offsets[p], -age)
+            parts[p].count[str(j)] = held
+    ticks = states = batches = 0
+    next_checkpoint = interval
+    period = 0
+    while next_checkpoint < end:
+        for phase, j in phases:
+            t = period * spacing + phase
+            while t >= next_checkpoint:
+                for part in parts:
+                    due = part.due(next_checkpoint, every_ticks, max_age)
+                    part.written(due)
+                    if due and next_checkpoint >= warm:
+                        states += len(due)
+                        batches += 1
+                next_checkpoint += interval
+            p = j % partitions
+            parts[p].took(str(j), offsets[p], t)
+            offsets[p] += 1
+            ticks += t >= warm
+        period += 1
+    return ticks / max(states, 1), states / max(batches, 1)
+
+
 def real_time_bytes(state_records: list[bytes], rating_share: float, *, interval: float,
-                    spacing: int, tokens: int, partitions: int, tick_size: float,
-                    codec: str) -> tuple[float, float, float]:
+                    every_ticks: int, max_age: float, spacing: int, tokens: int,
+                    partitions: int, tick_size: float, codec: str) -> tuple[float, float, float]:
     """(bytes out per byte of ticks in, state bytes per record, ticks per state record) in
-    real time at checkpoint interval ``interval``: each token that ticked in an interval
-    writes one record, the interval's records in one batch per partition."""
-    per_interval = max(interval / spacing, 1.0)
-    state_batch = round(tokens * min(interval / spacing, 1.0) / partitions)
-    state_each = batched_size(state_records, state_batch, codec)
-    return state_each / (per_interval * tick_size) + rating_share, state_each, per_interval
+    real time with this checkpoint interval and due policy (``simulate_states``): this
+    run's state records recompressed in batches of the simulated size."""
+    per_state, per_batch = simulate_states(tokens, spacing, partitions, interval,
+                                           every_ticks, max_age)
+    state_each = batched_size(state_records, round(per_batch), codec)
+    return state_each / (per_state * tick_size) + rating_share, state_each, per_state
 
 
 QUIX_CHILD = """
@@ -290,6 +342,9 @@ async def table_rounds(rows: list[Row], n_tokens: int, partitions: int, rounds: 
     label = " (mypyc build)" if compiled else ""
     # The peer and the bytes rows do not depend on the build: the pure run gives them.
     peer = quix_available() and not compiled
+    # The slowest row's state records: its tokens' rings are the fullest (a short run at one
+    # tick a second covers minutes of event time, its states are far below steady size).
+    full_states: list[bytes] = []
     for row in rows:
         print(f"{row.name}: {row.ticks:,} ticks, {n_tokens:,} tokens, one tick per token "
               f"every {row.spacing}s", flush=True)
@@ -381,10 +436,11 @@ async def table_rounds(rows: list[Row], n_tokens: int, partitions: int, rounds: 
                  target="peer (no target)", met=True)
         if compiled:
             continue
-        # Real time (not this replay-speed run): every checkpoint interval each token that
-        # ticked writes one state record, in one batch per partition; rating snapshots
-        # trickle out a few per monitor batch. Batches that small compress less, so the
-        # estimate recompresses this run's records in groups of the real-time batch size.
+        # Real time (not this replay-speed run): each checkpoint interval the tokens that
+        # are due write one state record each, in one batch per partition (simulated with
+        # the daemon's own policy); rating snapshots trickle out a few per monitor batch.
+        # Batches that small compress less, so the estimate recompresses this run's
+        # records in groups of the real-time batch size.
         tick_size = ticks_bytes / row.ticks
         codec = config.kafka.compression
         rating_batch = round(n_tokens / config.model.refresh_seconds
@@ -396,21 +452,45 @@ async def table_rounds(rows: list[Row], n_tokens: int, partitions: int, rounds: 
                                       spacing=row.spacing, tokens=n_tokens,
                                       partitions=partitions, tick_size=tick_size, codec=codec)
         interval = config.kafka.checkpoint_interval_seconds
-        live, state_each, per_interval = real_time(interval=interval)
+        # Code before the due policy has neither key: it wrote at every checkpoint.
+        every = getattr(config.kafka, "state_every_ticks", 1)
+        max_age = getattr(config.kafka, "state_max_age_seconds", 0.0)
+        policy = (f"checkpoint_interval_seconds={interval:g}, state_every_ticks={every}, "
+                  f"state_max_age_seconds={max_age:g}")
+        live, state_each, per_state = real_time(interval=interval, every_ticks=every,
+                                                max_age=max_age)
         print(f"bytes to state + ratings per byte of ticks in: median "
-              f"{statistics.median(ratios):.3f} in this run; in real time with "
-              f"checkpoint_interval_seconds={interval:g}, compression {codec}: ~{live:.2f} "
-              f"(a token's state record ~{state_each:,.0f} B on the broker per "
-              f"{per_interval:g} ticks of {tick_size:.0f} B; ratings {rating_share:.2f})",
-              flush=True)
-        others = ", ".join(f"{other:g} s: ~{real_time(interval=other)[0]:.2f}"
-                           for other in (60.0, 300.0, 600.0) if other != interval)
-        print(f"  real time at other checkpoint intervals: {others}", flush=True)
+              f"{statistics.median(ratios):.3f} in this run; in real time with {policy}, "
+              f"compression {codec}: ~{live:.2f} (a token's state record ~{state_each:,.0f} "
+              f"B on the broker per {per_state:.1f} ticks of {tick_size:.0f} B; ratings "
+              f"{rating_share:.2f})", flush=True)
+        variants = {"every checkpoint (before the due policy)": (1, 0.0)}
+        variants.update({f"max age {age:g} s": (every, age) for age in (300.0, 600.0, 1800.0)
+                         if age != max_age})
+        others = "; ".join(
+            f"{name}: ~{real_time(interval=interval, every_ticks=n, max_age=age)[0]:.2f}"
+            for name, (n, age) in variants.items() if (n, age) != (every, max_age))
+        print(f"  real time with other policies: {others}", flush=True)
+        young = bool(full_states) and (statistics.median(map(len, state_records[-1]))
+                                       < 0.8 * statistics.median(map(len, full_states)))
+        if young:
+            fuller = functools.partial(real_time_bytes, full_states, rating_share,
+                                       spacing=row.spacing, tokens=n_tokens,
+                                       partitions=partitions, tick_size=tick_size, codec=codec)
+            now_full = fuller(interval=interval, every_ticks=every, max_age=max_age)
+            before_full = fuller(interval=interval, every_ticks=1, max_age=0.0)
+            print(f"  with the fuller state records of the previous row (~{now_full[1]:,.0f} "
+                  f"B each; this run's tokens are young): ~{now_full[0]:.2f}; every "
+                  f"checkpoint (before the due policy): ~{before_full[0]:.2f}", flush=True)
+            others += (f"; with full-ring states ~{now_full[0]:.2f}, every checkpoint "
+                       f"~{before_full[0]:.2f}")
+        if not full_states:
+            full_states = state_records[-1]
         emit(f"bytes to state + ratings topics per byte of ticks in, 1 tick per token per "
              f"{row.name}", unit="B/B", limit_name="", limit=None, project=ratios,
              ratio=statistics.median(ratios), target="<= 1", met=max(ratios) <= 1.0,
-             note=f"on the broker, compression {codec}; real time at "
-                  f"checkpoint_interval_seconds={interval:g}: ~{live:.2f} ({others})")
+             note=f"on the broker, compression {codec}; real time with {policy}: "
+                  f"~{live:.2f} ({others})")
     return errors
 
 
@@ -454,6 +534,10 @@ def main() -> int:
     parser.add_argument("--checkpoint-interval", type=float,
                         default=KafkaConfig().checkpoint_interval_seconds,
                         help="kafka.checkpoint_interval_seconds of the monitor")
+    parser.add_argument("--state-every-ticks", type=int, default=0,
+                        help="kafka.state_every_ticks of the monitor (0: the default)")
+    parser.add_argument("--state-max-age", type=float, default=-1.0,
+                        help="kafka.state_max_age_seconds of the monitor (<0: the default)")
     parser.add_argument("--compression", default=KafkaConfig().compression,
                         choices=["zstd", "lz4", "snappy", "gzip", "none"],
                         help="kafka.compression of the monitor's outputs")
@@ -472,9 +556,14 @@ def main() -> int:
         # Only a non-default cadence is passed, so this script also measures older code.
         model = (ModelConfig(snapshot_seconds=args.snapshot_seconds) if args.snapshot_seconds
                  else ModelConfig())
+        cadence: dict[str, Any] = {}
+        if args.state_every_ticks:
+            cadence["state_every_ticks"] = args.state_every_ticks
+        if args.state_max_age >= 0:
+            cadence["state_max_age_seconds"] = args.state_max_age
         config = Config(model=model,
                         kafka=KafkaConfig(checkpoint_interval_seconds=args.checkpoint_interval,
-                                          compression=args.compression))
+                                          compression=args.compression, **cadence))
         known = {"minute": Row("minute", 60, args.ticks),
                  "second": Row("second", 1, args.ticks_per_second_row or args.ticks)}
         rows = [known[name] for name in args.rows.split(",")]

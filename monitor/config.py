@@ -203,12 +203,29 @@ class KafkaConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     liveness_stall_seconds: float = 300.0
     #: Token states are written to the state topic, and offsets committed after them, at
     #: most this often (wall clock); also on partition revocation and shutdown. Outputs are
-    #: published every batch regardless; a crash re-produces at most this much.
+    #: published every batch regardless; a crash re-produces what came after the commit
+    #: (see ``state_max_age_seconds``).
     checkpoint_interval_seconds: float = 5.0
+    #: A monitor checkpoint writes a token's state (a ~1.8 KB ring, rewritten whole) only
+    #: when it is due: this many ticks since its last written state, or
+    #: ``state_max_age_seconds`` (wall clock) since the first of them; every changed token
+    #: on revocation and shutdown (the vault daemon writes at every checkpoint). The
+    #: committed offset stops at the first tick no written state holds, so a kill -9
+    #: re-reads (and re-publishes, byte-identical) up to that much of a partition. Lower
+    #: both for shorter re-reads, at the price of state bytes: at one tick per token per
+    #: minute, 900 s keeps the state and ratings topics under the ticks topic's bytes
+    #: (docs/recovery.md, "Cadences").
+    state_every_ticks: int = 32
+    state_max_age_seconds: float = 900.0
     #: How often (wall clock) quiet tokens are checked for a live-clock refresh.
     live_clock_interval_seconds: float = 10.0
     #: On SIGTERM, give an in-flight batch this long to publish and commit.
     shutdown_grace_seconds: float = 30.0
+
+    def __post_init__(self) -> None:
+        if self.state_every_ticks < 1 or self.state_max_age_seconds < 0:
+            raise ValueError("kafka.state_every_ticks must be >= 1 and "
+                             "state_max_age_seconds >= 0")
 
 
 class StorageConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):

@@ -109,6 +109,14 @@ CONSUMER_LAG = Gauge(
     f"{NS}_consumer_lag_records",
     "Records not yet consumed per assigned partition (high watermark - position).",
     ["consumer", "partition"])
+#: Monitor: records read past the group's committed offset, per assigned partition. The
+#: offset trails the position until the tokens holding it back have their state written
+#: (kafka.state_every_ticks / state_max_age_seconds, monitor/daemon/coverage.py): what a
+#: kill -9 makes the next owner read (and publish) again. Not a backlog.
+MONITOR_UNCOMMITTED = Gauge(
+    f"{NS}_monitor_uncommitted_records",
+    "Ticks records processed but not yet committed per assigned partition (read again "
+    "after a crash; bounded by kafka.state_max_age_seconds).", ["partition"])
 #: Partitions assigned to this process's consumer; readiness and scaling. Each consumer.
 ASSIGNED_PARTITIONS = Gauge(
     f"{NS}_consumer_assigned_partitions", "Partitions currently assigned.", ["consumer"])

@@ -171,6 +171,11 @@ def render(report: Report, config: Config, colour: bool) -> str:
     else:
         parts = [f"{name} {'-' if lag is None else lag}" for name, lag in report.lag.items()]
         out.append(f"consumer lag (records, broker {report.broker}): " + ", ".join(parts))
+        if report.lag.get("monitor"):
+            # Not a backlog: the monitor commits only past ticks inside written states.
+            out.append(f"  (the monitor's includes ticks processed but not yet in a written "
+                       f"state: up to kafka.state_max_age_seconds="
+                       f"{config.kafka.state_max_age_seconds:g} s of them, by design)")
     if not report.webhooks_table:
         out.append("deliveries: no webhook tables yet")
     else:

@@ -39,7 +39,8 @@ class Assignment(Checkpoints, LossWatch):
         ours = [tp.partition for tp in revoked if tp.topic == self.kafka.ticks_topic]
         async with self._lock:  # waits for the batch in flight
             try:
-                await self._checkpoint(ours)  # the next owner starts exactly here
+                # Every changed token: the next owner starts exactly here.
+                await self._checkpoint(ours, everything=True)
             except Exception as exc:
                 # Safe: the next owner resumes from older states and the committed
                 # offset, re-producing the same outputs.
@@ -51,6 +52,7 @@ class Assignment(Checkpoints, LossWatch):
                     if part is not None:
                         self._set_aside[p] = part
                     metrics.CONSUMER_LAG.labels("monitor", str(p)).set(0)
+                    metrics.MONITOR_UNCOMMITTED.labels(str(p)).set(0)
                 metrics.ASSIGNED_PARTITIONS.labels("monitor").set(len(self._parts))
         if ours:
             log.info("monitor.partitions_revoked", partitions=sorted(ours))

@@ -1,8 +1,11 @@
-"""The checkpoint: outputs acknowledged, then the changed tokens' states, then offsets.
+"""The checkpoint: outputs acknowledged, then the due tokens' states, then offsets.
 
 In that order, so a committed offset never runs ahead of the outputs it produced nor of the
 state that covers it (see ``ingest.py`` and ``state.py``). Taken every
-``checkpoint_interval_seconds``, on revoke and on shutdown.
+``checkpoint_interval_seconds``, on revoke and on shutdown. Which tokens' states it writes
+and how far each partition's offset may then move is ``coverage.py``: the due ones
+(``state_every_ticks``, ``state_max_age_seconds``), every changed one on revoke and
+shutdown; the offset up to the partition's first tick not inside a written state.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from functools import partial
 
 from aiokafka import TopicPartition
 
+from .. import metrics
 from .base import MonitorBase
 from .clients import commit_unless_fenced
 from .publisher import Outgoing
@@ -21,8 +25,9 @@ from .state import STATE_VERSION, StateRecord, encode_state
 class Checkpoints(MonitorBase):
     """``_checkpoint`` and the fenced-aware ``_commit`` it ends with."""
 
-    async def _checkpoint(self, partitions: list[int]) -> None:
-        """States of changed tokens -> state topic (acknowledged), then commit offsets."""
+    async def _checkpoint(self, partitions: list[int], *, everything: bool = False) -> None:
+        """Due states (``everything``: every changed token's) -> state topic, acknowledged;
+        then commit offsets as far as the written states cover."""
         assert self._out is not None
         if self._fatal is not None:
             return  # the broker lost our records: commit nothing into the new log
@@ -31,9 +36,15 @@ class Checkpoints(MonitorBase):
         parts = [self._parts[p] for p in partitions if p in self._parts]
         await publisher.flush()  # every output so far is acknowledged before the states
         now = time.time()
+        tick = time.monotonic()  # the clock Uncovered.since is on
         states: list[Outgoing] = []
+        chosen: list[list[str]] = []
         for part in parts:
-            for key in part.dirty:
+            uncovered = part.uncovered
+            keys = (sorted(uncovered.changed_keys()) if everything else
+                    uncovered.due(tick, k.state_every_ticks, k.state_max_age_seconds))
+            chosen.append(keys)
+            for key in keys:
                 # Compact: the ticks still held for lateness stay out of the state (their
                 # offsets go in instead), so its size does not grow with tick density.
                 pending = part.pending_offsets(key)
@@ -50,17 +61,27 @@ class Checkpoints(MonitorBase):
         written = len(states)
         await publisher.send_all(states)  # one record batch per partition
         await publisher.flush()
-        for part in parts:
-            part.dirty.clear()
+        for part, keys in zip(parts, chosen, strict=True):
+            part.uncovered.written(keys)
         # Never backwards: while a restored partition is read again below its committed
-        # offset (compact states' held ticks), the group's offset stays where it was.
-        offsets = {TopicPartition(k.ticks_topic, part.partition): part.next_offset
-                   for part in parts if part.next_offset > part.committed}
+        # offset (compact states' held ticks), the group's offset stays where it was; and
+        # never past a tick that no written state holds yet (coverage.py).
+        target = {part.partition: part.uncovered.commit_offset(part.next_offset)
+                  for part in parts}
+        moving = [part for part in parts if target[part.partition] > part.committed or (
+            target[part.partition] == part.committed and not part.commit_sent)]
+        offsets = {TopicPartition(k.ticks_topic, part.partition): target[part.partition]
+                   for part in moving}
         if offsets and await self._commit(offsets):
+            for part in moving:
+                part.commit_sent = True
             for part in parts:
-                part.committed = max(part.committed, part.next_offset)
+                part.committed = max(part.committed, target[part.partition])
                 # Only offsets the group really took count as "ours" for lost.py.
                 self._losses.committed(part.partition, part.committed)
+        for part in parts:
+            metrics.MONITOR_UNCOMMITTED.labels(str(part.partition)).set(
+                max(part.next_offset - part.committed, 0))
         if written or offsets:
             self.stats.checkpoints += 1
 

@@ -7,13 +7,15 @@ Per batch (``getmany``), under one lock that the rebalance callbacks also take:
    the producer together once the batch has run through the engine, dead letters as they
    are found (neither is awaited per batch: the producer's futures are kept);
 3. at most every ``checkpoint_interval_seconds`` (and on revoke and shutdown): wait until
-   the broker acknowledged every record sent so far, write the state of every token changed
-   since the last checkpoint to the state topic, wait for those too, and only then commit
-   the partitions' offsets.
+   the broker acknowledged every record sent so far, write the state of every token that
+   is due (``coverage.py``; every changed token on revoke and shutdown) to the state
+   topic, wait for those too, and only then commit each partition's offset up to its
+   first tick not inside its token's written state.
 
 So offsets never run ahead of acknowledged outputs (at-least-once) nor of the state that
-covers them (exact recovery, see ``state.py``); a crash re-produces at most one checkpoint
-interval of outputs, byte for byte, with the same event ids.
+covers them (exact recovery, see ``state.py``); a crash re-produces at most
+``state_max_age_seconds`` plus one checkpoint interval of outputs, byte for byte, with the
+same event ids.
 """
 
 from __future__ import annotations
@@ -111,8 +113,8 @@ class MonitorDaemon(Assignment):
                      topic=k.ticks_topic, group=k.monitor_group)
             await self._loop(consumer)
             self._broker.abort()  # starts the grace period if it has not started yet
-            async with self._lock:
-                await self._checkpoint(list(self._parts))
+            async with self._lock:  # every changed token: the next start re-reads nothing
+                await self._checkpoint(list(self._parts), everything=True)
             log.info("monitor.stopped", **self._summary())
         except Aborted as exc:
             log.error("monitor.shutdown_incomplete", error=str(exc),
@@ -216,7 +218,10 @@ class MonitorDaemon(Assignment):
             engine_stats = engine.stats
             process = engine.process
             clock = self._clock
-            refeed, skip_below, dirty = part.refeed, part.skip_below, part.dirty
+            refeed, skip_below = part.refeed, part.skip_below
+            # The token's ticks since its last written state (Uncovered.took, inlined).
+            uncovered = part.uncovered
+            counts, counts_of = uncovered.count, uncovered.count.get
             resume_at = part.resume_at
             held, held_of = part.held, part.held.get
             # No tick can be past its future bound below this (the bound is max(wall,
@@ -265,7 +270,11 @@ class MonitorDaemon(Assignment):
                     held[key] = {id(tick): (offset, tick)}
                 else:
                     mine[id(tick)] = (offset, tick)
-                dirty.add(key)
+                n = counts_of(key)
+                if n is None:
+                    uncovered.took(key, offset, started)
+                else:
+                    counts[key] = n + 1
                 if outputs:
                     produced += outputs
             # Nothing in the loop reads the position: it moves once per partition.

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from ..config import ModelConfig
 from ..engine import Engine
 from ..ticks import Tick
+from .coverage import Uncovered
 from .state import StateRecord
 
 
@@ -26,8 +27,13 @@ class PartitionState:
     skip_below: dict[str, int] = field(default_factory=dict)
     #: The offset last committed (or found committed at assignment).
     committed: int = -1
-    #: Tokens whose state changed since the last checkpoint.
-    dirty: set[str] = field(default_factory=set)
+    #: Whether this instance committed it since the assignment: the first checkpoint
+    #: commits even an unchanged offset, so the group holds one (a new group's offset may
+    #: not move for ``state_max_age_seconds``, and tools show "never committed" until then).
+    commit_sent: bool = False
+    #: Tokens whose state changed since their last written state, and since when
+    #: (``coverage.py``: which are due, how far the offset may be committed).
+    uncovered: Uncovered = field(default_factory=Uncovered)
     #: key -> {id(tick): (offset, tick)} of ticks handed to the engine that it may still
     #: hold for lateness; ``pending_offsets`` keeps it to those it really holds. (The
     #: tick is kept so its ``id`` stays unique while it is listed.)

@@ -32,6 +32,8 @@ Settings ([kafka] section of the config file, or DEPEG_KAFKA__<FIELD> variables)
   monitor_group                consumer group; instances in one group split partitions
   batch_max_records, batch_timeout_ms             one getmany batch
   checkpoint_interval_seconds  state writes + offset commits at most this often
+  state_every_ticks, state_max_age_seconds   a token's state is written when it has this
+                               many ticks not in its last state, or the first is this old
   compression                  output batches: zstd (default), lz4, snappy, gzip, none
   acks, linger_ms, request_timeout_ms, session_timeout_ms, heartbeat_interval_ms
   producer_batch_bytes         largest record batch per partition the producer builds

@@ -52,7 +52,7 @@ class GateWatch:
                 if now - since < self.timeout:
                     continue
                 outputs = engine.open_gate(key)
-                part.dirty.add(key)
+                part.uncovered.changed(key, now)
                 if key not in self._open:
                     self._open.add(key)
                     opened.append(key)

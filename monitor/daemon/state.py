@@ -1,25 +1,37 @@
 """Token state on the compacted state topic: what a restarted or rebalanced instance resumes.
 
-One record per token per checkpoint, keyed ``chain:token`` and written to the *same
-partition number* as the token's ticks, so an instance that is assigned tick partition
-``p`` reads exactly state partition ``p``. A record says: "this engine state contains every
-tick of this token at offsets below ``offset`` of tick partition ``partition``, and none at
-or above it". That sentence is what makes recovery exact:
+One record per token whenever a checkpoint finds it due (``coverage.py``), keyed
+``chain:token`` and written to the *same partition number* as the token's ticks, so an
+instance that is assigned tick partition ``p`` reads exactly state partition ``p``. A
+record says: "this engine state contains every tick of this token at offsets below
+``offset`` of tick partition ``partition``, and none at or above it". That sentence is
+what makes recovery exact:
 
 - the consumer resumes each partition at its committed offset ``C``; a checkpoint writes
-  the states (and waits for the broker) *before* it commits, so every tick below ``C`` is
-  inside some state record;
-- a state record may be newer than ``C`` (a crash between writing states and committing):
-  the ingest loop then skips that token's ticks below the record's ``offset``, because the
-  state already holds them, and processes the rest; outputs between ``C`` and the crash are
-  re-produced byte for byte with the same event ids;
+  the states (and waits for the broker) *before* it commits, and commits no further than
+  the partition's first tick that no written state holds (``coverage.py``: tokens' states
+  are written when due, not at every checkpoint), so every tick below ``C`` is inside its
+  own token's state record;
+- a state record may be newer than ``C``: routinely, a busy token's state was due and
+  written while a quiet token's first unwritten tick holds ``C`` back (and after a crash
+  between writing states and committing). The ingest loop then skips that token's ticks
+  below the record's ``offset``, because the state already holds them, and processes the
+  rest. A token whose record is at or below ``C`` has no tick between its ``offset`` and
+  ``C`` (such a tick would be unwritten and below ``C``), so processing every one of its
+  ticks from ``C`` on is exactly what its state lacks. Outputs between ``C`` and the crash
+  are re-produced byte for byte with the same event ids (up to
+  ``kafka.state_max_age_seconds`` plus a checkpoint interval of them);
 - compact records (version 2) leave out the ticks the engine still holds for lateness
   (``lateness_seconds`` of them: at one tick a second they were 85% of the record, and
   grew with tick density) and list their offsets instead, ``pending_offsets``. The
   restore seeks the partition back to the lowest such offset, below ``C``, and below ``C``
   processes exactly those offsets (in offset order, as first received, so the engine
   holds and releases them exactly as before), nothing else: no output nor dead letter is
-  made twice for them. The group's committed offset never moves back.
+  made twice for them. The group's committed offset never moves back. Listed offsets
+  count as covered for the commit rule (the restore reads them again); a token's listed
+  offsets may lie above ``C`` when its record is newer than ``C``: they are processed
+  there like any tick the record does not hold, and its other ticks below its ``offset``
+  skipped.
 
 On the wire (version 2) the engine state is also deflated (``zlib``, stdlib): it is msgpack
 of a bucket ring (mostly repeated or empty floats), so a token's record shrinks from

@@ -45,7 +45,7 @@ class Sweeper:
                 continue
             outputs = part.engine.advance(key, until)
             if outputs:
-                part.dirty.add(key)
+                part.uncovered.changed(key, started)
                 await out.emit(outputs)
         tiers: Counter[str] = Counter()
         tracked = 0
