@@ -4,6 +4,7 @@ the start are still collected without anyone calling ``gc.collect`` (memory stay
 
 The truth is CPython's own bookkeeping: whether an object is in a collected generation
 (``gc.get_objects``) and whether a weak reference to an object in a dropped cycle is dead.
+The collector is put back after each test by ``gc_policy_undone`` (tests/conftest.py).
 """
 
 from __future__ import annotations
@@ -11,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import gc
 import weakref
-from collections.abc import Iterator
 
 import pytest
 
@@ -31,18 +31,6 @@ class Node:
     other: Node | None = None
 
 
-@pytest.fixture
-def gc_restored() -> Iterator[None]:
-    """This test changes the process's collector: put it back for the tests after it."""
-    thresholds = gc.get_threshold()
-    try:
-        yield
-    finally:
-        gc.unfreeze()
-        gc.set_threshold(*thresholds)
-        gc.enable()
-
-
 def in_collected_generations(obj: object) -> bool:
     """Whether the collector still scans ``obj`` (False once frozen)."""
     return any(o is obj for o in gc.get_objects())
@@ -59,7 +47,7 @@ def cycles(count: int) -> list[weakref.ref[Node]]:
 
 
 async def test_daemon_start_freezes_startup_heap_and_cycles_are_still_collected(
-        broker, gc_restored: None) -> None:
+        broker) -> None:
     policy = GcConfig()  # the shipped defaults
     config = Config(kafka=fast_kafka(broker.bootstrap_servers))
     k = config.kafka
@@ -109,7 +97,7 @@ async def test_daemon_start_freezes_startup_heap_and_cycles_are_still_collected(
         await asyncio.wait_for(task, 30)
 
 
-def test_disabled_policy_keeps_cpython_defaults(gc_restored: None) -> None:
+def test_disabled_policy_keeps_cpython_defaults() -> None:
     gc.set_threshold(700, 10, 10)
     frozen = gc.get_freeze_count()
     applied = apply_gc_policy(GcConfig(enabled=False))
