@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import functools
 import os
 import random
@@ -118,18 +119,23 @@ async def bare_consumer(bootstrap: str, topic: str, total: int, batch: int) -> f
         await consumer.stop()
 
 
-async def monitor(config: Config, total: int) -> tuple[float, MonitorDaemon]:
+async def monitor(config: Config, total: int,
+                  gc_time: contextlib.AbstractContextManager[Any] | None = None
+                  ) -> tuple[float, MonitorDaemon]:
+    """Ticks/s of one daemon from holding its partitions to its last tick; ``gc_time``
+    (a :class:`common.GcTimer`) is entered for exactly that window."""
     daemon = MonitorDaemon(config, check_name=f"bench-{config.kafka.monitor_group}")
     stop = asyncio.Event()
     task = asyncio.create_task(daemon.run(stop))
     await daemon.joined.wait()  # timing starts once it holds its partitions
-    started = time.perf_counter()
-    while daemon.stats.ticks < total:  # a counter, not an event: poll it
-        if task.done():
-            task.result()
-            raise RuntimeError("monitor stopped early")
-        await asyncio.sleep(0.01)
-    elapsed = time.perf_counter() - started
+    with gc_time or contextlib.nullcontext():
+        started = time.perf_counter()
+        while daemon.stats.ticks < total:  # a counter, not an event: poll it
+            if task.done():
+                task.result()
+                raise RuntimeError("monitor stopped early")
+            await asyncio.sleep(0.01)
+        elapsed = time.perf_counter() - started
     stop.set()
     await task
     return total / elapsed, daemon
@@ -334,7 +340,7 @@ async def table_rounds(rows: list[Row], n_tokens: int, partitions: int, rounds: 
     bare consumer, the monitor (and Quix Streams when installed) in rotating order for
     ``rounds`` rounds; each monitor round gets its own group and output/state topics, so
     none restores another's state. Returns the error count."""
-    from common import emit, machine_line, show
+    from common import GcTimer, emit, machine_line, show
 
     print(machine_line())
     errors = 0
@@ -384,8 +390,10 @@ async def table_rounds(rows: list[Row], n_tokens: int, partitions: int, rounds: 
                             quix_round, bootstrap, base.ticks_topic, f"quix-{n}", row.ticks))
                         figure = quix[-1]
                     else:
+                        gc_time = GcTimer()
                         rate, daemon = await monitor(
-                            msgspec.structs.replace(config, kafka=kafka), row.ticks)
+                            msgspec.structs.replace(config, kafka=kafka), row.ticks, gc_time)
+                        print(f"    {gc_time.line(row.ticks / rate)}", flush=True)
                         mon.append(rate)
                         cpu["monitor"].append((time.process_time() - cpu_start) / row.ticks)
                         figure = rate
@@ -541,6 +549,9 @@ def main() -> int:
     parser.add_argument("--compression", default=KafkaConfig().compression,
                         choices=["zstd", "lz4", "snappy", "gzip", "none"],
                         help="kafka.compression of the monitor's outputs")
+    parser.add_argument("--gc", choices=["on", "off"], default="on",
+                        help="the monitor's [gc] policy (monitor/gcpolicy.py): on = the "
+                             "defaults, off = gc.enabled false (CPython's thresholds)")
     parser.add_argument("--compiled", action="store_true",
                         help="the monitor from the optional mypyc build (monitor/compiled.py; "
                              "built once into a temporary directory unless "
@@ -564,6 +575,9 @@ def main() -> int:
         config = Config(model=model,
                         kafka=KafkaConfig(checkpoint_interval_seconds=args.checkpoint_interval,
                                           compression=args.compression, **cadence))
+        if args.gc == "off":  # through the config, as a user turns it off
+            config = msgspec.structs.replace(
+                config, gc=msgspec.structs.replace(config.gc, enabled=False))
         known = {"minute": Row("minute", 60, args.ticks),
                  "second": Row("second", 1, args.ticks_per_second_row or args.ticks)}
         rows = [known[name] for name in args.rows.split(",")]

@@ -135,3 +135,42 @@ def compiled_env(tmp: str) -> dict[str, str] | None:
         print(f"no mypyc build row: {folder} is not used ({probe.stderr.strip()[-300:]})")
         return None
     return env
+
+
+class GcTimer:
+    """Wall time spent in Python's cyclic garbage collector while started (``gc.callbacks``),
+    per generation: the GC's share of a round without a profiler (docs/performance.md)."""
+
+    def __init__(self) -> None:
+        import time
+
+        self._clock = time.perf_counter
+        self._began = 0.0
+        self.seconds = [0.0, 0.0, 0.0]
+        self.counts = [0, 0, 0]
+
+    def _callback(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self._began = self._clock()
+        else:
+            generation = info["generation"]
+            self.seconds[generation] += self._clock() - self._began
+            self.counts[generation] += 1
+
+    def __enter__(self) -> GcTimer:
+        import gc
+
+        gc.callbacks.append(self._callback)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        import gc
+
+        gc.callbacks.remove(self._callback)
+
+    def line(self, wall: float) -> str:
+        total = sum(self.seconds)
+        return (f"GC {total * 1000:.0f} ms = {100 * total / wall:.1f} % of the {wall:.2f} s "
+                f"timed "
+                f"(collections gen0/1/2 {self.counts[0]}/{self.counts[1]}/{self.counts[2]}, "
+                f"gen2 {self.seconds[2] * 1000:.0f} ms)")

@@ -24,6 +24,7 @@ from aiokafka.errors import KafkaError
 
 from monitor import health
 from monitor.config import Config
+from monitor.gcpolicy import service_started
 from monitor.logs import get_logger
 from monitor.records import TierChangeEvent, decode_event, encode
 from monitor.services import Service
@@ -176,6 +177,7 @@ async def run_worker(config: Config, stop: asyncio.Event, clock: Clock = time.ti
             raise
         log.info("delivery.worker_started", topic=config.kafka.tier_changes_topic,
                  group=config.kafka.delivery_group)
+        service_started("delivery", config.gc)
         tasks.append(asyncio.create_task(intake(consumer, WebhookStore(db), store, config,
                                                 stop, dispatcher.wake, clock)))
         with health.checking("deliver.store", health.store_check(db)):

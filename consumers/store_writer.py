@@ -27,6 +27,7 @@ from aiokafka.errors import KafkaError
 from monitor import health, metrics
 from monitor.chains import is_chain, normalize_address
 from monitor.config import Config
+from monitor.gcpolicy import service_started
 from monitor.kafka.topics import TopicError, ensure_topics, ensure_vault_topics
 from monitor.logs import get_logger
 from monitor.metrics import STORE_WRITE_ERRORS, STORE_WRITE_SECONDS, STORE_WRITES
@@ -256,6 +257,7 @@ class StoreWriter:
         log.info("store_writer.started", group=self.group_id,
                  topics=[k.ratings_topic, k.tier_changes_topic, *self.vaults.topics])
         await self.vaults.refresh_counts()  # the gauges before the first vault batch
+        service_started("store_writer", self.config.gc)
         try:
             while not stop.is_set():
                 await self._maybe_retention()

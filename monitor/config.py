@@ -445,6 +445,29 @@ class V3Config(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     migration_guide_url: str = "docs/migration-v2-to-v3.md"
 
 
+class GcConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """Python's cyclic garbage collector in the long-running services (monitor/gcpolicy.py,
+    docs/performance.md): once a service has started, its start-up heap is frozen and the
+    collections run less often, so a generation-2 pass no longer walks every long-lived
+    object of the process."""
+
+    #: false keeps CPython's defaults (thresholds 700/10/10, nothing frozen).
+    enabled: bool = True
+    #: Freeze (gc.freeze) what exists once the service has started: never scanned again.
+    freeze: bool = True
+    #: Allocations minus deallocations of tracked objects between generation-0 collections.
+    threshold0: int = 50000
+    #: Generation-0 collections per generation-1 collection.
+    threshold1: int = 20
+    #: Generation-1 collections per generation-2 (full) collection.
+    threshold2: int = 10
+
+    def __post_init__(self) -> None:
+        if min(self.threshold0, self.threshold1, self.threshold2) < 1:
+            raise ValueError("gc.threshold0/1/2 must be >= 1 (gc.enabled = false keeps the "
+                             "defaults)")
+
+
 class Config(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     model: ModelConfig = ModelConfig()
     kafka: KafkaConfig = KafkaConfig()
@@ -459,6 +482,7 @@ class Config(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     #: The vault side: tag thresholds, rating, verdict, topics (monitor/vaults/config.py).
     vaults: VaultsConfig = VaultsConfig()
     spread: SpreadConfig = SpreadConfig()
+    gc: GcConfig = GcConfig()
 
 
 class ConfigError(ValueError):

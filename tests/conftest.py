@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import shutil
 import subprocess
@@ -38,6 +39,20 @@ def checkout_status() -> set[str] | None:
          "--ignored=matching"], capture_output=True, text=True, check=True).stdout
     return {line for line in out.splitlines()
             if line and not any(noise in line for noise in _DEV_NOISE)}
+
+
+@pytest.fixture(autouse=True)
+def gc_policy_undone() -> Iterator[None]:
+    """A service started by a test applies the [gc] policy to the whole pytest process
+    (monitor/gcpolicy.py): undo it after the test, so the next one starts from CPython's
+    collector and nothing one test froze outlives it."""
+    thresholds = gc.get_threshold()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
+        gc.set_threshold(*thresholds)
+        gc.enable()
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -28,6 +28,15 @@ def test_wrong_values_name_the_field(tmp_path: Path) -> None:
         load_config(None, env={"DEPEG_MODEL__NONSENSE": "1"})
 
 
+def test_gc_section_from_file_and_environment(tmp_path: Path) -> None:
+    cfg = tmp_path / "c.toml"
+    cfg.write_text("[gc]\nthreshold0 = 20000\nfreeze = false\n")
+    config = load_config(cfg, env={"DEPEG_GC__ENABLED": "false"})
+    assert (config.gc.enabled, config.gc.freeze, config.gc.threshold0) == (False, False, 20000)
+    with pytest.raises(ConfigError, match="threshold"):
+        load_config(None, env={"DEPEG_GC__THRESHOLD0": "0"})
+
+
 def test_cli_help_lists_commands_and_config_prints_defaults() -> None:
     out = subprocess.run([sys.executable, "-m", "monitor", "--help"], capture_output=True,
                          text=True, check=True).stdout

@@ -23,6 +23,7 @@ async def serve_api(config: Config, stop: asyncio.Event) -> None:
     from aiohttp import web
 
     from .. import health
+    from ..gcpolicy import service_started
     from ..logs import get_logger
     from ..preflight import api_port_hint
     from ..services import StartupError
@@ -45,6 +46,7 @@ async def serve_api(config: Config, stop: asyncio.Event) -> None:
                                ) from None
         port = runner.addresses[0][1] if runner.addresses else config.api.port
         log.info("api.listening", url=f"http://{config.api.host}:{port}")
+        service_started("api", config.gc)
         try:
             with health.checking("api.store", health.store_check(db)):
                 await stop.wait()

@@ -13,6 +13,7 @@ from functools import partial
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from .. import metrics
+from ..gcpolicy import service_started
 from ..kafka.topics import make_consumer
 from ..logs import get_logger
 from .base import LOGGER
@@ -103,6 +104,8 @@ class Assignment(Checkpoints, LossWatch):
                     self._seek(p, part.next_offset)
                     reread[p] = position - part.next_offset
             self.stats.restored_tokens += restored
+            if not self.joined.is_set():  # started: imports done, first state restored
+                service_started("monitor", self.config.gc)
             self.joined.set()
             metrics.ASSIGNED_PARTITIONS.labels("monitor").set(len(self._parts))
         log.info("monitor.partitions_assigned", partitions=mine, restored_partitions=new,

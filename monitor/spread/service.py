@@ -34,6 +34,7 @@ from ..daemon.brokercalls import BrokerCalls
 from ..daemon.clients import start_assigned_consumer, start_producer
 from ..daemon.publisher import Publisher
 from ..daemon.retry import Aborted
+from ..gcpolicy import service_started
 from ..kafka.topics import admin_client, ensure_topics
 from ..logs import get_logger
 from ..registry import RegistryError
@@ -139,6 +140,7 @@ class SpreadDaemon:
             log.info("spread.started", assets=len(set(self.assets.asset_of.values())),
                      tokens=len(self.assets.asset_of), topic=k.ticks_topic,
                      positions=self._positions)
+            service_started("spread", self.config.gc)
             await self._loop(consumer, publisher)
             self._broker.abort()  # starts the grace period for the final checkpoint
             await self._checkpoint(publisher)

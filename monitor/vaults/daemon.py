@@ -42,6 +42,7 @@ from ..daemon.readiness import Readiness
 from ..daemon.rebalance import Listener, restore_or_failure, start_offset
 from ..daemon.retry import Aborted
 from ..daemon.state import STATE_VERSION, StateRecord, encode_state, read_states
+from ..gcpolicy import service_started
 from ..kafka.topics import ensure_topics, ensure_vault_topics, make_consumer
 from ..logs import get_logger
 from ..services import Service
@@ -354,6 +355,8 @@ class VaultDaemon:
                                                         states[p])
                 restored += len(states[p])
             self.stats.restored_vaults += restored
+            if not self.joined.is_set():  # started: imports done, first state restored
+                service_started("vaults", self.config.gc)
             self.joined.set()
             metrics.ASSIGNED_PARTITIONS.labels(CONSUMER).set(len(self._parts))
         log.info("vaults.partitions_assigned", partitions=new, restored_vaults=restored,
