@@ -10,33 +10,20 @@ the answers it gave. On both backends.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from typing import Any
 
-import pytest
 from webhook_support import ENCRYPTION_KEY, queue_for_new_subscription, receiver, wait_until
 
 from monitor import metrics as m
 from monitor.config import DeliveryConfig
-from monitor.storage import Database, connect
+from monitor.storage import Database
 from monitor.storage.deliveries import DeliveryStore
-from monitor.storage.webhooks import migrate_webhooks
 from monitor.webhooks.dispatcher import DeliveryAttempts, Dispatcher
 from monitor.webhooks.secrets import SecretBox
 from monitor.webhooks.sender import Sender
 
 DELIVERIES = 6
 FAILURES = 4  # the receiver's first answers are 500s, then 200s
-
-
-@pytest.fixture
-async def database(storage_url: str) -> AsyncIterator[Database]:
-    db = await connect(storage_url)
-    await migrate_webhooks(db)
-    try:
-        yield db
-    finally:
-        await db.close()
 
 
 def value(metric: Any, *labels: str) -> float:
@@ -58,7 +45,8 @@ def snapshot() -> dict[str, float]:
             "retries": value(m.RETRIES_SCHEDULED)}
 
 
-async def test_counters_per_cycle_match_the_receivers_answers(database: Database) -> None:
+async def test_counters_per_cycle_match_the_receivers_answers(webhook_db: Database) -> None:
+    database = webhook_db
     config = DeliveryConfig(allow_loopback=True, secret_encryption_key=ENCRYPTION_KEY,
                             backoff_base_seconds=0.01, backoff_max_seconds=0.02,
                             poll_interval_seconds=0.05)
