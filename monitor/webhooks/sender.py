@@ -1,10 +1,10 @@
 """Sends one signed delivery over HTTP; shared by the delivery worker and the API (E12, E15).
 
-One :class:`Sender` owns one ``aiohttp.ClientSession`` (one connection pool, reused) whose
-connector resolves through :class:`~monitor.webhooks.urls.CheckedResolver`, so it can only
-connect to addresses that passed the SSRF check. Redirects are not followed, the proxy
-environment is ignored, and every attempt is bounded by ``delivery.timeout_seconds``.
-A send never raises for a receiver's fault: it returns an :class:`AttemptResult`.
+One :class:`Sender` owns one :class:`~monitor.webhooks.http1.Http1Client` (keep-alive
+connections per endpoint, reused), which connects only to addresses that passed the SSRF
+check. Redirects are not followed, the proxy environment is ignored, and every attempt is
+bounded by ``delivery.timeout_seconds``. A send never raises for a receiver's fault: it
+returns an :class:`AttemptResult`.
 """
 
 from __future__ import annotations
@@ -14,11 +14,11 @@ import functools
 import time
 from typing import NamedTuple
 
-import aiohttp
 from yarl import URL
 
 from ..config import DeliveryConfig
 from ..timefmt import format_ts
+from .http1 import ConnectFailed, Http1Client, header_lines
 from .signing import (
     EVENT_ID_HEADER,
     EVENT_TYPE_HEADER,
@@ -27,7 +27,7 @@ from .signing import (
     delivery_body,
     sign,
 )
-from .urls import BlockedAddress, CheckedResolver, UnsafeUrl, check_url, origin
+from .urls import BlockedAddress, UnsafeUrl, check_url, origin
 
 USER_AGENT = "depeg-monitor-webhooks/1"
 #: Bytes of a receiver's answer we read (so the connection can be reused); the rest is
@@ -35,7 +35,8 @@ USER_AGENT = "depeg-monitor-webhooks/1"
 MAX_RESPONSE_BYTES = 64 * 1024
 MAX_ERROR_CHARS = 300
 #: The headers every delivery carries, built once.
-_STATIC_HEADERS = {"User-Agent": USER_AGENT, "Content-Type": "application/json"}
+_STATIC_HEADERS = header_lines([("User-Agent", USER_AGENT),
+                                ("Content-Type", "application/json")])
 
 
 #: The static URL checks are pure: a URL that passed once passes again (a failing one
@@ -71,30 +72,22 @@ def _short(text: str, url: str) -> str:
 class Sender:
     def __init__(self, config: DeliveryConfig) -> None:
         self._config = config
-        self._session: aiohttp.ClientSession | None = None
+        self._client: Http1Client | None = None
 
-    def _open(self) -> aiohttp.ClientSession:
-        if self._session is None:
-            connector = aiohttp.TCPConnector(
-                resolver=CheckedResolver(self._config.allow_loopback),
-                limit=max(self._config.max_concurrency, 1),
-                # One keep-alive pool per endpoint, as large as the dispatcher lets one
-                # endpoint's sends be, so a busy endpoint cannot take others' connections.
-                limit_per_host=max(self._config.per_endpoint_concurrency, 1),
-                ttl_dns_cache=30,
-            )
-            self._session = aiohttp.ClientSession(
-                # No session default headers: aiohttp would merge them into a new
-                # multidict on every request; _STATIC_HEADERS go in the request's dict.
-                connector=connector, trust_env=False,
-                timeout=aiohttp.ClientTimeout(total=self._config.timeout_seconds),
-            )
-        return self._session
+    def _open(self) -> Http1Client:
+        if self._client is None:
+            self._client = Http1Client(
+                allow_loopback=self._config.allow_loopback,
+                # As many kept connections per endpoint as the dispatcher lets one
+                # endpoint's sends be in flight, so a busy endpoint reuses them all.
+                max_idle_per_origin=max(self._config.per_endpoint_concurrency, 1),
+                max_body_bytes=MAX_RESPONSE_BYTES)
+        return self._client
 
     async def close(self) -> None:
-        if self._session is not None:
-            await self._session.close()
-            self._session = None
+        if self._client is not None:
+            await self._client.close()
+            self._client = None
 
     async def send(self, url: str, event_bytes: bytes, *, event_type: str, event_id: str,
                    secret: str, previous_secret: str | None = None,
@@ -114,27 +107,23 @@ class Sender:
         signature = sign(event_bytes, secret)
         when = format_ts(delivered_at if delivered_at is not None else time.time())
         body = delivery_body(event_bytes, signature, when)
-        headers = {
-            **_STATIC_HEADERS,
-            EVENT_TYPE_HEADER: event_type,
-            EVENT_ID_HEADER: event_id,
-            SIGNATURE_HEADER: signature,
-        }
+        headers = [(EVENT_TYPE_HEADER, event_type), (EVENT_ID_HEADER, event_id),
+                   (SIGNATURE_HEADER, signature)]
         if previous_secret is not None:
-            headers[PREVIOUS_SIGNATURE_HEADER] = sign(event_bytes, previous_secret)
+            headers.append((PREVIOUS_SIGNATURE_HEADER, sign(event_bytes, previous_secret)))
         try:
-            async with self._open().post(target, data=body, headers=headers,
-                                         allow_redirects=False) as resp:
-                await resp.content.read(MAX_RESPONSE_BYTES)
-                status = resp.status
+            lines = _STATIC_HEADERS + header_lines(headers)
+        except (ValueError, UnicodeEncodeError) as exc:
+            return result(None, f"invalid header: {exc}")
+        try:
+            async with asyncio.timeout(self._config.timeout_seconds):
+                status = await self._open().post(target, lines, body)
         except TimeoutError:
             return result(None, f"timeout after {self._config.timeout_seconds:g}s")
-        except aiohttp.ClientConnectorError as exc:
-            if isinstance(exc.os_error, BlockedAddress):
-                return result(None, f"blocked: {exc.os_error}")
-            return result(None, f"connect error: {exc.os_error or exc}")
-        except (aiohttp.ClientError, OSError) as exc:
+        except BlockedAddress as exc:
+            return result(None, f"blocked: {exc}")
+        except ConnectFailed as exc:
+            return result(None, f"connect error: {exc.os_error}")
+        except OSError as exc:
             return result(None, f"{type(exc).__name__}: {exc}")
-        except asyncio.CancelledError:
-            raise
         return result(status, None if 200 <= status < 300 else f"HTTP {status}")

@@ -3,14 +3,15 @@
 Three layers, because each one alone can be bypassed:
 
 1. :func:`check_url` — the URL itself: ``https`` only, a host, no credentials, and an IP
-   literal must be a public address (aiohttp never asks the resolver about IP literals).
+   literal must be a public address (an IP literal is connected to without resolving).
 2. :func:`resolve_public` — at creation, every address the hostname resolves to must be
    public (one private answer is enough to refuse: an attacker picks the order).
-3. :class:`CheckedResolver` — at delivery, aiohttp resolves through it, so the addresses it
-   connects to are exactly the addresses that were checked. A DNS answer that changes
-   between check and connect (DNS rebinding) therefore cannot reach a private address.
+3. at delivery, :class:`~monitor.webhooks.http1.Http1Client` resolves a hostname through
+   :func:`resolve_public` and connects to exactly the addresses that were checked. A DNS
+   answer that changes between check and connect (DNS rebinding) therefore cannot reach a
+   private address.
 
-Redirects are never followed (the sender passes ``allow_redirects=False``). The development
+Redirects are never followed (the delivery client has no redirect handling). The development
 setting ``delivery.allow_loopback`` lets ``http://`` and loopback addresses through — and
 nothing else private — so tests and local work can use receivers on 127.0.0.1.
 """
@@ -48,9 +49,9 @@ class UnsafeUrl(ValueError):
 
 
 class BlockedAddress(OSError):
-    """Raised inside aiohttp's connect path when a resolved address is not public.
+    """Raised in the delivery client's connect path when a resolved address is not public.
 
-    An ``OSError`` so aiohttp reports it as a connection error of the attempt.
+    An ``OSError``: it is a connection error of the attempt.
     """
 
 
@@ -156,24 +157,6 @@ async def check_url_resolving(url: str, allow_loopback: bool = False,
         except TimeoutError:
             raise UnsafeUrl(f"resolving {parsed.host} timed out") from None
     return parsed
-
-
-class CheckedResolver(AbstractResolver):
-    """aiohttp resolver that refuses to hand a non-public address to the connector."""
-
-    def __init__(self, allow_loopback: bool = False, inner: AbstractResolver | None = None):
-        self._allow_loopback = allow_loopback
-        self._inner = inner or ThreadedResolver()
-
-    async def resolve(self, host: str, port: int = 0,
-                      family: socket.AddressFamily = socket.AF_INET) -> list[ResolveResult]:
-        try:
-            return await resolve_public(host, port, self._allow_loopback, self._inner)
-        except UnsafeUrl as exc:
-            raise BlockedAddress(str(exc)) from None
-
-    async def close(self) -> None:
-        await self._inner.close()
 
 
 def origin(url: str) -> str:
