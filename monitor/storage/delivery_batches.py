@@ -79,21 +79,20 @@ class CycleResult:
     more_due: bool = False
 
 
-def _pick(rows: Sequence[Sequence[Any]], request: ClaimRequest) -> list[DueDelivery]:
-    """Oldest first, within the overall limit and each endpoint's room. ``rows`` are raw
-    rows of ``_DUE_SELECT``; only the picked ones become :class:`DueDelivery` (a read
-    returns ~3 rows per delivery claimed, and building each cost more than reading it)."""
+def _pick(rows: Sequence[Sequence[Any]], request: ClaimRequest) -> list[str]:
+    """Ids to claim: oldest first, within the overall limit and each endpoint's room.
+    ``rows`` are ``(id, next_attempt_at, endpoint)`` rows of the lean due read."""
     room = dict(request.room)
-    picked: list[DueDelivery] = []
-    for row in sorted(rows, key=lambda r: float(r[8])):
+    picked: list[str] = []
+    for row in sorted(rows, key=lambda r: float(r[1])):
         if len(picked) >= request.limit:
             break
-        endpoint = row[10]
+        endpoint = row[2]
         left = room.get(endpoint, request.default_room)
         if left <= 0:
             continue
         room[endpoint] = left - 1
-        picked.append(_due_from(row))
+        picked.append(row[0])
     return picked
 
 
@@ -122,14 +121,20 @@ def _due_from(row: Sequence[Any]) -> DueDelivery:
 
 
 # -- SQLite: the whole cycle as one synchronous function on the connection's thread ----
-_SQLITE_DUE = (
-    _DUE_SELECT + " WHERE d.status = ?1 AND d.next_attempt_at <= ?2"
+#: The due read in two steps: the candidates' ids (a read returns ~3 rows per delivery
+#: claimed: rows of endpoints without room are skipped), then the whole rows of the picked
+#: ones only (the event payload and the subscription's secrets are most of a row's cost).
+_SQLITE_DUE_IDS = (
+    "SELECT d.id, d.next_attempt_at, s.endpoint FROM webhook_deliveries d"
+    " JOIN webhook_subscriptions s ON s.id = d.subscription_id"
+    " WHERE d.status = ?1 AND d.next_attempt_at <= ?2"
     " AND (d.lease_until IS NULL OR d.lease_until < ?2)"
     " AND s.is_active = 1 AND s.deleted_at IS NULL"
     " AND d.api_key_id IN (SELECT id FROM api_keys WHERE revoked_at IS NULL)"
     " AND s.endpoint NOT IN (SELECT value FROM json_each(?4))"
     " ORDER BY d.next_attempt_at LIMIT ?3"
 )
+_SQLITE_DUE_ROWS = _DUE_SELECT + " WHERE d.id IN (SELECT value FROM json_each(?1))"
 _OUTCOME_SQL = (
     "UPDATE webhook_deliveries SET status = ?3, attempts = ?4, next_attempt_at = ?5,"
     " last_status_code = ?6, last_error = ?7, updated_at = ?8,"
@@ -164,11 +169,8 @@ _GIVE_UP_SQL = (
 def _sqlite_cycle(conn: sqlite3.Connection, outcomes: Sequence[Outcome],
                   claim: ClaimRequest | None) -> CycleResult:
     result = CycleResult()
-    for o in outcomes:
-        # One statement per row (cached by sqlite3, no thread hop): its row count says
-        # whether this worker still held the claim.
-        if conn.execute(_OUTCOME_SQL, _outcome_row(o)).rowcount:
-            result.recorded.add(o.delivery.id)
+    if outcomes:
+        result.recorded = _record_outcomes(conn, outcomes)
     if result.recorded:
         conn.executemany(_HISTORY_SQL, [_history_row(o) for o in outcomes
                                         if o.delivery.id in result.recorded])
@@ -178,10 +180,14 @@ def _sqlite_cycle(conn: sqlite3.Connection, outcomes: Sequence[Outcome],
     rows: list[Sequence[Any]] = []
     full = json.dumps(_full(claim))
     for status in RETRYABLE:
-        found = conn.execute(_SQLITE_DUE, (status, claim.now, read, full)).fetchall()
+        found = conn.execute(_SQLITE_DUE_IDS, (status, claim.now, read, full)).fetchall()
         result.more_due |= len(found) >= read
         rows += found
-    _claim_picked(result, _pick(rows, claim), claim)
+    picked = _pick(rows, claim)
+    if picked:
+        by_id = {row[0]: row for row in
+                 conn.execute(_SQLITE_DUE_ROWS, (json.dumps(picked),)).fetchall()}
+        _claim_picked(result, [_due_from(by_id[i]) for i in picked], claim)
     if result.claimed:
         conn.executemany(_BEGIN_SQL, [(d.id, claim.token, claim.lease_until, n, claim.now)
                                       for d, n in result.claimed])
@@ -192,6 +198,23 @@ def _sqlite_cycle(conn: sqlite3.Connection, outcomes: Sequence[Outcome],
     if earlier:
         conn.executemany(_INTERRUPTED_SQL, [(i, n, claim.now, INTERRUPTED) for i, n in earlier])
     return result
+
+
+def _record_outcomes(conn: sqlite3.Connection, outcomes: Sequence[Outcome]) -> set[str]:
+    """Ids of the outcomes written: those whose claim this worker still held.
+
+    Usually all of them, so they go in one ``executemany`` and its row count says so.
+    When it says otherwise (a claim lost to an expired lease, a delivery already a
+    success), the batch is undone and written row by row, each row count telling."""
+    rows = [_outcome_row(o) for o in outcomes]
+    conn.execute("SAVEPOINT outcomes")
+    if conn.executemany(_OUTCOME_SQL, rows).rowcount == len(rows):
+        conn.execute("RELEASE outcomes")
+        return {o.delivery.id for o in outcomes}
+    conn.execute("ROLLBACK TO outcomes")
+    conn.execute("RELEASE outcomes")
+    return {o.delivery.id for o, row in zip(outcomes, rows, strict=True)
+            if conn.execute(_OUTCOME_SQL, row).rowcount}
 
 
 def _earlier_attempts(result: CycleResult) -> list[tuple[str, int]]:
