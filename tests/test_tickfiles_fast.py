@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -17,6 +18,9 @@ from monitor.tickfiles import BadRow, _plain_tick, read_csv
 from monitor.ticks import BadTick, Tick, make_tick
 
 ADDRESS = "0xA0b86991c6218b36c1d19d4a2e9eb0ce3606eB48"
+#: ts, chain, token, symbol, price, peg, slippage, oracle price, source: make_tick's fields.
+Row = tuple[str, str, str, str, str, str, str, str, str]
+
 numbers = st.sampled_from([
     "", " ", "1", "0.9996143", " 1.0002 ", "0", "-0", "-1", "1e400", "inf", "nan", "1_000",
     "abc", "0x10", "1e-320", "  -0.0", "+2", "3.", ".5",
@@ -33,7 +37,7 @@ cells = st.tuples(
 )
 
 
-def outcome(row: tuple[str, ...]) -> Tick | tuple[str, str]:
+def outcome(row: Row) -> Tick | tuple[str, str]:
     try:
         return make_tick(*row)
     except BadTick as exc:
@@ -42,7 +46,7 @@ def outcome(row: tuple[str, ...]) -> Tick | tuple[str, str]:
 
 @settings(max_examples=1000, deadline=None)
 @given(row=cells)
-def test_a_plain_row_is_the_tick_make_tick_makes(row: tuple[str, ...]) -> None:
+def test_a_plain_row_is_the_tick_make_tick_makes(row: Row) -> None:
     fast = _plain_tick(row, {})
     if fast is not None:
         assert fast == outcome(row)
@@ -51,11 +55,11 @@ def test_a_plain_row_is_the_tick_make_tick_makes(row: tuple[str, ...]) -> None:
 
 @settings(max_examples=200, deadline=None)
 @given(rows=st.lists(cells, min_size=1, max_size=20), oracle=st.booleans())
-def test_read_csv_yields_what_make_tick_decides(tmp_path_factory: object, rows: list[
-        tuple[str, ...]], oracle: bool) -> None:
+def test_read_csv_yields_what_make_tick_decides(
+        tmp_path_factory: pytest.TempPathFactory, rows: list[Row], oracle: bool) -> None:
     import csv
 
-    folder = tmp_path_factory.mktemp("csv")  # type: ignore[attr-defined]
+    folder = tmp_path_factory.mktemp("csv")
     path = Path(folder) / "ticks.csv"
     header = ["ts", "chain", "token", "symbol", "price_usd", "peg_usd", "slippage_bps"]
     if oracle:
@@ -68,7 +72,7 @@ def test_read_csv_yields_what_make_tick_decides(tmp_path_factory: object, rows: 
     got = list(read_csv(path))
     expected = []
     for line, row in enumerate(rows, start=2):
-        full = row if oracle else (*row[:7], "", "")
+        full: Row = row if oracle else (*row[:7], "", "")
         result = outcome(full)
         expected.append(result if isinstance(result, Tick)
                         else BadRow(str(path), line, result[0], result[1]))

@@ -31,11 +31,13 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from monitor.config import KafkaConfig
 from monitor.daemon.state import read_states
+from monitor.kafka.embedded import EmbeddedBroker
 from monitor.kafka.topics import ensure_topics, make_consumer
 from monitor.ticks import Tick
 from producers.csvout import write_ticks_file
 
 from . import replaytruth
+from .faultrun import matrix_files
 from .kafkatools import (
     MonitorProcess,
     TopicReader,
@@ -47,7 +49,6 @@ from .kafkatools import (
     tick_records,
     wait_for,
 )
-from .test_fault_matrix import matrix_files
 
 pytestmark = [pytest.mark.broker, pytest.mark.data]
 
@@ -89,7 +90,7 @@ async def published(bootstrap: str, kafka: KafkaConfig) -> list[tuple[str, bytes
 
 
 async def test_kill9_with_tokens_in_different_due_states_then_sigterm(
-        broker, tmp_path: Path) -> None:
+        broker: EmbeddedBroker, tmp_path: Path) -> None:
     files = matrix_files(tmp_path)
     files.append(quiet_token_file(load_ticks(files[0]), tmp_path))
     ticks = load_ticks(*files)
