@@ -10,7 +10,7 @@ import pytest
 
 from monitor.config import ChainsConfig, Config
 from monitor.services import StartupError
-from producers.chain_cmd import run_service
+from producers.chain_service import run_service
 
 
 async def test_without_rpc_urls_the_service_idles_until_stopped() -> None:
