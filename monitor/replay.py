@@ -111,6 +111,10 @@ def run_replay(rows: Iterable[Row], model: ModelConfig,
     wall_limit = future_limit(None, wall, tolerance)
     newest: dict[str, float] = {}
     ticks = 0
+    # The previous tick's chain and token objects and its key: a file's reader hands out
+    # the same two strings for every row of a token, so a run of one token's rows builds
+    # (and hashes) its key once.
+    last_chain = last_token = key = ""
     for row in rows:
         if isinstance(row, BadRow):
             summary.bad_rows += 1
@@ -118,7 +122,10 @@ def run_replay(rows: Iterable[Row], model: ModelConfig,
             if len(summary.bad_examples) < MAX_BAD_ROWS_SHOWN:
                 summary.bad_examples.append(row)
             continue
-        key = f"{row.chain}:{row.token}"  # Tick.key
+        chain, token = row.chain, row.token
+        if chain is not last_chain or token is not last_token:
+            key = f"{chain}:{token}"  # Tick.key
+            last_chain, last_token = chain, token
         ts = row.ts
         # The bound is never below wall + tolerance: only a tick past that is checked.
         if ts > wall_limit:
@@ -155,6 +162,12 @@ def run_replay(rows: Iterable[Row], model: ModelConfig,
 
 
 def _with_progress(paths: list[Path], rows: Iterator[Row], stream: TextIO) -> Iterator[Row]:
+    """``rows``, drawing a progress bar on ``stream`` when it is a terminal (else the rows
+    themselves: no generator step per row for a bar nobody sees)."""
+    return _counted(paths, rows, stream) if stream.isatty() else rows
+
+
+def _counted(paths: list[Path], rows: Iterator[Row], stream: TextIO) -> Iterator[Row]:
     total_bytes = sum(p.stat().st_size for p in paths)
     # Rows are about as long as the first file's first lines; good enough for a bar.
     with paths[0].open("rb") as fh:

@@ -114,6 +114,9 @@ class Engine:
         # the config is a msgspec struct, read through the generic attribute lookup).
         self._every: int = c.refresh_seconds
         self._lateness: int = c.lateness_seconds
+        # The last tick's chain and token objects and their key (the same objects again
+        # mean the same key; held, so no other string can take their identity).
+        self._last_chain = self._last_token = self._last_key = ""
 
     # -- public ----------------------------------------------------------------------
     def keys(self) -> Iterable[str]:
@@ -122,7 +125,12 @@ class Engine:
     def process(self, tick: Tick) -> list[Output]:
         """Take one tick; returns the refreshes and tier changes it made due."""
         self.stats.ticks += 1
-        key = f"{tick.chain}:{tick.token}"  # Tick.key, without a property call per tick
+        chain, token = tick.chain, tick.token
+        if chain is self._last_chain and token is self._last_token:
+            key = self._last_key  # a run of one token's ticks from one reader: built once
+        else:
+            key = f"{chain}:{token}"  # Tick.key, without a property call per tick
+            self._last_chain, self._last_token, self._last_key = chain, token, key
         t = self._tokens.get(key)
         if t is None or (tick.symbol and tick.symbol != t.symbol):  # rare: a call then
             t = self._token(tick, key)
