@@ -27,12 +27,13 @@ from ..records import (
 )
 from ..ticks import Tick
 from ..timefmt import format_ts
-from .figures import refresh_figures
-from .rating import Held, publish
+from .figures import figures_of
+from .params import params
+from .rating import Held, publish_rating
 from .saved import Saved as _Saved
 from .signals import Observations
-from .steady import Steady, steady_figures
-from .tiers import TierState, band, step
+from .steady import Steady, steady_figures_of
+from .tiers import TierState, step_tier, tier_band
 from .windows import Windows
 
 Output = TierChangeEvent | RatingSnapshot
@@ -114,6 +115,7 @@ class Engine:
         # the config is a msgspec struct, read through the generic attribute lookup).
         self._every: int = c.refresh_seconds
         self._lateness: int = c.lateness_seconds
+        self._p = params(c)
         # The last tick's chain and token objects and their key (the same objects again
         # mean the same key; held, so no other string can take their identity).
         self._last_chain = self._last_token = self._last_key = ""
@@ -329,7 +331,7 @@ class Engine:
             t.next_refresh = float(math.ceil(ts / every) * every)
 
     def _evaluate(self, t: _Token, now: float, out: list[Output]) -> None:
-        c = self.config
+        c = self._p
         self.stats.refreshes += 1
         # Due before last_eval moves: the first refresh of its snapshot period (the period
         # of the previous refresh is in the saved state, so a restore keeps the cadence).
@@ -341,14 +343,15 @@ class Engine:
             self.stats.unrated += 1
             return
         if snap:
-            figures, signals, metrics = refresh_figures(t.windows, t.obs, c, now, True)
+            figures, signals, metrics = figures_of(t.windows, t.obs, c, now, True)
         else:  # a quiet token's refresh may reuse the last one's (monitor/engine/steady.py)
-            t.steady, figures = steady_figures(t.steady, t.windows, t.obs, t.last_sig, c, now)
+            t.steady, figures = steady_figures_of(t.steady, t.windows, t.obs, t.last_sig, c,
+                                                  now)
             signals, metrics = [], {}
         raw, floor, deviation, calm, above = figures
-        rating = publish(t.held, raw, floor, calm, now, c)
+        rating = publish_rating(t.held, raw, floor, calm, now, c)
         old = t.tier.tier
-        changed = step(t.tier, rating, deviation, above, now, c)
+        changed = step_tier(t.tier, rating, deviation, above, now, c)
         if not snap and changed is None:
             return
         stamp = format_ts(now)
@@ -387,7 +390,7 @@ class Engine:
         metrics["observed_weight_pct"] = sum(s.weight for s in signals if s.observed)
         return RatingSnapshot(
             chain=t.chain, token_address=t.token, symbol=t.symbol, timestamp=stamp,
-            rating=rating, tier=t.tier.tier.value, band_tier=band(rating, c).value,
+            rating=rating, tier=t.tier.tier.value, band_tier=tier_band(rating, self._p).value,
             price_usd=t.price_text, peg_usd=t.peg_text, deviation_pct=deviation_pct,
             staleness_seconds=round(staleness, 3), signals=signals, metrics=metrics,
         )
