@@ -79,6 +79,27 @@ def band_edge(rating: float, cfg: Params) -> float:
     return 0.0
 
 
+#: ``round(x, 2)`` by ``x``, for :func:`_round2`; dropped whole when it grows past this.
+_rounded: dict[float, float] = {}
+_ROUNDED_SIZE = 4096
+
+
+def _round2(x: float) -> float:
+    """``round(x, 2)``, remembered by value: ``round`` with digits goes through a decimal
+    conversion (~0.3 µs), and a refresh of a quiet token publishes the same few ratings
+    again and again. Zero is its own rounding (``round`` keeps the sign of ``-0.0``, which
+    a dict would not tell apart from ``0.0``: they are equal keys)."""
+    if x == 0.0:
+        return x
+    rounded = _rounded.get(x)
+    if rounded is None:
+        rounded = round(x, 2)
+        if len(_rounded) >= _ROUNDED_SIZE:
+            _rounded.clear()
+        _rounded[x] = rounded
+    return rounded
+
+
 def publish(held: Held, raw: float, floor: float, calm: bool, now: float,
             cfg: ModelConfig) -> float:
     """:func:`publish_rating` with the settings of ``cfg``."""
@@ -125,7 +146,7 @@ def publish_rating(held: Held, raw: float, floor: float, calm: bool, now: float,
     capped = 100.0  # min(100.0, top)
     if top < capped:
         capped = top
-    rating = round(capped, 2)
+    rating = _round2(capped)
     new_edge = band_edge(rating, cfg)
     if calm:
         held.support_at = None

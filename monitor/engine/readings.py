@@ -15,12 +15,15 @@ from __future__ import annotations
 import math
 from array import array
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from .ringfields import _COV, _DEV, _EMPTY, _HIGH, _LOW, _MAX, _MIN
 
 if TYPE_CHECKING:  # these read a Windows' ring directly (its companion module)
     from .windows import Windows
+
+#: A bucket index before every real one (``Windows.low_b``/``high_b`` before any write).
+NEVER: Final = -(1 << 60)
 
 
 class Flags:
@@ -83,6 +86,7 @@ def read_fields(w: Windows, now: float,
         if first_b < end_b - size + 1:
             first_b = end_b - size + 1
         a = b = -1
+        lo = NEVER
         if head is not None:
             lo = first_b if first_b > head - size + 1 else head - size + 1
             hi = end_b if end_b < head else head
@@ -99,7 +103,9 @@ def read_fields(w: Windows, now: float,
             column = f[i]
             if i < _MIN:
                 acc = 0.0
-                if a < 0:
+                # Nothing below the line since before the slice: every cell is 0.0 (these
+                # columns only ever get positive seconds added), and so is their sum.
+                if a < 0 or (i == _LOW and w.low_b < lo) or (i == _HIGH and w.high_b < lo):
                     pass
                 elif a <= b:
                     acc += sum(column[a:b + 1])
