@@ -26,6 +26,14 @@ if TYPE_CHECKING:  # these read a Windows' ring directly (its companion module)
 NEVER: Final = -(1 << 60)
 
 
+def column(values: array[float]) -> memoryview[float]:
+    """A ring column: the array seen through a memoryview of doubles. The same floats
+    (``sum``, ``min``, ``max`` and iteration see the same items in the same order), but
+    storing an item converts the float directly, where ``array``'s item assignment parses
+    it as a call argument (half the cost of every write into the ring)."""
+    return memoryview(values).cast("B").cast("d")  # typed as doubles (for mypy, mypyc)
+
+
 class Flags:
     """Per ring slot and per line, 1 when that final bucket was covered and its extreme
     beyond the line, else 0: valid for the buckets ``lo..upto`` still in the ring."""
@@ -40,7 +48,7 @@ class Flags:
         self.lo = 0
         self.upto: int | None = None
 
-    def cover(self, lo: int, hi: int, ext: array[float], cov: array[float],
+    def cover(self, lo: int, hi: int, ext: memoryview[float], cov: memoryview[float],
               above: bool) -> None:
         """Make the flags of final buckets ``lo..hi`` valid (working out only the new)."""
         if self.upto is None or lo < self.lo or self.upto < lo - 1:

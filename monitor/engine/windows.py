@@ -4,7 +4,7 @@ Memory is bounded by the longest window (60 one-minute buckets by default), what
 tick rate; a tick costs O(1) amortised: the price that held since the previous tick is
 spread over the (at most ring-size) buckets it covered. The ring always holds exactly the
 buckets ``head - size + 1 .. head`` (empty ones zeroed), so a window is a contiguous slice
-and its sums run in C (``sum``/``min``/``max`` over array slices), not in a Python loop.
+and its sums run in C (``sum``/``min``/``max`` over column slices), not in a Python loop.
 
 The price between two ticks is taken to be the earlier tick's price (a step function), so
 every time-based figure is time-weighted: a burst of ticks at one price counts no more than
@@ -18,7 +18,7 @@ from array import array
 from collections.abc import Sequence
 from typing import NamedTuple
 
-from .readings import NEVER, Flags, count_beyond, read_fields
+from .readings import NEVER, Flags, column, count_beyond, read_fields
 from .ringfields import _COV, _DEV, _EMPTY, _HIGH, _LOW, _MAX, _MIN, _R2, _TICKS
 from .ringfields import COV as COV  # the field names, re-exported for the readers
 from .ringfields import DEV as DEV
@@ -63,7 +63,7 @@ class Windows:
         self.low = low
         self.high = high
         self.base_tau = float(baseline_seconds)
-        self._f = [array("d", [empty]) * size for empty in _EMPTY]
+        self._f = [column(array("d", [empty]) * size) for empty in _EMPTY]
         #: Derived from the ring, never saved (rebuilt on demand after ``load``).
         self._flags: dict[tuple[tuple[float, ...], bool], Flags] = {}
         #: The newest bucket that ever had time below the low / high line added: a ring
@@ -297,11 +297,11 @@ class Windows:
         self.head = state.head
         self._flags.clear()
         if old == self.size:
-            self._f = [array("d", v) for v in state.values]
+            self._f = [column(array("d", v)) for v in state.values]
         else:
             # A smaller ring (saved before the ring grew by one bucket): re-lay its
             # buckets on this ring's slots; the extra older slots stay empty.
-            self._f = [array("d", [empty]) * self.size for empty in _EMPTY]
+            self._f = [column(array("d", [empty]) * self.size) for empty in _EMPTY]
             if state.head is not None:
                 for b in range(state.head - old + 1, state.head + 1):
                     for field, values in zip(self._f, state.values, strict=True):
