@@ -176,6 +176,11 @@ def count_beyond(w: Windows, now: float, seconds: float, lines: tuple[float, ...
         hi = end_b if end_b < head else head
         if hi > held_from - 1:
             hi = held_from - 1
+        # Below lines at or under the low persistence line: a covered bucket whose highest
+        # price is below such a line had all its held time below the low line, so it was
+        # written into the low column (``low_b``). None since before ``lo``: none counts.
+        if lo <= hi and not above and w.low_b < lo and lines and max(lines) <= -w.low:
+            hi = lo - 1
         if lo <= hi:
             flags = w._flags.get((lines, above))
             if flags is None:

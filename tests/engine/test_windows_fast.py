@@ -132,13 +132,17 @@ runs = st.lists(
     min_size=1, max_size=8)
 
 
+BELOW = (-0.02, -0.006, -0.005, -0.0025)
+
+
 @settings(max_examples=300, deadline=None)
 @given(runs=runs, cut=st.integers(0, 200), size=st.sampled_from([61, 7]))
 def test_persistence_reads_equal_the_plain_window_through_calm_runs_and_a_restore(
         runs: list[tuple[float, list[float]]], cut: int, size: int) -> None:
     """Seconds below the lines read after every tick, in windows that end in a calm run
     (all zeros: not summed) or reach back into a stressed one, equal ``window``'s, and so
-    do those of a ring restored mid-way from an export (its derived marks worked out)."""
+    do those of a ring restored mid-way from an export (its derived marks worked out);
+    the same for the counts of whole buckets below lines."""
     w = Windows(BUCKET, size, LOW_LINE, HIGH_LINE, TAU)
     restored: Windows | None = None
     ts, n = 0.0, 0
@@ -158,3 +162,7 @@ def test_persistence_reads_equal_the_plain_window_through_calm_runs_and_a_restor
                         plain = w.window(now, float(seconds))
                         assert same(ring.fields(now, seconds, (LOW, HIGH, COV)),
                                     [plain[LOW], plain[HIGH], plain[COV]])
+                        # Whole buckets below lines on both sides of the low line
+                        # (those under it are not counted in a calm stretch).
+                        assert ring.count_beyond(now, seconds, BELOW, above=False) == \
+                            [w.buckets_below(now, seconds, -x) for x in BELOW]
