@@ -11,7 +11,7 @@ from __future__ import annotations
 import heapq
 import math
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import msgspec
 
@@ -60,27 +60,42 @@ _state_encoder = msgspec.msgpack.Encoder()
 _state_decoder = msgspec.msgpack.Decoder(_Saved)
 
 
-@dataclass(slots=True)
 class _Token:
-    chain: str
-    token: str
-    symbol: str
-    windows: Windows
-    tier: TierState = field(default_factory=TierState)
-    obs: Observations = field(default_factory=Observations)
-    price_text: str | None = None
-    peg_text: str | None = None
-    next_refresh: float | None = None
-    last_applied: float | None = None  # event time of the last tick applied
-    last_eval: float | None = None     # event time of the last refresh
-    max_seen: float | None = None      # newest event time seen (drives the lateness buffer)
-    last_tick_ts: float | None = None
-    last_sig: tuple[float | None, ...] | None = None
-    pending: list[tuple[float, int, Tick]] = field(default_factory=list)
-    held: Held = field(default_factory=Held)
-    spread_mark: float | None = None
-    #: The last refresh's figures, reused while provably unchanged (never saved).
-    steady: Steady | None = None
+    """One token's state. A plain class, not a dataclass: the dataclass machinery
+    (generated and compiled methods) cost ~1 ms of every process start, for methods the
+    engine never calls (repr, ==)."""
+
+    __slots__ = ("chain", "held", "last_applied", "last_eval", "last_sig", "last_tick_ts",
+                 "max_seen", "next_refresh", "obs", "peg_text", "pending", "price_text",
+                 "spread_mark", "steady", "symbol", "tier", "token", "windows")
+
+    def __init__(self, chain: str, token: str, symbol: str, windows: Windows,
+                 tier: TierState | None = None, obs: Observations | None = None,
+                 price_text: str | None = None, peg_text: str | None = None,
+                 next_refresh: float | None = None, last_applied: float | None = None,
+                 last_eval: float | None = None, max_seen: float | None = None,
+                 last_tick_ts: float | None = None,
+                 last_sig: tuple[float | None, ...] | None = None,
+                 held: Held | None = None, spread_mark: float | None = None) -> None:
+        self.chain = chain
+        self.token = token
+        self.symbol = symbol
+        self.windows = windows
+        self.tier = tier if tier is not None else TierState()
+        self.obs = obs if obs is not None else Observations()
+        self.price_text = price_text
+        self.peg_text = peg_text
+        self.next_refresh = next_refresh
+        self.last_applied = last_applied  # event time of the last tick applied
+        self.last_eval = last_eval        # event time of the last refresh
+        self.max_seen = max_seen  # newest event time seen (drives the lateness buffer)
+        self.last_tick_ts = last_tick_ts
+        self.last_sig = last_sig
+        self.pending: list[tuple[float, int, Tick]] = []
+        self.held = held if held is not None else Held()
+        self.spread_mark = spread_mark
+        #: The last refresh's figures, reused while provably unchanged (never saved).
+        self.steady: Steady | None = None
 
 
 class Engine:
