@@ -149,8 +149,9 @@ class Engine:
             key = f"{chain}:{token}"  # Tick.key, without a property call per tick
             self._last_chain, self._last_token, self._last_key = chain, token, key
         t = self._tokens.get(key)
-        if t is None or (tick.symbol and tick.symbol != t.symbol):  # rare: a call then
-            t = self._token(tick, key)
+        symbol = tick.symbol  # a reader hands out its token's symbol object again and again
+        if t is None or (symbol is not t.symbol and symbol and symbol != t.symbol):
+            t = self._token(tick, key)  # rare: a new token, or a new symbol
         ts = tick.ts
         if (t.last_applied is not None and ts < t.last_applied) or (
             t.last_eval is not None and ts <= t.last_eval
