@@ -17,9 +17,9 @@ from __future__ import annotations
 import os
 import sys
 
-#: The modules compiled: the engine's per-refresh work and the CSV path. Not the engine
-#: module itself (its saved struct is a msgspec struct, which mypyc would turn into a
-#: native class and break; the others' structs moved to ``engine/saved.py`` for this).
+#: The modules compiled: the engine, the CSV path and the replay loop. Never a module
+#: that defines a msgspec struct (mypyc would turn it into a native class and break its
+#: encoding): those live in ``engine/saved.py``, ``ticks.py`` and ``records.py``.
 MODULES = ("monitor/engine/windows.py", "monitor/engine/readings.py",
            "monitor/engine/ringfields.py", "monitor/engine/signals.py",
            "monitor/engine/rating.py", "monitor/engine/tiers.py",
