@@ -221,7 +221,7 @@ async def healthy_p99(url: str, port: int, other: str | None, seconds: float,
     await db.close()
     if other is not None and other.endswith("/hang"):
         print(f"  (hanging endpoint: {hanging} timed-out attempts during the run)")
-    latencies = sorted(r["latency"] * 1000 for r in rows)
+    latencies: list[float] = sorted(r["latency"] * 1000 for r in rows)
     return statistics.quantiles(latencies, n=100)[98]
 
 

@@ -42,6 +42,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -208,9 +209,10 @@ def batched_size(records: list[bytes], per_batch: int, codec: str) -> float:
     uses (cramjam), plus a v2 batch header (61 B) and ~8 B of per-record framing."""
     import cramjam
 
-    compress = {"zstd": cramjam.zstd.compress, "lz4": cramjam.lz4.compress,
-                "snappy": cramjam.snappy.compress,
-                "gzip": cramjam.gzip.compress}.get(codec, lambda b: b)
+    codecs: dict[str, Callable[[bytes], Any]] = {
+        "zstd": cramjam.zstd.compress, "lz4": cramjam.lz4.compress,
+        "snappy": cramjam.snappy.compress, "gzip": cramjam.gzip.compress}
+    compress = codecs.get(codec, bytes)  # "none": the records as they are
     per_batch = max(per_batch, 1)
     total = 0
     for i in range(0, len(records), per_batch):

@@ -2,6 +2,8 @@
 
     python benchmarks/bench_replay.py [FILE]
     python benchmarks/bench_replay.py --table [--rounds 3] [--no-compiled]   # the README rows
+        [--baseline SRC]   # also SRC's replay (another checkout, e.g. `git archive` of
+                           # main), pure and its own mypyc build, in the same rotation
 
 ``--table`` times whole processes: a bare ``csv.reader`` pass, ``depeg-monitor replay``
 (pure Python, the default install) and the same replay with the optional mypyc build
@@ -82,10 +84,35 @@ def child_cpu(argv: list[str], env: dict[str, str] | None = None) -> tuple[float
     return cpu, done.returncode == 0
 
 
-def table_row(rounds: int, compiled: bool = True) -> None:
+def baseline_envs(src: str, tmp: str, pure: dict[str, str],
+                  compiled: bool) -> dict[str, dict[str, str]]:
+    """Environments running another checkout's ``monitor`` (``PYTHONPATH`` puts it before
+    the installed one) in place of this one: pure, and with its own mypyc build."""
+    from monitor.compiled import ENV
+
+    env = {**pure, "PYTHONPATH": src}
+    envs = {"base": env}
+    if compiled:
+        folder = os.path.join(tmp, "compiled-baseline")
+        built = subprocess.run([sys.executable, os.path.join(src, "benchmarks",
+                                "build_compiled.py"), "--out", folder], env=env,
+                               capture_output=True, text=True, check=False)
+        probe = subprocess.run([sys.executable, "-c", "import monitor.engine.engine as e;"
+                                "print(e.__file__)"], env={**env, ENV: folder}, cwd=src,
+                               capture_output=True, text=True, check=False)
+        if built.returncode == 0 and probe.stdout.strip().endswith(".so") \
+                and probe.stdout.startswith(os.path.abspath(folder)):
+            envs["base-mypyc"] = {**env, ENV: folder}
+        else:
+            print(f"no baseline mypyc row: {(built.stderr + probe.stderr).strip()[-300:]}")
+    return envs
+
+
+def table_row(rounds: int, compiled: bool = True, baseline: str | None = None) -> None:
     """Whole processes over every shared real tick file: a bare ``csv.reader`` pass
     against ``depeg-monitor replay`` (the pure-Python default, and the optional mypyc
-    build unless ``compiled`` is False), in rotating order, ``rounds`` times."""
+    build unless ``compiled`` is False), in rotating order, ``rounds`` times; with
+    ``baseline`` (another checkout's root) its replay too, printed, not emitted."""
     from common import compiled_env, emit, fail_on_errors, machine_line, show
 
     from monitor.compiled import ENV
@@ -99,30 +126,39 @@ def table_row(rounds: int, compiled: bool = True) -> None:
     print(machine_line())
     print(f"{len(files)} files, {ticks:,} ticks")
     pure = {k: v for k, v in os.environ.items() if k != ENV}
-    cpu: dict[str, list[float]] = {"bare": [], "replay": [], "mypyc": []}
+    cpu: dict[str, list[float]] = {"bare": [], "replay": [], "mypyc": [], "base": [],
+                                   "base-mypyc": []}
     errors = 0
     with tempfile.TemporaryDirectory() as tmp:
         envs = {"bare": pure, "replay": pure}
         build = compiled_env(tmp) if compiled else None
         if build is not None:
             envs["mypyc"] = build
+        if baseline is not None:
+            envs.update(baseline_envs(os.path.abspath(baseline), tmp, pure, compiled))
         out = os.path.join(tmp, "events.jsonl")
         replay = [cli, "--log-level", "warning", "replay", "--overwrite", "--out", out, *files]
         argv = {"bare": [sys.executable, "-c", BARE, *files], "replay": replay,
-                "mypyc": replay}
+                "mypyc": replay, "base": replay, "base-mypyc": replay}
         order = list(envs)
         for n in range(rounds):
             for which in order[n % len(order):] + order[:n % len(order)]:
                 seconds, ok = child_cpu(argv[which], envs[which])
                 errors += not ok
                 cpu[which].append(seconds * 1000)
-                print(f"  round {n + 1} {which:<6} {seconds * 1000:9.1f} ms CPU", flush=True)
+                print(f"  round {n + 1} {which:<10} {seconds * 1000:9.1f} ms CPU",
+                      flush=True)
     bare = cpu["bare"]
     print(show("bare csv.reader pass (process)", bare, "ms CPU"))
     fail_on_errors(errors, "the replay runs")
     rows = [("replay", "", "depeg-monitor replay")]
     if cpu["mypyc"]:
         rows.append(("mypyc", " (mypyc build)", "depeg-monitor replay, mypyc build"))
+    for which, name in (("base", "baseline replay"), ("base-mypyc", "baseline, mypyc build")):
+        if cpu[which]:
+            ratio = statistics.median(cpu[which]) / statistics.median(bare)
+            print(show(name, cpu[which], "ms CPU"))
+            print(f"{name} / bare csv.reader (CPU, medians): {ratio:.1f}x")
     for which, label, name in rows:
         project = cpu[which]
         print(show(name, project, "ms CPU"))
@@ -137,7 +173,9 @@ def table_row(rounds: int, compiled: bool = True) -> None:
 def main() -> None:
     if "--table" in sys.argv:
         rounds = int(sys.argv[sys.argv.index("--rounds") + 1]) if "--rounds" in sys.argv else 3
-        table_row(rounds, compiled="--no-compiled" not in sys.argv)
+        baseline = sys.argv[sys.argv.index("--baseline") + 1] if "--baseline" in sys.argv \
+            else None
+        table_row(rounds, compiled="--no-compiled" not in sys.argv, baseline=baseline)
         return
     path = Path(sys.argv[1]) if len(sys.argv) > 1 else DEFAULT
     if not path.exists():

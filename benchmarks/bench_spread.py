@@ -14,6 +14,7 @@ from __future__ import annotations
 import random
 import sys
 import time
+from collections.abc import Callable
 
 from monitor.config import Config
 from monitor.engine import Engine
@@ -22,6 +23,11 @@ from monitor.spread.feed import SpreadFeed
 from monitor.ticks import Tick, make_tick
 
 CHAINS = ("eth", "arb", "base", "opt", "pol", "bsc", "linea")
+
+
+def _constant(value: bool) -> Callable[[], bool]:
+    """A ``caught_up`` that answers ``value``."""
+    return lambda: value
 
 
 def market(assets: int, chains: int, hours: float) -> tuple[AssetMap, list[Tick]]:
@@ -74,7 +80,7 @@ def main() -> None:
     other: list[Tick] = []
     s2 = new_stage()
     for i, t in enumerate(by_chain):
-        other.extend(s2.process(t, lambda i=i: i == n - 1))
+        other.extend(s2.process(t, _constant(i == n - 1)))
     errors = len(set(_key(merged)) ^ set(_key(other)))
     print(f"observations: {len(merged):,}; differing when read chain by chain: {errors}")
 

@@ -17,13 +17,14 @@ from __future__ import annotations
 import os
 import sys
 
-#: The modules compiled: the engine's per-refresh work and the CSV path. Not the engine
-#: module itself (its saved struct is a msgspec struct, which mypyc would turn into a
-#: native class and break; the others' structs moved to ``engine/saved.py`` for this).
+#: The modules compiled: the engine, the CSV path and the replay loop. Never a module
+#: that defines a msgspec struct (mypyc would turn it into a native class and break its
+#: encoding): those live in ``engine/saved.py``, ``ticks.py`` and ``records.py``.
 MODULES = ("monitor/engine/windows.py", "monitor/engine/readings.py",
            "monitor/engine/ringfields.py", "monitor/engine/signals.py",
            "monitor/engine/rating.py", "monitor/engine/tiers.py",
-           "monitor/engine/memo.py", "monitor/engine/figures.py",
+           "monitor/engine/memo.py", "monitor/engine/params.py",
+           "monitor/engine/figures.py",
            "monitor/engine/steady.py", "monitor/engine/engine.py", "monitor/tickfiles.py",
            "monitor/timefmt.py", "monitor/replay.py")
 ENV = "DEPEG_MONITOR_COMPILED"
@@ -34,12 +35,15 @@ SOURCE_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 def source_digests(root: str = SOURCE_ROOT) -> dict[str, str]:
     """SHA-256 of each compiled module's source: a build is used only for these bytes."""
-    import hashlib
+    try:  # CPython's own SHA-256 (3.11): hashlib would load OpenSSL, ~2 ms of every start
+        from _sha256 import sha256  # type: ignore[import-not-found,unused-ignore]
+    except ImportError:
+        from hashlib import sha256
 
     digests = {}
     for module in MODULES:
         with open(os.path.join(root, module), "rb") as fh:
-            digests[module] = hashlib.sha256(fh.read()).hexdigest()
+            digests[module] = sha256(fh.read()).hexdigest()
     return digests
 
 

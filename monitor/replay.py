@@ -29,6 +29,7 @@ from .timesanity import check_not_future, future_limit
 
 if TYPE_CHECKING:  # the engine and the registry: imported by a replay, not by replay --help
     from .engine import Output
+    from .spread.feed import SpreadFeed
 
 MAX_BAD_ROWS_SHOWN = 20
 
@@ -96,14 +97,23 @@ def run_replay(rows: Iterable[Row], model: ModelConfig,
     counted as bad rows ``future_ts``, as the daemon dead-letters them. With ``config``,
     its registry's multi-chain assets also go through the cross-chain spread stage,
     exactly as the daemon's do."""
-    from .spread.feed import SpreadFeed
-
     summary = summary or ReplaySummary()
-    feed = SpreadFeed(config if config is not None else Config(model=model),
-                      snapshots=snapshots)
-    engine = feed.engine
+    config = config if config is not None else Config(model=model)
+    feed: SpreadFeed | None = None
+    if config.spread.enabled and config.registry.path:
+        from .spread.feed import SpreadFeed
+
+        feed = SpreadFeed(config, snapshots=snapshots)
+        engine = feed.engine
+    else:
+        # No registry (or spread off): no asset has chains to compare, so the feed would
+        # be the bare engine (monitor/spread/feed.py, ``assets_for``); its stage and the
+        # registry are then not even imported.
+        from .engine import Engine
+
+        engine = Engine(config.model, snapshots=snapshots)
     # Without a spread stage the feed hands every tick to the engine: call it directly.
-    plain = feed.stage is None
+    plain = feed is None or feed.stage is None
     produced: list[tuple[int, Output]] = []
     seq = 0
     wall = time.time() if now is None else now
@@ -111,6 +121,10 @@ def run_replay(rows: Iterable[Row], model: ModelConfig,
     wall_limit = future_limit(None, wall, tolerance)
     newest: dict[str, float] = {}
     ticks = 0
+    # The previous tick's chain and token objects and its key: a file's reader hands out
+    # the same two strings for every row of a token, so a run of one token's rows builds
+    # (and hashes) its key once.
+    last_chain = last_token = key = ""
     for row in rows:
         if isinstance(row, BadRow):
             summary.bad_rows += 1
@@ -118,7 +132,10 @@ def run_replay(rows: Iterable[Row], model: ModelConfig,
             if len(summary.bad_examples) < MAX_BAD_ROWS_SHOWN:
                 summary.bad_examples.append(row)
             continue
-        key = f"{row.chain}:{row.token}"  # Tick.key
+        chain, token = row.chain, row.token
+        if chain is not last_chain or token is not last_token:
+            key = f"{chain}:{token}"  # Tick.key
+            last_chain, last_token = chain, token
         ts = row.ts
         # The bound is never below wall + tolerance: only a tick past that is checked.
         if ts > wall_limit:
@@ -131,11 +148,11 @@ def run_replay(rows: Iterable[Row], model: ModelConfig,
         if ts > newest.get(key, -math.inf):
             newest[key] = ts
         ticks += 1
-        for out in engine.process(row) if plain else feed.process(row):
+        for out in engine.process(row) if plain or feed is None else feed.process(row):
             seq += 1
             produced.append((seq, out))
     summary.ticks += ticks
-    for out in feed.flush():
+    for out in feed.flush() if feed is not None else engine.flush():
         seq += 1
         produced.append((seq, out))
     produced.sort(key=_sort_key)
@@ -146,7 +163,7 @@ def run_replay(rows: Iterable[Row], model: ModelConfig,
     summary.duplicates = engine.stats.duplicates
     summary.no_peg = engine.stats.no_peg
     summary.snapshots = len(ratings)
-    if feed.stage is not None:
+    if feed is not None and feed.stage is not None:
         summary.spread_observations = feed.stage.stats.published
         summary.spread_input_dropped = feed.input_spread_dropped
     for e in events:
@@ -155,6 +172,12 @@ def run_replay(rows: Iterable[Row], model: ModelConfig,
 
 
 def _with_progress(paths: list[Path], rows: Iterator[Row], stream: TextIO) -> Iterator[Row]:
+    """``rows``, drawing a progress bar on ``stream`` when it is a terminal (else the rows
+    themselves: no generator step per row for a bar nobody sees)."""
+    return _counted(paths, rows, stream) if stream.isatty() else rows
+
+
+def _counted(paths: list[Path], rows: Iterator[Row], stream: TextIO) -> Iterator[Row]:
     total_bytes = sum(p.stat().st_size for p in paths)
     # Rows are about as long as the first file's first lines; good enough for a bar.
     with paths[0].open("rb") as fh:
@@ -249,15 +272,19 @@ def _run(args: argparse.Namespace, config: Config) -> int:
         except ReportError as exc:
             print(f"replay: {exc}", file=sys.stderr)
             return 2
-    from .registry import RegistryError
+    # Only a registry file can be unreadable (no file: no registry module imported).
+    registry_errors: tuple[type[Exception], ...] = ()
+    if config.registry.path:
+        from .registry import RegistryError
 
+        registry_errors = (RegistryError,)
     rows = merge_by_time(read_file(p) for p in args.files)
     rows = _with_progress(args.files, rows, sys.stderr)
     try:
         events, snapshots, summary = run_replay(
             rows, config.model,
             snapshots=ratings_path is not None or args.report is not None, config=config)
-    except RegistryError as exc:
+    except registry_errors as exc:
         print(f"replay: {exc}", file=sys.stderr)
         return 2
     write_jsonl(out, events)

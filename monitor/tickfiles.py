@@ -10,11 +10,12 @@ import csv
 import math
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from itertools import chain
 from operator import itemgetter
 from pathlib import Path
 
 from .chains import is_chain, normalize_address
-from .ticks import BadTick, Tick, decode_tick, make_tick
+from .ticks import CSV_HEADER, BadTick, Tick, decode_tick, make_tick
 from .timefmt import parse_ts
 
 
@@ -35,8 +36,7 @@ def _is_jsonl(path: Path) -> bool:
 
 def read_csv(path: Path) -> Iterator[Row]:
     with path.open(newline="", encoding="utf-8") as fh:
-        reader = csv.reader(fh)
-        header = next(reader, None)
+        header = next(csv.reader(fh), None)
         if header is None:
             return
         col = {name.strip().lower(): i for i, name in enumerate(header)}
@@ -45,6 +45,9 @@ def read_csv(path: Path) -> Iterator[Row]:
             yield BadRow(str(path), 1, "bad_header", f"missing columns {missing}")
             return
         width = len(header)
+        # The canonical header (the shape of every shared file) unpacks a row in place;
+        # any other order or set of columns picks its cells by index.
+        canonical = tuple(name.strip().lower() for name in header) == CSV_HEADER
         # Absent optional columns read the empty cell appended to every row (index width).
         fields = itemgetter(col["ts"], col["chain"], col["token"], *(
             col.get(name, width)
@@ -52,20 +55,46 @@ def read_csv(path: Path) -> Iterator[Row]:
                          "source")
         ))
         names: dict[tuple[str, str, str], tuple[str, str, str] | None] = {}
-        for line, row in enumerate(reader, start=2):
+        # The previous row's name cells and what they named: a file is mostly one token,
+        # so comparing three short strings spares a tuple and its hash per row.
+        last: tuple[str, str, str] = ("", "", "")
+        known: tuple[str, str, str] | None = None
+        limit = csv.field_size_limit()
+        line = 1
+        for text in fh:
+            line += 1
+            # csv.reader's record, cut without it where it cannot differ: a line with no
+            # quote (a quoted cell may span lines) and no cell over the field limit (an
+            # error) is its cells split at commas, without the line end (only ever at
+            # the end of a line read with newline=""). Anything else: csv.reader itself.
+            if '"' in text or len(text) > limit:
+                row = next(csv.reader(chain((text,), fh)), [])
+            else:
+                text = text.rstrip("\r\n")
+                row = text.split(",") if text else []
             if len(row) != width:
                 if not row:
                     continue
                 # Short rows read empty cells; cells past the header are ignored.
                 row = (row + [""] * (width - len(row)))[:width]
-            row.append("")
-            cells = fields(row)
-            tick = _plain_tick(cells, names)
+            if canonical:
+                ts_text, chain_s, token, symbol, price_s, peg_s, slip_s = row
+                oracle_s = source = ""
+            else:
+                row.append("")
+                (ts_text, chain_s, token, symbol, price_s, peg_s, slip_s, oracle_s,
+                 source) = fields(row)
+            if chain_s != last[0] or token != last[1] or symbol != last[2]:
+                last = (chain_s, token, symbol)
+                known = _known(chain_s, token, symbol, names)
+            tick = _plain_tick(known, ts_text, price_s, peg_s, slip_s, oracle_s, source) \
+                if known is not None else None
             if tick is not None:
                 yield tick
                 continue
             try:  # the authority: anything unusual, and every error, comes from make_tick
-                yield make_tick(*cells)
+                yield make_tick(ts_text, chain_s, token, symbol, price_s, peg_s, slip_s,
+                                oracle_s, source)
             except BadTick as exc:
                 yield BadRow(str(path), line, exc.reason, exc.detail)
 
@@ -74,28 +103,32 @@ def read_csv(path: Path) -> Iterator[Row]:
 _MAX_NAMES = 10_000
 
 
-def _plain_tick(cells: tuple[str, ...],
-                names: dict[tuple[str, str, str], tuple[str, str, str] | None]) -> Tick | None:
+def _known(chain: str, token: str, symbol: str,
+           names: dict[tuple[str, str, str], tuple[str, str, str] | None],
+           ) -> tuple[str, str, str] | None:
+    """The (chain, address, symbol) a row's name cells give when :func:`make_tick` would
+    accept them, else None; checked once per distinct cells (``names``)."""
+    key = (chain, token, symbol)
+    if key in names:
+        return names[key]
+    chain_n = chain.strip().lower()
+    address = normalize_address(token)
+    known = (chain_n, address, symbol.strip()[:32]) \
+        if is_chain(chain_n) and address is not None else None
+    if len(names) < _MAX_NAMES:
+        names[key] = known
+    return known
+
+
+def _plain_tick(known: tuple[str, str, str], ts_text: str, price_s: str, peg_s: str,
+                slip_s: str, oracle_s: str, source: str) -> Tick | None:
     """The tick :func:`~monitor.ticks.make_tick` makes of a plain CSV row (ISO or epoch
-    time, prices that are plain positive numbers), without its per-field work; None for
-    anything else (then ``make_tick`` decides, and words the error). The names of a row
-    are checked once per distinct (chain, token, symbol), not once per row.
+    time, prices that are plain positive numbers) whose names :func:`_known` accepted,
+    without its per-field work; None for anything else (then ``make_tick`` decides, and
+    words the error).
 
     Equal to ``make_tick`` on every row it accepts (tests/test_tickfiles_fast.py).
     """
-    ts_text, chain, token, symbol, price_s, peg_s, slip_s, oracle_s, source = cells
-    key = (chain, token, symbol)
-    if key in names:
-        known = names[key]
-    else:
-        chain_n = chain.strip().lower()
-        address = normalize_address(token)
-        known = (chain_n, address, symbol.strip()[:32]) \
-            if is_chain(chain_n) and address is not None else None
-        if len(names) < _MAX_NAMES:
-            names[key] = known
-    if known is None:
-        return None
     try:
         ts = parse_ts(ts_text)
         price_t = price_s.strip() or None

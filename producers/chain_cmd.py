@@ -1,23 +1,25 @@
-"""`depeg-monitor produce chain`: the on-chain adapters alone; the `chain` service of `run`.
+"""`depeg-monitor produce chain`: the on-chain adapters alone (the `chain` service of `run`
+is :mod:`producers.chain_service`).
 
-The adapters' stack (eth-abi, aiohttp, aiokafka: ~0.5 s) is imported where a run needs
-it, so `produce chain --help` answers as fast as the other producers' help.
+The adapters' stack (eth-abi, aiohttp, aiokafka: ~0.5 s), asyncio and the logging stack are
+imported where a run needs them, so `produce chain --help` answers as fast as the other
+producers' help.
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import sys
+from typing import TYPE_CHECKING
 
 from monitor.chains import CHAINS
-from monitor.config import Config
-from monitor.logs import get_logger
-from monitor.services import Service, StartupError, run_until_signalled
 
-from .publish import add_kafka_arguments
+from .options import add_kafka_arguments
 
-log = get_logger(__name__)
+if TYPE_CHECKING:
+    import asyncio
+
+    from monitor.config import Config
 
 DESCRIPTION = """Poll Chainlink-style oracles, Uniswap v3 pools, peg feeds, ERC-4626 NAVs and vaults
 on every chain with chains.<chain>.rpc_urls, and publish ticks (kafka.ticks_topic) and vault
@@ -34,14 +36,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_kafka_arguments(parser)
 
 
-async def _serve(config: Config, stop: asyncio.Event, *, chain: str | None = None,
+async def serve(config: Config, stop: asyncio.Event, *, chain: str | None = None,
                  once: bool = False, bootstrap: str | None = None, backfill: int = 0) -> int:
+    from monitor.logs import get_logger
+
     from .chainsvc import Publisher, build_pollers, run_pollers
     from .kafka_out import bootstrap_from
 
     pollers = build_pollers(config, chain)
     if not pollers:
-        log.info("chain.idle", reason="no chain has rpc_urls configured")
+        get_logger(__name__).info("chain.idle", reason="no chain has rpc_urls configured")
         return 0
     publisher = Publisher(config, bootstrap_from(bootstrap, config.kafka))
     await publisher.start()
@@ -51,28 +55,10 @@ async def _serve(config: Config, stop: asyncio.Event, *, chain: str | None = Non
         await publisher.close()
 
 
-async def run_service(config: Config, stop: asyncio.Event) -> None:
-    """The ``chain`` service of ``run``. With no chain configured it idles until stopped:
-    ``run`` treats a service that returns early as a failure and stops everything."""
-    from monitor import health
-
-    from .chainsvc import SourcesError
-    from .kafka_out import ProduceError
-
-    try:
-        await _serve(config, stop)
-    except (SourcesError, ProduceError) as exc:
-        raise StartupError(f"chain sources: {exc}") from exc
-    if not stop.is_set():
-        # Idle (no chain has rpc_urls): still listed in /readyz, saying so, rather than
-        # absent (which reads as "not started"). Configured chains list themselves as
-        # chain:<name> while they poll.
-        with health.checking("chain", health.idle_check(
-                "no chain has rpc_urls configured (chains.<chain>.rpc_urls)")):
-            await stop.wait()
-
-
 def run(args: argparse.Namespace, config: Config) -> int:
+    import asyncio
+
+    from monitor.services import run_until_signalled
     from monitor.tokenlist import CHAIN_BY_ID
 
     from .chainsvc import SourcesError
@@ -90,16 +76,16 @@ def run(args: argparse.Namespace, config: Config) -> int:
             return 2
         if args.once:
             async def once() -> int:
-                return await _serve(config, asyncio.Event(), chain=args.chain, once=True,
-                                    bootstrap=args.bootstrap_servers,
-                                    backfill=args.backfill_blocks)
+                return await serve(config, asyncio.Event(), chain=args.chain, once=True,
+                                   bootstrap=args.bootstrap_servers,
+                                   backfill=args.backfill_blocks)
 
             failures = asyncio.run(once())
             return 1 if failures else 0
 
         async def forever(cfg: Config, stop: asyncio.Event) -> None:
-            await _serve(cfg, stop, chain=args.chain, bootstrap=args.bootstrap_servers,
-                         backfill=args.backfill_blocks)
+            await serve(cfg, stop, chain=args.chain, bootstrap=args.bootstrap_servers,
+                        backfill=args.backfill_blocks)
 
         return run_until_signalled(forever, config)
     except (SourcesError, ProduceError) as exc:
@@ -107,5 +93,3 @@ def run(args: argparse.Namespace, config: Config) -> int:
         # A bad sources file is configuration (2); a ProduceError says which it is.
         return exc.exit_code if isinstance(exc, ProduceError) else 2
 
-
-service = Service(name="chain", run=run_service, order=40)

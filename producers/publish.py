@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import sys
 import time
@@ -10,7 +9,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Protocol, TypeVar
 
-from monitor.commands import add_bootstrap_servers
 from monitor.progress import Progress
 from monitor.tickfiles import BadRow
 from monitor.timefmt import format_ts
@@ -107,14 +105,3 @@ async def publish_rows(
             await asyncio.sleep(0)
     summary.elapsed = time.monotonic() - started
     return summary
-
-
-def add_kafka_arguments(parser: argparse.ArgumentParser,
-                        topic: str = "kafka.ticks_topic") -> None:
-    add_bootstrap_servers(parser, "Kafka brokers (default: kafka.bootstrap_servers / "
-                                  "DEPEG_KAFKA__BOOTSTRAP_SERVERS, else the broker of "
-                                  f"a `depeg-monitor run` on this machine); publishes to "
-                                  f"{topic}; missing topics are created with "
-                                  "kafka.partitions")
-
-

@@ -10,29 +10,24 @@ producer batches.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import sys
 from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from monitor.config import Config
-from monitor.kafka.topics import KafkaError
-from monitor.logs import get_logger
-from monitor.progress import Progress
-from monitor.tickfiles import merge_by_time, read_file
+from .options import add_kafka_arguments, parse_speed
 
-from .kafka_out import ProduceError, bootstrap_from, open_sender
-from .publish import PublishSummary, add_kafka_arguments, publish_rows
-from .resume import Resume, newest_per_token
-from .runtime import StopSignal, parse_speed
+if TYPE_CHECKING:
+    from monitor.config import Config
+
+    from .publish import PublishSummary
+    from .runtime import StopSignal
 
 DESCRIPTION = """Publish tick files to the ticks topic in event-time order, keyed chain:token.
 Files are canonical CSV (ts,chain,token,symbol,price_usd,peg_usd,slippage_bps; empty cell =
 not observed) or JSON lines; several files are merged by time. Bad rows are reported with
 file:line and counted, never published. Ctrl-C/SIGTERM stops after flushing what was sent
 (a second signal exits at once). Exit code: 0 done, 1 error, 2 usage, 128+signal when stopped."""
-
-log = get_logger(__name__)
 
 
 def count_lines(paths: Iterable[Path]) -> int:
@@ -47,6 +42,17 @@ def count_lines(paths: Iterable[Path]) -> int:
 
 async def replay(paths: list[Path], bootstrap: str, config: Config, speed: float | None,
                  stop: StopSignal, resume: bool = False) -> PublishSummary:
+    # Imported here, not for --help (as in run()).
+    from monitor.kafka.topics import KafkaError
+    from monitor.logs import get_logger
+    from monitor.progress import Progress
+    from monitor.tickfiles import merge_by_time, read_file
+
+    from .kafka_out import ProduceError, open_sender
+    from .publish import publish_rows
+    from .resume import Resume, newest_per_token
+
+    log = get_logger(__name__)
     sender = await open_sender(bootstrap, config.kafka)
     try:
         rows = merge_by_time(read_file(p) for p in paths)
@@ -85,6 +91,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, config: Config) -> int:
+    # Imported here, not for --help: aiokafka and the logging stack (bench_cli.py).
+    import asyncio
+
+    from monitor.logs import get_logger
+
+    from .kafka_out import ProduceError, bootstrap_from
+    from .runtime import StopSignal
+
+    log = get_logger(__name__)
     paths: list[Path] = args.files
     missing = [str(p) for p in paths if not p.is_file()]
     if missing:

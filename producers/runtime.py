@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
 import os
@@ -59,22 +58,6 @@ class StopSignal:
     def exit_code(self, ok: int = 0) -> int:
         """128 + signal number when stopped by a signal (the shell's convention)."""
         return 128 + self.signum if self.signum is not None else ok
-
-
-def parse_speed(text: str) -> float | None:
-    """``60x`` -> 60.0 (event time runs 60 times faster than wall time); ``max`` -> None."""
-    value = text.strip().lower()
-    if value == "max":
-        return None
-    try:
-        factor = float(value.removesuffix("x"))
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"speed must look like 60x (times real time) or max, not {text!r}"
-        ) from None
-    if not factor > 0:
-        raise argparse.ArgumentTypeError(f"speed must be positive, not {text!r}")
-    return factor
 
 
 class Pacer:

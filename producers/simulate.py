@@ -10,27 +10,21 @@ changes quickly.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import sys
 import time
+from typing import TYPE_CHECKING
 
-from monitor.config import Config
-from monitor.logs import get_logger
-from monitor.progress import Progress
 from monitor.timefmt import parse_ts
 
-from .csvout import write_ticks_file
-from .kafka_out import ProduceError, bootstrap_from, open_sender
-from .publish import add_kafka_arguments, publish_rows
-from .runtime import StopSignal
-from .synthetic import cross_chain_pair, generate, make_tokens
+from .options import add_kafka_arguments
+
+if TYPE_CHECKING:
+    from monitor.config import Config
 
 DESCRIPTION = """Generate synthetic pegged tokens for demos and load tests: calm noise, depegs
 that recover, collapses, above-peg premiums and liquidity drains, across the seven chains, with
 USD, EUR, gold and NAV pegs. Deterministic per --seed. Example demo (tier changes within a
 minute or two): produce simulate --tokens 20 --rate 200 --time-scale 60"""
-
-log = get_logger(__name__)
 
 
 def _positive(kind: type[int] | type[float]) -> argparse._ActionType:
@@ -84,6 +78,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, config: Config) -> int:
+    # Imported here, not for --help: aiokafka and the logging stack (bench_cli.py).
+    import asyncio
+
+    from monitor.logs import get_logger
+    from monitor.progress import Progress
+
+    from .csvout import write_ticks_file
+    from .kafka_out import ProduceError, bootstrap_from, open_sender
+    from .publish import publish_rows
+    from .runtime import StopSignal
+    from .synthetic import cross_chain_pair, generate, make_tokens
+
     tokens = make_tokens(args.tokens, args.seed)
     if args.cross_chain:
         tokens += cross_chain_pair(len(tokens), args.seed)
@@ -109,6 +115,7 @@ def run(args: argparse.Namespace, config: Config) -> int:
         bootstrap = bootstrap_from(args.bootstrap_servers, config.kafka, config)
         with StopSignal() as stop:
             sender = await open_sender(bootstrap, config.kafka)
+            log = get_logger(__name__)
             log.info("produce.simulate_started", tokens=len(tokens), rate=args.rate,
                      time_scale=args.time_scale, interval_s=interval,
                      topic=config.kafka.ticks_topic)

@@ -26,24 +26,23 @@ a fraction of a basis point to thousands, which is the signal wanted.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import csv
 import math
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from monitor.chains import CHAINS, normalize_address
-from monitor.config import Config
-from monitor.tickfiles import BadRow, Row
-from monitor.ticks import BadTick, Tick, make_tick
 
 from . import univ3math
-from .csvout import write_ticks_file
-from .kafka_out import ProduceError, bootstrap_from, open_sender
-from .publish import add_kafka_arguments, publish_rows
-from .runtime import StopSignal, parse_speed
+from .options import add_kafka_arguments, parse_speed
 from .univ3math import PoolState, sqrt_ratio_at_tick
+
+if TYPE_CHECKING:
+    from monitor.config import Config
+    from monitor.tickfiles import Row
+    from monitor.ticks import Tick
 
 DESCRIPTION = """Turn Uniswap v3 pool state (hourly poolTick + in-range poolLiquidity) into
 slippage_bps ticks: the price impact of selling --notional USD of the token against the current
@@ -95,6 +94,9 @@ def read_pool_state(
     ``side`` (``token0``/``token1``) says which pool token is ours; by default the one whose
     symbol column equals ``symbol``.
     """
+    from monitor.tickfiles import BadRow
+    from monitor.ticks import BadTick, make_tick
+
     with path.open(newline="", encoding="utf-8") as fh:
         reader = csv.DictReader(fh)
         need = {"timestamp", "poolTick", "poolLiquidity", "dec0", "dec1"}
@@ -163,6 +165,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, config: Config) -> int:
+    # Imported here, not for --help: aiokafka (bench_cli.py).
+    import asyncio
+
+    from monitor.tickfiles import BadRow
+
+    from .csvout import write_ticks_file
+    from .kafka_out import ProduceError, bootstrap_from, open_sender
+    from .publish import publish_rows
+    from .runtime import StopSignal
+
     if not args.file.is_file():
         print(f"depeg-monitor produce uniswap: no such file: {args.file}", file=sys.stderr)
         return 2

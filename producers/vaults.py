@@ -13,25 +13,21 @@ Two forms, one sub-command (argparse cannot mix a file list with a nested sub-co
 from __future__ import annotations
 
 import argparse
-import asyncio
 import heapq
 import sys
 import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from monitor.config import Config
-from monitor.logs import get_logger
-from monitor.progress import Progress
-from monitor.tickfiles import BadRow
-from monitor.timefmt import parse_ts
-from monitor.vaults.facts import BadFacts, FactUpdate, decode_facts, encode_update
+from .options import add_kafka_arguments, parse_speed
 
-from .kafka_out import ProduceError, bootstrap_from, open_fact_sender
-from .publish import PublishSummary, add_kafka_arguments, publish_rows
-from .replay import count_lines
-from .runtime import StopSignal, parse_speed
-from .vault_synthetic import generate_facts, make_vaults
+if TYPE_CHECKING:
+    from monitor.config import Config
+    from monitor.tickfiles import BadRow
+    from monitor.vaults.facts import FactUpdate
+
+    from .publish import PublishSummary
 
 DESCRIPTION = """Publish vault facts to vaults.facts, keyed chain:vault.
 
@@ -45,8 +41,6 @@ DESCRIPTION = """Publish vault facts to vaults.facts, keyed chain:vault.
       --out FILE writes the facts as JSON lines instead (needs --duration).
 
 Ctrl-C/SIGTERM stops after flushing what was sent. Exit code: 0 done, 1 error, 2 usage."""
-
-log = get_logger(__name__)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -77,6 +71,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def read_fact_files(paths: list[Path]) -> Iterator[FactUpdate | BadRow]:
     """Every line of every file, validated; good updates merged by event time (files are
     each expected in time order, as the contract's producers write them)."""
+    from monitor.tickfiles import BadRow
+    from monitor.vaults.facts import BadFacts, decode_facts
 
     def one(path: Path) -> Iterator[tuple[float, int, FactUpdate | BadRow]]:
         with path.open("rb") as fh:
@@ -98,6 +94,12 @@ def read_fact_files(paths: list[Path]) -> Iterator[FactUpdate | BadRow]:
 
 async def _publish(items: Iterable[FactUpdate | BadRow], config: Config, bootstrap: str,
                    speed: float | None, total: int, label: str) -> PublishSummary:
+    from monitor.progress import Progress
+
+    from .kafka_out import open_fact_sender
+    from .publish import publish_rows
+    from .runtime import StopSignal
+
     with StopSignal() as stop:
         sender = await open_fact_sender(bootstrap, config)
         try:
@@ -112,7 +114,11 @@ async def _publish(items: Iterable[FactUpdate | BadRow], config: Config, bootstr
         return summary
 
 
+# The machinery (aiokafka, asyncio, the fact codec) is imported by the functions that run,
+# not for --help (bench_cli.py).
 def run(args: argparse.Namespace, config: Config) -> int:
+    from .kafka_out import ProduceError
+
     try:
         if args.items[0] == "simulate":
             return _simulate(args, config)
@@ -123,6 +129,11 @@ def run(args: argparse.Namespace, config: Config) -> int:
 
 
 def _files(args: argparse.Namespace, config: Config) -> int:
+    import asyncio
+
+    from .kafka_out import bootstrap_from
+    from .replay import count_lines
+
     paths = [Path(p) for p in args.items]
     missing = [str(p) for p in paths if not p.is_file()]
     if missing:
@@ -136,6 +147,14 @@ def _files(args: argparse.Namespace, config: Config) -> int:
 
 
 def _simulate(args: argparse.Namespace, config: Config) -> int:
+    import asyncio
+
+    from monitor.timefmt import parse_ts
+    from monitor.vaults.facts import encode_update
+
+    from .kafka_out import bootstrap_from
+    from .vault_synthetic import generate_facts, make_vaults
+
     if len(args.items) > 1:
         print("depeg-monitor produce vaults simulate: takes no files", file=sys.stderr)
         return 2

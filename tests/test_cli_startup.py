@@ -13,6 +13,7 @@ import pytest
 
 from monitor import cli
 from monitor.command_index import HELP
+from producers.command import PRODUCERS
 
 
 def _full_parser() -> object:
@@ -99,6 +100,28 @@ def test_help_and_usage_errors_import_no_heavy_stack(argv: list[str]) -> None:
         assert result["code"] == 0 and done.stdout.startswith(f"usage: depeg-monitor {argv[0]}")
     else:
         assert result["code"] == 2 and "depeg-monitor" in done.stderr and ": error: " in done.stderr
+    assert result["heavy"] == []
+
+
+#: A producer's --help neither logs nor runs a loop: structlog (~50 ms) and asyncio (~25 ms)
+#: stay out too.
+PRODUCER_HEAVY = (*HEAVY, "structlog", "asyncio")
+
+
+@pytest.mark.parametrize("argv", [*(["produce", name, "--help"] for name in PRODUCERS),
+                                  *(["produce", name, "--no-such-option"] for name in PRODUCERS)],
+                         ids=" ".join)
+def test_producers_help_and_usage_errors_import_no_heavy_stack(argv: list[str]) -> None:
+    """As for the commands: ``produce NAME --help`` imports that producer's module for its
+    options, and only that (the producer's machinery is imported by its run)."""
+    done = subprocess.run([sys.executable, "-c", _IMPORTED_BY, ",".join(PRODUCER_HEAVY),
+                           *argv], capture_output=True, text=True, check=False)
+    result = json.loads(done.stderr.strip().splitlines()[-1])
+    if argv[-1] == "--help":
+        assert result["code"] == 0
+        assert done.stdout.startswith(f"usage: depeg-monitor produce {argv[1]}")
+    else:
+        assert result["code"] == 2 and ": error: " in done.stderr
     assert result["heavy"] == []
 
 

@@ -18,9 +18,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import data_file
 
 from monitor.compiled import ENV, MANIFEST, MODULES, build_dir, interpreter_tag
+from tests.conftest import data_file
 
 BUILD = os.environ.get(ENV, "").strip()
 BUILD_SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "build_compiled.py"

@@ -8,10 +8,10 @@ import sys
 import tomllib
 
 import msgspec
-from conftest import REPO
 
 from monitor.config import Config, load_config
 from monitor.config_doc import example, render
+from tests.conftest import REPO
 
 EXAMPLE = REPO / "depeg-monitor.example.toml"
 

@@ -36,7 +36,7 @@ sys.exit(main())
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
 @pytest.mark.parametrize("service", ["monitor", "deliver", "store", "vaults"])
-def test_a_signal_while_a_service_starts_exits_0(service: str, signum: int,
+def test_a_signal_while_a_service_starts_exits_0(service: str, signum: signal.Signals,
                                                  tmp_path: object) -> None:
     done = subprocess.run(
         [sys.executable, "-c", CHILD.format(signum=int(signum)), "--data-dir", str(tmp_path),

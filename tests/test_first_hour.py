@@ -22,9 +22,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from conftest import REPO
 
 from monitor.kafka.embedded import free_port
+from tests.conftest import REPO
 
 pytestmark = pytest.mark.broker
 
@@ -248,7 +248,7 @@ def test_fixed_default_ports() -> None:
 
 
 async def test_loopback_url_refused_with_the_development_setting_named(tmp_path: Path) -> None:
-    from webhook_support import api_client, make_config, new_key
+    from tests.webhook_support import api_client, make_config, new_key
 
     config = make_config(f"sqlite:///{tmp_path / 'store.db'}", allow_loopback=False)
     async with api_client(config) as (client, db):
@@ -267,8 +267,6 @@ async def test_failed_attempts_are_warnings(tmp_path: Path) -> None:
     import io
     import logging
 
-    from webhook_support import make_config, new_key, receiver, tier_change
-
     from monitor.logs import configure_logging
     from monitor.records import encode
     from monitor.storage import connect
@@ -278,6 +276,7 @@ async def test_failed_attempts_are_warnings(tmp_path: Path) -> None:
     from monitor.webhooks.filters import Filters
     from monitor.webhooks.secrets import SecretBox
     from monitor.webhooks.sender import Sender
+    from tests.webhook_support import make_config, new_key, receiver, tier_change
 
     config = make_config(f"sqlite:///{tmp_path / 'store.db'}")
     root = logging.getLogger()

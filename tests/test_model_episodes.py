@@ -6,14 +6,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import data_file
-from model_checks import binance_klines, chainlink_rounds, tier_matches_band
 
 from monitor.config import ModelConfig
 from monitor.records import TierChangeEvent
 from monitor.replay import run_replay
 from monitor.tickfiles import read_file
 from monitor.timefmt import parse_ts
+from tests.conftest import data_file
+from tests.model_checks import binance_klines, chainlink_rounds, tier_matches_band
 
 pytestmark = pytest.mark.data
 

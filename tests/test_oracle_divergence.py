@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from monitor.config import Config
-from monitor.records import RatingSnapshot
+from monitor.records import RatingSnapshot, SignalValue
 from monitor.replay import run_replay
 from monitor.tickfiles import merge_by_time, read_file
 from monitor.ticks import Tick
@@ -24,7 +24,7 @@ MARKET = "ticks/usdc_2023-03_binanceus_1m.csv"
 CHAINLINK = "ticks/usdc_2022-11_to_2023-03_chainlink.csv"
 
 
-def headroom(snapshot: RatingSnapshot):
+def headroom(snapshot: RatingSnapshot) -> SignalValue:
     return next(s for s in snapshot.signals if s.name == "headroom")
 
 
@@ -61,7 +61,7 @@ def _latest(series: list[tuple[float, float]], at: float) -> tuple[float, float]
 
 
 @pytest.mark.data
-def test_real_chainlink_rounds_in_the_oracle_column_feed_headroom(tmp_path):
+def test_real_chainlink_rounds_in_the_oracle_column_feed_headroom(tmp_path: Path) -> None:
     path, market, oracle = _with_oracle_column(tmp_path)
     rows = list(read_file(path))
     assert all(isinstance(r, Tick) for r in rows)
@@ -87,7 +87,7 @@ def test_real_chainlink_rounds_in_the_oracle_column_feed_headroom(tmp_path):
     assert max(slide) > 1.0
 
 
-def test_the_simulated_depeg_oracle_lags_and_calm_oracles_follow():
+def test_the_simulated_depeg_oracle_lags_and_calm_oracles_follow() -> None:
     tokens = make_tokens(5, 7)
     ticks = list(generate(tokens, seed=7, start=1_700_000_000.0, interval=60.0,
                           duration=10 * 3600))
@@ -101,18 +101,19 @@ def test_the_simulated_depeg_oracle_lags_and_calm_oracles_follow():
         gaps = [b.ts - a.ts for a, b in itertools.pairwise(answers)]
         assert max(gaps) <= HEARTBEAT_SECONDS + 60, scenario
     depeg = by_symbol["depeg"]
-    worst = max(abs(t.price - t.oracle_price) / t.peg for t in _with_answer(depeg))
+    worst = max(abs(price - oracle) / peg for price, oracle, peg in _with_answer(depeg))
     assert worst > 0.01, "the lagging oracle must visibly trail the depeg"
     calm = by_symbol["calm"]
-    assert max(abs(t.price - t.oracle_price) / t.peg for t in _with_answer(calm)) < 0.004
+    assert max(abs(price - oracle) / peg for price, oracle, peg in _with_answer(calm)) < 0.004
 
 
-def _with_answer(series: list[Tick]) -> list:
-    return [t for t in series if t.oracle_price is not None and t.price is not None
-            and t.peg is not None]
+def _with_answer(series: list[Tick]) -> list[tuple[float, float, float]]:
+    """(price, oracle answer, peg) of the ticks that carry all three."""
+    return [(t.price, t.oracle_price, t.peg) for t in series
+            if t.oracle_price is not None and t.price is not None and t.peg is not None]
 
 
-def test_simulated_oracles_reach_headroom_through_the_written_csv(tmp_path):
+def test_simulated_oracles_reach_headroom_through_the_written_csv(tmp_path: Path) -> None:
     tokens = make_tokens(5, 7)
     path = tmp_path / "sim.csv"
     write_ticks_file(generate(tokens, seed=7, start=1_700_000_000.0, interval=60.0,

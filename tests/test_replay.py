@@ -10,14 +10,14 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import data_file
-from model_checks import all_clear_failures, tier_matches_band
 
 from monitor.config import ModelConfig
 from monitor.records import RatingSnapshot, TierChangeEvent
 from monitor.replay import run_replay
 from monitor.tickfiles import read_file
 from monitor.ticks import Tick
+from tests.conftest import data_file
+from tests.model_checks import all_clear_failures, tier_matches_band
 
 
 def replay(relative: str) -> list[TierChangeEvent]:

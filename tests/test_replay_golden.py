@@ -17,10 +17,10 @@ import io
 from pathlib import Path
 
 import pytest
-from conftest import data_file
 
 from monitor.config import Config
 from monitor.replay import command
+from tests.conftest import data_file
 
 FILES = {
     "busd": ("ticks/busd_2023-02_binance_1m.csv",),

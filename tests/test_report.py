@@ -39,7 +39,7 @@ def transitions(path: Path) -> dict[str, list[str]]:
 class _Report(HTMLParser):
     def __init__(self) -> None:
         super().__init__()
-        self.sections: dict[str, dict[str, list]] = {}
+        self.sections: dict[str, dict[str, list[str]]] = {}
         self._current: str | None = None
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
@@ -48,12 +48,14 @@ class _Report(HTMLParser):
             self._current = a["id"]
             self.sections[self._current or ""] = {"images": [], "events": []}
         elif self._current and tag == "img":
-            self.sections[self._current]["images"].append(a["src"])
-        elif self._current and tag == "tr" and a.get("data-event-id"):
-            self.sections[self._current]["events"].append(a["data-event-id"])
+            src = a["src"]
+            assert src is not None, "an image without a source"
+            self.sections[self._current]["images"].append(src)
+        elif self._current and tag == "tr" and (event_id := a.get("data-event-id")):
+            self.sections[self._current]["events"].append(event_id)
 
 
-def test_html_report_shows_every_token_and_transition(tmp_path):
+def test_html_report_shows_every_token_and_transition(tmp_path: Path) -> None:
     registry, files = multichain.build(tmp_path)
     config = Config(registry=RegistryConfig(path=str(registry)))
     out, report = tmp_path / "t.jsonl", tmp_path / "report.html"
@@ -70,7 +72,7 @@ def test_html_report_shows_every_token_and_transition(tmp_path):
         assert png.startswith(PNG) and len(png) > 20_000
 
 
-def test_markdown_report_writes_pngs_beside_it(tmp_path):
+def test_markdown_report_writes_pngs_beside_it(tmp_path: Path) -> None:
     source = data_file("ticks/usdc_2023-03_binanceus_1m.csv")
     out, report = tmp_path / "t.jsonl", tmp_path / "usdc.md"
     assert replay([str(source), "--out", str(out), "--report", str(report)], Config()) == 0
@@ -83,7 +85,8 @@ def test_markdown_report_writes_pngs_beside_it(tmp_path):
     assert (report.parent / image).read_bytes().startswith(PNG)
 
 
-def test_a_report_with_an_unknown_suffix_is_refused_before_any_work(tmp_path, capsys):
+def test_a_report_with_an_unknown_suffix_is_refused_before_any_work(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     source = data_file("ticks/usdc_2022-11_to_2023-03_chainlink.csv")
     code = replay([str(source), "--out", str(tmp_path / "t.jsonl"), "--report",
                    str(tmp_path / "r.pdf")], Config())

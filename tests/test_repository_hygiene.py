@@ -14,7 +14,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import REPO
+
+from tests.conftest import REPO
 
 #: What our keys and the usual private keys look like when written to a file.
 KEY_PATTERNS = {
@@ -92,7 +93,7 @@ def test_no_default_path_is_relative() -> None:
 
 def test_the_session_guard_flags_runtime_files_in_the_checkout() -> None:
     """The guard in conftest.py (the whole suite runs under it) would catch these."""
-    from conftest import _edited_source
+    from tests.conftest import _edited_source
 
     for line in ("?? transitions.jsonl", "!! depeg-monitor.db", "!! depeg-monitor.secret-key",
                  "?? run.json", "!! data/"):

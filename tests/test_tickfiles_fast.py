@@ -9,14 +9,19 @@ full of near-misses (spaces, signs, zeros, infinities, odd addresses and chains)
 from __future__ import annotations
 
 from pathlib import Path
+from typing import cast
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from monitor.tickfiles import BadRow, _plain_tick, read_csv
+from monitor.tickfiles import BadRow, _known, _plain_tick, read_csv
 from monitor.ticks import BadTick, Tick, make_tick
 
 ADDRESS = "0xA0b86991c6218b36c1d19d4a2e9eb0ce3606eB48"
+#: ts, chain, token, symbol, price, peg, slippage, oracle price, source: make_tick's fields.
+Row = tuple[str, str, str, str, str, str, str, str, str]
+
 numbers = st.sampled_from([
     "", " ", "1", "0.9996143", " 1.0002 ", "0", "-0", "-1", "1e400", "inf", "nan", "1_000",
     "abc", "0x10", "1e-320", "  -0.0", "+2", "3.", ".5",
@@ -33,7 +38,7 @@ cells = st.tuples(
 )
 
 
-def outcome(row: tuple[str, ...]) -> Tick | tuple[str, str]:
+def outcome(row: Row) -> Tick | tuple[str, str]:
     try:
         return make_tick(*row)
     except BadTick as exc:
@@ -42,8 +47,11 @@ def outcome(row: tuple[str, ...]) -> Tick | tuple[str, str]:
 
 @settings(max_examples=1000, deadline=None)
 @given(row=cells)
-def test_a_plain_row_is_the_tick_make_tick_makes(row: tuple[str, ...]) -> None:
-    fast = _plain_tick(row, {})
+def test_a_plain_row_is_the_tick_make_tick_makes(row: Row) -> None:
+    ts_text, chain, token, symbol, price, peg, slip, oracle, source = row
+    known = _known(chain, token, symbol, {})
+    fast = None if known is None else _plain_tick(known, ts_text, price, peg, slip, oracle,
+                                                    source)
     if fast is not None:
         assert fast == outcome(row)
         assert repr(fast) == repr(outcome(row))  # -0.0 and 0.0 are equal, not the same
@@ -51,11 +59,11 @@ def test_a_plain_row_is_the_tick_make_tick_makes(row: tuple[str, ...]) -> None:
 
 @settings(max_examples=200, deadline=None)
 @given(rows=st.lists(cells, min_size=1, max_size=20), oracle=st.booleans())
-def test_read_csv_yields_what_make_tick_decides(tmp_path_factory: object, rows: list[
-        tuple[str, ...]], oracle: bool) -> None:
+def test_read_csv_yields_what_make_tick_decides(
+        tmp_path_factory: pytest.TempPathFactory, rows: list[Row], oracle: bool) -> None:
     import csv
 
-    folder = tmp_path_factory.mktemp("csv")  # type: ignore[attr-defined]
+    folder = tmp_path_factory.mktemp("csv")
     path = Path(folder) / "ticks.csv"
     header = ["ts", "chain", "token", "symbol", "price_usd", "peg_usd", "slippage_bps"]
     if oracle:
@@ -68,7 +76,7 @@ def test_read_csv_yields_what_make_tick_decides(tmp_path_factory: object, rows: 
     got = list(read_csv(path))
     expected = []
     for line, row in enumerate(rows, start=2):
-        full = row if oracle else (*row[:7], "", "")
+        full: Row = row if oracle else (*row[:7], "", "")
         result = outcome(full)
         expected.append(result if isinstance(result, Tick)
                         else BadRow(str(path), line, result[0], result[1]))
@@ -89,3 +97,73 @@ def test_short_and_long_rows_read_as_before(tmp_path: Path) -> None:
     assert isinstance(got[2], BadRow) and got[2].reason == "no_observation" \
         and got[2].line == 5
     assert len(got) == 3
+
+
+def expected_rows(path: Path) -> list[Tick | BadRow]:
+    """The independent truth: csv.reader's records, each through ``make_tick``."""
+    import csv
+
+    with path.open(newline="", encoding="utf-8") as fh:
+        records = list(csv.reader(fh))
+    width = len(records[0])
+    expected: list[Tick | BadRow] = []
+    for line, row in enumerate(records[1:], start=2):
+        if not row:
+            continue
+        cells = (row + [""] * width)[:width]
+        full = (*cells[:7], "", "") if width == 7 else tuple(cells)
+        assert len(full) == 9, f"{path} has {width} columns, not 7 or 9"
+        result = outcome(cast(Row, full))
+        expected.append(result if isinstance(result, Tick)
+                        else BadRow(str(path), line, result[0], result[1]))
+    return expected
+
+
+GOOD = f"2023-03-11T07:50:00Z,eth,{ADDRESS},USDC,0.99,1,"
+pieces = st.sampled_from([
+    GOOD, "\n", "\r\n", "\r", ",", '"', '""', " ", "1", "0.98", "eth", ADDRESS, "x",
+    f'"{GOOD}"', '"a\nb"', '"1,0"', "\t", "2023-03-11T07:51:00Z", "\x00",
+])
+
+
+@settings(max_examples=400, deadline=None)
+@given(body=st.lists(pieces, max_size=30), end=st.sampled_from(["", "\n", "\r\n"]),
+       oracle=st.booleans())
+def test_lines_split_without_csv_reader_read_as_csv_reader_reads_them(
+        tmp_path_factory: object, body: list[str], end: str, oracle: bool) -> None:
+    """The reader cuts quote-free lines at commas itself; what it yields is what csv.reader's
+    records give, line numbers too, whatever quotes, line ends, blank lines and NULs."""
+    import csv
+
+    folder = tmp_path_factory.mktemp("lines")  # type: ignore[attr-defined]
+    path = Path(folder) / "ticks.csv"
+    header = "ts,chain,token,symbol,price_usd,peg_usd,slippage_bps"
+    if oracle:
+        header += ",oracle_price_usd,source"
+    path.write_bytes(f"{header}\n{''.join(body)}{end}".encode())
+    try:
+        expected: list[Tick | BadRow] | type[Exception] = expected_rows(path)
+    except csv.Error:
+        expected = csv.Error
+    try:
+        got: list[Tick | BadRow] | type[Exception] = list(read_csv(path))
+    except csv.Error:
+        got = csv.Error
+    assert (got if isinstance(got, type) else [repr(x) for x in got]) == (
+        expected if isinstance(expected, type) else [repr(x) for x in expected])
+
+
+def test_a_cell_over_the_csv_field_limit_is_still_csv_readers_error(tmp_path: Path) -> None:
+    import csv
+
+    path = tmp_path / "ticks.csv"
+    path.write_text("ts,chain,token,symbol,price_usd,peg_usd,slippage_bps\n"
+                    f"{GOOD}\n" + "x" * (csv.field_size_limit() + 1) + "\n")
+    rows = read_csv(path)
+    assert isinstance(next(rows), Tick)
+    try:
+        next(rows)
+    except csv.Error as exc:
+        assert "field larger than field limit" in str(exc)
+    else:
+        raise AssertionError("a cell over the limit was read")

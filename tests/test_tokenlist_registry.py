@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from eth_utils import is_checksum_address
+from eth_utils.address import is_checksum_address
 from jsonschema import Draft7Validator
 
 from monitor.chains import CHAINS
@@ -36,7 +36,8 @@ def registry() -> dict[str, Any]:
     return doc
 
 
-def test_registry_validates_against_the_published_token_lists_schema(registry):
+def test_registry_validates_against_the_published_token_lists_schema(
+        registry: dict[str, Any]) -> None:
     assert NPM_SCHEMA.is_file(), "run tests/evm/install.sh (.ci/run does) for the npm schema"
     schema = json.loads(NPM_SCHEMA.read_text())
     errors = list(Draft7Validator(schema).iter_errors(registry))
@@ -46,7 +47,8 @@ def test_registry_validates_against_the_published_token_lists_schema(registry):
     assert shipped == schema
 
 
-def test_every_token_is_checksummed_unique_and_on_the_seven_chains(registry):
+def test_every_token_is_checksummed_unique_and_on_the_seven_chains(
+        registry: dict[str, Any]) -> None:
     tokens = registry["tokens"]
     assert all(is_checksum_address(t["address"]) for t in tokens)
     keys = [(t["chainId"], t["address"].lower()) for t in tokens]
@@ -63,7 +65,7 @@ def test_every_token_is_checksummed_unique_and_on_the_seven_chains(registry):
     assert ("sDAI", "0x83F20F44975D03b1b09e64809B757c47f942BEeA") in eth
 
 
-def test_registry_check_prints_the_count_per_chain(registry):
+def test_registry_check_prints_the_count_per_chain(registry: dict[str, Any]) -> None:
     result = cli("registry", "check", str(REGISTRY))
     assert result.returncode == 0, result.stderr
     want = Counter(t["chainId"] for t in registry["tokens"])
@@ -73,7 +75,8 @@ def test_registry_check_prints_the_count_per_chain(registry):
     assert f"{len(registry['tokens'])} tokens" in line
 
 
-def test_registry_check_names_every_problem(registry, tmp_path: Path, capsys):
+def test_registry_check_names_every_problem(
+        registry: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     doc = copy.deepcopy(registry)
     first = doc["tokens"][0]
     doc["tokens"].append(copy.deepcopy(first))  # duplicate
@@ -96,7 +99,7 @@ def test_registry_check_names_every_problem(registry, tmp_path: Path, capsys):
     assert "cannot read" in capsys.readouterr().err
 
 
-def test_the_api_registry_loads_a_token_list(registry):
+def test_the_api_registry_loads_a_token_list(registry: dict[str, Any]) -> None:
     tokens = load_registry(REGISTRY)
     assert len(tokens) == len(registry["tokens"])
     usdc = next(t for t in tokens if t.address == "0xa0b86991c6218b36c1d19d4a2e9eb0ce3606eb48")
@@ -104,7 +107,8 @@ def test_the_api_registry_loads_a_token_list(registry):
 
 
 def test_registry_check_defaults_to_the_configured_registry(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]):
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
     """No FILE: registry.path is checked (Token List or TOML); none configured is exit 2
     naming the setting (FILE used to be required)."""
     monkeypatch.delenv("DEPEG_CONFIG", raising=False)

@@ -4,7 +4,7 @@ document (docs/asyncapi.yaml) points at those schemas and the configured topic n
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +12,6 @@ import jsonschema
 import msgspec
 import pytest
 import yaml
-from conftest import data_file
 
 from monitor.config import KafkaConfig, ModelConfig
 from monitor.records import (
@@ -29,6 +28,7 @@ from monitor.ticks import BadTick, Tick, decode_tick, encode_tick, make_tick
 from monitor.vaults.config import VaultsConfig
 from producers.synthetic import generate, make_tokens
 from producers.uniswap import read_pool_state
+from tests.conftest import data_file
 
 REPO = Path(__file__).resolve().parent.parent
 SCHEMAS = REPO / "monitor" / "schemas"
@@ -47,7 +47,7 @@ def check(v: jsonschema.Draft7Validator, raw: bytes) -> None:
     assert not errors, (raw[:300], errors)
 
 
-def test_schemas_are_valid_and_their_examples_pass():
+def test_schemas_are_valid_and_their_examples_pass() -> None:
     for path in SCHEMAS.glob("*.json"):
         v = validator(path.name)
         for example in v.schema.get("examples", []):
@@ -62,7 +62,7 @@ def synthetic_ticks() -> Iterator[Tick]:
                         duration=12 * 3600)
 
 
-def test_ticks_from_every_producer_match_the_tick_schema(tmp_path: Path):
+def test_ticks_from_every_producer_match_the_tick_schema(tmp_path: Path) -> None:
     v = validator("tick.json")
     edge = [
         make_tick(1678493000, "eth", USDC, "USDC", oracle_price_usd="0.99"),  # oracle only
@@ -89,7 +89,7 @@ def test_ticks_from_every_producer_match_the_tick_schema(tmp_path: Path):
 
 
 @pytest.mark.data
-def test_real_tick_files_match_the_tick_schema():
+def test_real_tick_files_match_the_tick_schema() -> None:
     v = validator("tick.json")
     path = data_file("ticks/usdc_2022-11_to_2023-03_chainlink.csv")
     ticks = [r for r in read_file(path) if isinstance(r, Tick)]
@@ -114,7 +114,7 @@ def test_real_tick_files_match_the_tick_schema():
     b'"cross_chain_chains": 1}',
     b'{"ts": 1, "chain": "eth", "token": "0x' + b"a" * 40 + b'", "cross_chain_chains": -1}',
 ])
-def test_what_the_monitor_refuses_the_schema_refuses(raw: bytes):
+def test_what_the_monitor_refuses_the_schema_refuses(raw: bytes) -> None:
     with pytest.raises(BadTick):
         decode_tick(raw)
     assert not validator("tick.json").is_valid(json.loads(raw))
@@ -153,7 +153,7 @@ def engine_records() -> list[TierChangeEvent | RatingSnapshot]:
 
 
 @pytest.mark.parametrize("source", ["handmade", "engine"])
-def test_events_and_snapshots_match_their_schemas(source: str):
+def test_events_and_snapshots_match_their_schemas(source: str) -> None:
     records = handmade_records() if source == "handmade" else engine_records()
     events = validator("tier-change.json")
     snapshots = validator("rating-snapshot.json")
@@ -169,7 +169,7 @@ def test_events_and_snapshots_match_their_schemas(source: str):
 
 
 @pytest.mark.data
-def test_engine_records_for_the_real_usdc_depeg_match_their_schemas():
+def test_engine_records_for_the_real_usdc_depeg_match_their_schemas() -> None:
     from monitor.engine import Engine
 
     engine = Engine(ModelConfig())
@@ -191,17 +191,18 @@ def test_engine_records_for_the_real_usdc_depeg_match_their_schemas():
     assert changes >= 2  # USDC went critical in March 2023 and came back
 
 
-def test_schemas_refuse_a_changed_shape():
+def test_schemas_refuse_a_changed_shape() -> None:
     event = json.loads(encode(handmade_records()[0]))
     v = validator("tier-change.json")
     assert v.is_valid(event)
-    for mutate in (
+    mutations: tuple[Callable[[dict[str, Any]], object], ...] = (
         lambda e: e["data"].pop("peg_usd"),
         lambda e: e["data"].__setitem__("price_usd", 0.919),  # must stay a decimal string
         lambda e: e["data"].__setitem__("new_tier", "alarm"),
         lambda e: e.__setitem__("extra", 1),
         lambda e: e.__setitem__("event_type", "OTHER"),
-    ):
+    )
+    for mutate in mutations:
         changed = json.loads(json.dumps(event))
         mutate(changed)
         assert not v.is_valid(changed)
@@ -209,7 +210,7 @@ def test_schemas_refuse_a_changed_shape():
 
 # -- the AsyncAPI document ----------------------------------------------------------------
 
-def test_asyncapi_document_names_the_topics_and_the_schemas():
+def test_asyncapi_document_names_the_topics_and_the_schemas() -> None:
     doc = yaml.safe_load(ASYNCAPI.read_text())
     assert doc["asyncapi"].startswith("3.")
     kafka = KafkaConfig()
@@ -255,7 +256,7 @@ def _refs(node: Any) -> Iterator[str]:
             yield from _refs(item)
 
 
-def test_dead_letters_carry_the_documented_headers():
+def test_dead_letters_carry_the_documented_headers() -> None:
     from monitor.daemon.deadletter import dead_letter
 
     doc = yaml.safe_load(ASYNCAPI.read_text())

@@ -6,7 +6,7 @@ import asyncio
 import base64
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -120,9 +120,9 @@ class Receiver:
 
 
 @asynccontextmanager
-async def receiver(script: list[int | str] | None = None, path: str = "/hook"
+async def receiver(script: Sequence[int | str] | None = None, path: str = "/hook"
                    ) -> AsyncIterator[Receiver]:
-    rec = Receiver(script=script or [200])
+    rec = Receiver(script=list(script or [200]))
     app = web.Application()
     app.router.add_route("*", path, rec.handle)
     app.router.add_route("*", "/{tail:.*}", rec.handle)
@@ -234,7 +234,8 @@ async def create_topic(bootstrap: str, topic: str, partitions: int = 1) -> None:
         await admin.close()
 
 
-async def produce(bootstrap: str, topic: str, events: list[TierChangeEvent | bytes]) -> None:
+async def produce(bootstrap: str, topic: str,
+                  events: Sequence[TierChangeEvent | bytes]) -> None:
     """Produce events (or raw bytes, for bad records) keyed like the monitor does."""
     from aiokafka import AIOKafkaProducer
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import heapq
 import math
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import msgspec
 
@@ -27,12 +27,13 @@ from ..records import (
 )
 from ..ticks import Tick
 from ..timefmt import format_ts
-from .figures import refresh_figures
-from .rating import Held, publish
+from .figures import figures_of
+from .params import params
+from .rating import Held, publish_rating
 from .saved import Saved as _Saved
 from .signals import Observations
-from .steady import Steady, steady_figures
-from .tiers import TierState, band, step
+from .steady import Steady, steady_figures_of
+from .tiers import TierState, step_tier, tier_band
 from .windows import Windows
 
 Output = TierChangeEvent | RatingSnapshot
@@ -59,27 +60,42 @@ _state_encoder = msgspec.msgpack.Encoder()
 _state_decoder = msgspec.msgpack.Decoder(_Saved)
 
 
-@dataclass(slots=True)
 class _Token:
-    chain: str
-    token: str
-    symbol: str
-    windows: Windows
-    tier: TierState = field(default_factory=TierState)
-    obs: Observations = field(default_factory=Observations)
-    price_text: str | None = None
-    peg_text: str | None = None
-    next_refresh: float | None = None
-    last_applied: float | None = None  # event time of the last tick applied
-    last_eval: float | None = None     # event time of the last refresh
-    max_seen: float | None = None      # newest event time seen (drives the lateness buffer)
-    last_tick_ts: float | None = None
-    last_sig: tuple[float | None, ...] | None = None
-    pending: list[tuple[float, int, Tick]] = field(default_factory=list)
-    held: Held = field(default_factory=Held)
-    spread_mark: float | None = None
-    #: The last refresh's figures, reused while provably unchanged (never saved).
-    steady: Steady | None = None
+    """One token's state. A plain class, not a dataclass: the dataclass machinery
+    (generated and compiled methods) cost ~1 ms of every process start, for methods the
+    engine never calls (repr, ==)."""
+
+    __slots__ = ("chain", "held", "last_applied", "last_eval", "last_sig", "last_tick_ts",
+                 "max_seen", "next_refresh", "obs", "peg_text", "pending", "price_text",
+                 "spread_mark", "steady", "symbol", "tier", "token", "windows")
+
+    def __init__(self, chain: str, token: str, symbol: str, windows: Windows,
+                 tier: TierState | None = None, obs: Observations | None = None,
+                 price_text: str | None = None, peg_text: str | None = None,
+                 next_refresh: float | None = None, last_applied: float | None = None,
+                 last_eval: float | None = None, max_seen: float | None = None,
+                 last_tick_ts: float | None = None,
+                 last_sig: tuple[float | None, ...] | None = None,
+                 held: Held | None = None, spread_mark: float | None = None) -> None:
+        self.chain = chain
+        self.token = token
+        self.symbol = symbol
+        self.windows = windows
+        self.tier = tier if tier is not None else TierState()
+        self.obs = obs if obs is not None else Observations()
+        self.price_text = price_text
+        self.peg_text = peg_text
+        self.next_refresh = next_refresh
+        self.last_applied = last_applied  # event time of the last tick applied
+        self.last_eval = last_eval        # event time of the last refresh
+        self.max_seen = max_seen  # newest event time seen (drives the lateness buffer)
+        self.last_tick_ts = last_tick_ts
+        self.last_sig = last_sig
+        self.pending: list[tuple[float, int, Tick]] = []
+        self.held = held if held is not None else Held()
+        self.spread_mark = spread_mark
+        #: The last refresh's figures, reused while provably unchanged (never saved).
+        self.steady: Steady | None = None
 
 
 class Engine:
@@ -114,6 +130,10 @@ class Engine:
         # the config is a msgspec struct, read through the generic attribute lookup).
         self._every: int = c.refresh_seconds
         self._lateness: int = c.lateness_seconds
+        self._p = params(c)
+        # The last tick's chain and token objects and their key (the same objects again
+        # mean the same key; held, so no other string can take their identity).
+        self._last_chain = self._last_token = self._last_key = ""
 
     # -- public ----------------------------------------------------------------------
     def keys(self) -> Iterable[str]:
@@ -122,10 +142,16 @@ class Engine:
     def process(self, tick: Tick) -> list[Output]:
         """Take one tick; returns the refreshes and tier changes it made due."""
         self.stats.ticks += 1
-        key = f"{tick.chain}:{tick.token}"  # Tick.key, without a property call per tick
+        chain, token = tick.chain, tick.token
+        if chain is self._last_chain and token is self._last_token:
+            key = self._last_key  # a run of one token's ticks from one reader: built once
+        else:
+            key = f"{chain}:{token}"  # Tick.key, without a property call per tick
+            self._last_chain, self._last_token, self._last_key = chain, token, key
         t = self._tokens.get(key)
-        if t is None or (tick.symbol and tick.symbol != t.symbol):  # rare: a call then
-            t = self._token(tick, key)
+        symbol = tick.symbol  # a reader hands out its token's symbol object again and again
+        if t is None or (symbol is not t.symbol and symbol and symbol != t.symbol):
+            t = self._token(tick, key)  # rare: a new token, or a new symbol
         ts = tick.ts
         if (t.last_applied is not None and ts < t.last_applied) or (
             t.last_eval is not None and ts <= t.last_eval
@@ -321,7 +347,7 @@ class Engine:
             t.next_refresh = float(math.ceil(ts / every) * every)
 
     def _evaluate(self, t: _Token, now: float, out: list[Output]) -> None:
-        c = self.config
+        c = self._p
         self.stats.refreshes += 1
         # Due before last_eval moves: the first refresh of its snapshot period (the period
         # of the previous refresh is in the saved state, so a restore keeps the cadence).
@@ -333,14 +359,15 @@ class Engine:
             self.stats.unrated += 1
             return
         if snap:
-            figures, signals, metrics = refresh_figures(t.windows, t.obs, c, now, True)
+            figures, signals, metrics = figures_of(t.windows, t.obs, c, now, True)
         else:  # a quiet token's refresh may reuse the last one's (monitor/engine/steady.py)
-            t.steady, figures = steady_figures(t.steady, t.windows, t.obs, t.last_sig, c, now)
+            t.steady, figures = steady_figures_of(t.steady, t.windows, t.obs, t.last_sig, c,
+                                                  now)
             signals, metrics = [], {}
         raw, floor, deviation, calm, above = figures
-        rating = publish(t.held, raw, floor, calm, now, c)
+        rating = publish_rating(t.held, raw, floor, calm, now, c)
         old = t.tier.tier
-        changed = step(t.tier, rating, deviation, above, now, c)
+        changed = step_tier(t.tier, rating, deviation, above, now, c)
         if not snap and changed is None:
             return
         stamp = format_ts(now)
@@ -379,7 +406,7 @@ class Engine:
         metrics["observed_weight_pct"] = sum(s.weight for s in signals if s.observed)
         return RatingSnapshot(
             chain=t.chain, token_address=t.token, symbol=t.symbol, timestamp=stamp,
-            rating=rating, tier=t.tier.tier.value, band_tier=band(rating, c).value,
+            rating=rating, tier=t.tier.tier.value, band_tier=tier_band(rating, self._p).value,
             price_usd=t.price_text, peg_usd=t.peg_text, deviation_pct=deviation_pct,
             staleness_seconds=round(staleness, 3), signals=signals, metrics=metrics,
         )

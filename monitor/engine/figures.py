@@ -7,6 +7,7 @@ from typing import NamedTuple
 
 from ..config import ModelConfig
 from ..records import SignalValue
+from .params import Params, params
 from .rating import combine, floor_rating
 from .signals import Observations, evaluate
 from .windows import Windows
@@ -27,6 +28,12 @@ def refresh_figures(w: Windows, obs: Observations, cfg: ModelConfig, now: float,
                     detail: bool) -> tuple[Figures, list[SignalValue], dict[str, float | None]]:
     """The figures of a refresh at ``now`` of a token with a price; with ``detail`` also
     the per-signal breakdown and the metrics of the rating snapshot."""
+    return figures_of(w, obs, params(cfg), now, detail)
+
+
+def figures_of(w: Windows, obs: Observations, cfg: Params, now: float,
+               detail: bool) -> tuple[Figures, list[SignalValue], dict[str, float | None]]:
+    """:func:`refresh_figures` with the settings already looked up (the engine's call)."""
     ev = evaluate(w, obs, cfg, now, detail=detail)
     raw, signals = combine(ev.signals, cfg.weights, detail=detail)
     floor = floor_rating(w, now, cfg)
@@ -35,5 +42,5 @@ def refresh_figures(w: Windows, obs: Observations, cfg: ModelConfig, now: float,
         raise ValueError("a refresh of a token without a price has no figures")
     # Calm: no price more than persistence_low below peg in the calm window.
     calm = ev.calm_min >= -cfg.persistence_low
-    above = w.count_beyond(now, 3600, (cfg.premium_enter,), above=True)[0]
+    above = w.count_beyond(now, 3600, cfg.premium_lines, above=True)[0]
     return Figures(raw, floor, deviation, calm, above), signals, ev.metrics

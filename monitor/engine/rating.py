@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from ..config import ModelConfig, Weights
 from ..records import SignalValue
-from .memo import per_config
+from .params import Params, params
 from .saved import Held as Held  # re-exported: its old home
 from .signals import Signal
 from .windows import Windows
@@ -24,17 +24,11 @@ def weight_of(weights: Weights, name: str) -> float:
     return float(getattr(weights, name))
 
 
-@per_config
-def _weights(weights: Weights) -> dict[str, float]:
-    """Every signal's weight by name (read once per configuration, not per refresh)."""
-    return {name: weight_of(weights, name) for name in weights.__struct_fields__}
-
-
-def combine(signals: tuple[Signal, ...], weights: Weights, detail: bool = True,
+def combine(signals: tuple[Signal, ...], table: dict[str, float], detail: bool = True,
             ) -> tuple[float, list[SignalValue]]:
     """The raw rating and, with ``detail``, the per-signal breakdown of the snapshot (a
-    replay that only wants transitions skips building it; the rating is the same)."""
-    table = _weights(weights)
+    replay that only wants transitions skips building it; the rating is the same).
+    ``table``: every signal's weight by name (``Params.weights``)."""
     observed_weight = sum(table[s.name] for s in signals if s.observed)
     values: list[SignalValue] = []
     total = 0.0
@@ -51,41 +45,27 @@ def combine(signals: tuple[Signal, ...], weights: Weights, detail: bool = True,
     return round(min(100.0, max(0.0, total)), 2), values
 
 
-@per_config
 def floors(cfg: ModelConfig) -> tuple[tuple[float, int, float], ...]:
     """``(fraction below peg, whole minutes, rating floor)`` per hard floor, worst first."""
-    return tuple(
-        (below, minutes, at) for below, minutes, at in (
-            (cfg.floor_critical_below, cfg.floor_critical_minutes, cfg.critical_at),
-            (cfg.floor_warning_below, cfg.floor_warning_minutes, cfg.warning_at),
-            (cfg.floor_watch_below, cfg.floor_watch_minutes, cfg.watch_at),
-        ) if minutes > 0
-    )
+    return params(cfg).floors
 
 
-@per_config
-def _floor_lines(cfg: ModelConfig) -> tuple[float, ...]:
-    """The deviation each floor's buckets must stay under, in :func:`floors`' order."""
-    return tuple(-below for below, _, _ in floors(cfg))
-
-
-def floor_rating(windows: Windows, now: float, cfg: ModelConfig) -> float:
+def floor_rating(windows: Windows, now: float, cfg: Params) -> float:
     """The lowest rating the price alone guarantees: the band edge of the worst floor met.
 
     Built on prices only (never slippage or oracle ticks), so adding healthy liquidity or an
     agreeing oracle can soften the weighted rating but never pull a clear depeg below it.
     """
     # One pass over the buckets for all floors (the same counts as ``buckets_below``).
-    table = floors(cfg)
-    counts = windows.count_beyond(now, cfg.floor_window_seconds, _floor_lines(cfg),
+    counts = windows.count_beyond(now, cfg.floor_window_seconds, cfg.floor_lines,
                                   above=False)
-    for (_, minutes, at), count in zip(table, counts, strict=True):
+    for (_, minutes, at), count in zip(cfg.floors, counts, strict=True):
         if count >= minutes:
             return at
     return 0.0
 
 
-def band_edge(rating: float, cfg: ModelConfig) -> float:
+def band_edge(rating: float, cfg: Params) -> float:
     """The lower edge of the band ``rating`` is in (0 for ok)."""
     edge = cfg.critical_at
     if rating >= edge:
@@ -99,8 +79,35 @@ def band_edge(rating: float, cfg: ModelConfig) -> float:
     return 0.0
 
 
+#: ``round(x, 2)`` by ``x``, for :func:`_round2`; dropped whole when it grows past this.
+_rounded: dict[float, float] = {}
+_ROUNDED_SIZE = 4096
+
+
+def _round2(x: float) -> float:
+    """``round(x, 2)``, remembered by value: ``round`` with digits goes through a decimal
+    conversion (~0.3 µs), and a refresh of a quiet token publishes the same few ratings
+    again and again. Zero is its own rounding (``round`` keeps the sign of ``-0.0``, which
+    a dict would not tell apart from ``0.0``: they are equal keys)."""
+    if x == 0.0:
+        return x
+    rounded = _rounded.get(x)
+    if rounded is None:
+        rounded = round(x, 2)
+        if len(_rounded) >= _ROUNDED_SIZE:
+            _rounded.clear()
+        _rounded[x] = rounded
+    return rounded
+
+
 def publish(held: Held, raw: float, floor: float, calm: bool, now: float,
             cfg: ModelConfig) -> float:
+    """:func:`publish_rating` with the settings of ``cfg``."""
+    return publish_rating(held, raw, floor, calm, now, params(cfg))
+
+
+def publish_rating(held: Held, raw: float, floor: float, calm: bool, now: float,
+                   cfg: Params) -> float:
     """The published rating: the highest of the raw rating, the floor and the previous
     published rating decayed linearly since it was made.
 
@@ -139,7 +146,7 @@ def publish(held: Held, raw: float, floor: float, calm: bool, now: float,
     capped = 100.0  # min(100.0, top)
     if top < capped:
         capped = top
-    rating = round(capped, 2)
+    rating = _round2(capped)
     new_edge = band_edge(rating, cfg)
     if calm:
         held.support_at = None

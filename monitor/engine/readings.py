@@ -15,12 +15,23 @@ from __future__ import annotations
 import math
 from array import array
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from .ringfields import _COV, _DEV, _EMPTY, _HIGH, _LOW, _MAX, _MIN
 
 if TYPE_CHECKING:  # these read a Windows' ring directly (its companion module)
     from .windows import Windows
+
+#: A bucket index before every real one (``Windows.low_b``/``high_b`` before any write).
+NEVER: Final = -(1 << 60)
+
+
+def column(values: array[float]) -> memoryview[float]:
+    """A ring column: the array seen through a memoryview of doubles. The same floats
+    (``sum``, ``min``, ``max`` and iteration see the same items in the same order), but
+    storing an item converts the float directly, where ``array``'s item assignment parses
+    it as a call argument (half the cost of every write into the ring)."""
+    return memoryview(values).cast("B").cast("d")  # typed as doubles (for mypy, mypyc)
 
 
 class Flags:
@@ -37,7 +48,7 @@ class Flags:
         self.lo = 0
         self.upto: int | None = None
 
-    def cover(self, lo: int, hi: int, ext: array[float], cov: array[float],
+    def cover(self, lo: int, hi: int, ext: memoryview[float], cov: memoryview[float],
               above: bool) -> None:
         """Make the flags of final buckets ``lo..hi`` valid (working out only the new)."""
         if self.upto is None or lo < self.lo or self.upto < lo - 1:
@@ -83,6 +94,7 @@ def read_fields(w: Windows, now: float,
         if first_b < end_b - size + 1:
             first_b = end_b - size + 1
         a = b = -1
+        lo = NEVER
         if head is not None:
             lo = first_b if first_b > head - size + 1 else head - size + 1
             hi = end_b if end_b < head else head
@@ -99,7 +111,9 @@ def read_fields(w: Windows, now: float,
             column = f[i]
             if i < _MIN:
                 acc = 0.0
-                if a < 0:
+                # Nothing below the line since before the slice: every cell is 0.0 (these
+                # columns only ever get positive seconds added), and so is their sum.
+                if a < 0 or (i == _LOW and w.low_b < lo) or (i == _HIGH and w.high_b < lo):
                     pass
                 elif a <= b:
                     acc += sum(column[a:b + 1])
@@ -162,6 +176,11 @@ def count_beyond(w: Windows, now: float, seconds: float, lines: tuple[float, ...
         hi = end_b if end_b < head else head
         if hi > held_from - 1:
             hi = held_from - 1
+        # Below lines at or under the low persistence line: a covered bucket whose highest
+        # price is below such a line had all its held time below the low line, so it was
+        # written into the low column (``low_b``). None since before ``lo``: none counts.
+        if lo <= hi and not above and w.low_b < lo and lines and max(lines) <= -w.low:
+            hi = lo - 1
         if lo <= hi:
             flags = w._flags.get((lines, above))
             if flags is None:

@@ -7,18 +7,8 @@ from dataclasses import dataclass
 
 from ..config import ModelConfig
 from .memo import per_config
+from .params import Params
 from .windows import COV, DEV, HIGH, LOW, MAX, MIN, R2, TICKS, Windows
-
-
-@per_config
-def _reads(cfg: ModelConfig) -> tuple[tuple[float, tuple[int, ...]], ...]:
-    """The windows and fields a refresh without detail reads, in ``evaluate``'s order
-    (the calm window's lowest deviation last)."""
-    return ((float(cfg.deviation_window_seconds), (DEV, COV)),
-            (float(cfg.persistence_window_seconds), (LOW, HIGH)),
-            (float(cfg.volatility_window_seconds), (R2,)),
-            (float(cfg.calm_window_seconds), (MIN,)))
-
 
 #: The metric snapshot's TWAP windows, in minutes.
 _TWAP_MINUTES = (1, 5, 15, 60)
@@ -92,7 +82,7 @@ def _pct(x: float | None) -> float | None:
     return None if x is None else x * 100.0
 
 
-def evaluate(w: Windows, obs: Observations, cfg: ModelConfig, now: float,
+def evaluate(w: Windows, obs: Observations, cfg: Params, now: float,
              detail: bool = True) -> Evaluation:
     """Score the signals at ``now``; ``detail`` adds the metric snapshot (a replay that
     only wants transitions skips it: it is most of the cost of a refresh)."""
@@ -100,7 +90,7 @@ def evaluate(w: Windows, obs: Observations, cfg: ModelConfig, now: float,
     metrics: dict[str, float | None] = {}
 
     if detail:
-        v = w.reads(now, _detail_reads(cfg))
+        v = w.reads(now, _detail_reads(cfg.config))
         for n, (dev_key, cov_key) in enumerate(_TWAP_KEYS):
             twap_dev, twap_cov = v[2 * n], v[2 * n + 1]
             metrics[dev_key] = _pct(twap_dev / twap_cov if twap_cov > 0 else None)
@@ -109,7 +99,7 @@ def evaluate(w: Windows, obs: Observations, cfg: ModelConfig, now: float,
          calm_min) = v[8:]
     else:
         # Only the fields the rating reads (the same floats as ``window``'s).
-        dev_dt, covered, low_s, high_s, r2, calm_min = w.reads(now, _reads(cfg))
+        dev_dt, covered, low_s, high_s, r2, calm_min = w.reads(now, cfg.reads)
     deviation = dev_dt / covered if covered > 0 else w.last_dev
 
     recent_rate = r2 / cfg.volatility_window_seconds
@@ -176,7 +166,7 @@ def evaluate(w: Windows, obs: Observations, cfg: ModelConfig, now: float,
                           calm_min=calm_min)
 
 
-def _headroom(obs: Observations, cfg: ModelConfig, now: float,
+def _headroom(obs: Observations, cfg: Params, now: float,
               divergence: float | None) -> Signal:
     """Headroom: the worse of oracle divergence and cross-chain spread, each scored against
     its own full-signal level; observed when either is. Its value is the larger of the two

@@ -36,19 +36,12 @@ from __future__ import annotations
 import math
 
 from ..config import ModelConfig
-from .figures import Figures, refresh_figures
-from .memo import per_config
-from .signals import Observations, _reads
+from .figures import Figures, figures_of
+from .params import Params, params
+from .signals import Observations
 from .windows import Windows
 
 Shape = tuple[tuple[int, float], ...]
-
-
-@per_config
-def _lengths(cfg: ModelConfig) -> tuple[float, ...]:
-    """Every window length a refresh without detail reads (reads, floors, premium)."""
-    seconds = {s for s, _ in _reads(cfg)} | {float(cfg.floor_window_seconds), 3600.0}
-    return tuple(sorted(seconds))
 
 
 class Steady:
@@ -64,7 +57,7 @@ class Steady:
         self.figures = figures
 
 
-def held_shape(w: Windows, cfg: ModelConfig, now: float) -> Shape | None:
+def held_shape(w: Windows, cfg: Params, now: float) -> Shape | None:
     """Per window read at ``now``, ``(end_b - first_b, now - first_b * bucket)``, when
     every one starts after the ring's head and the last price's bucket; else None."""
     head, since = w.head, w.last_price_ts
@@ -79,7 +72,7 @@ def held_shape(w: Windows, cfg: ModelConfig, now: float) -> Shape | None:
         edge = head
     oldest = end_b - w.size + 1
     shape = []
-    for seconds in _lengths(cfg):
+    for seconds in cfg.lengths:
         first_b = math.ceil((now - seconds) / bucket)
         if first_b < oldest:
             first_b = oldest
@@ -90,7 +83,7 @@ def held_shape(w: Windows, cfg: ModelConfig, now: float) -> Shape | None:
     return tuple(shape)
 
 
-def _fresh(obs: Observations, cfg: ModelConfig, now: float) -> tuple[bool, bool, bool]:
+def _fresh(obs: Observations, cfg: Params, now: float) -> tuple[bool, bool, bool]:
     """Whether slippage, oracle and spread are young enough to count (signals.evaluate)."""
     return (
         obs.slippage_ts is not None and now - obs.slippage_ts <= cfg.slippage_max_age_seconds,
@@ -104,12 +97,18 @@ def steady_figures(memo: Steady | None, w: Windows, obs: Observations, last_sig:
                    cfg: ModelConfig, now: float) -> tuple[Steady | None, Figures]:
     """The figures of a refresh without detail at ``now``, and the memo to keep for the
     next refresh (``memo``: the one this returned last time for the token)."""
+    return steady_figures_of(memo, w, obs, last_sig, params(cfg), now)
+
+
+def steady_figures_of(memo: Steady | None, w: Windows, obs: Observations, last_sig: object,
+                      cfg: Params, now: float) -> tuple[Steady | None, Figures]:
+    """:func:`steady_figures` with the settings already looked up (the engine's call)."""
     shape = held_shape(w, cfg, now) if cfg.volatility_floor > 0 else None
     if shape is None:
-        return None, refresh_figures(w, obs, cfg, now, detail=False)[0]
+        return None, figures_of(w, obs, cfg, now, False)[0]
     fresh = _fresh(obs, cfg, now)
     if memo is not None and memo.sig is last_sig and memo.shape == shape \
             and memo.fresh == fresh:
         return memo, memo.figures
-    figures = refresh_figures(w, obs, cfg, now, detail=False)[0]
+    figures = figures_of(w, obs, cfg, now, False)[0]
     return Steady(last_sig, shape, fresh, figures), figures

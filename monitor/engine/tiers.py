@@ -14,6 +14,7 @@ from typing import Final
 
 from ..config import ModelConfig
 from ..records import Tier
+from .params import Params, params
 from .saved import TierState as TierState  # re-exported: its old home
 
 #: The tiers as module constants: the compiled build (monitor/compiled.py) reads a Final
@@ -26,6 +27,11 @@ _PREMIUM: Final = Tier.PREMIUM
 
 
 def band(rating: float, cfg: ModelConfig) -> Tier:
+    return tier_band(rating, params(cfg))
+
+
+def tier_band(rating: float, cfg: Params) -> Tier:
+    """The band ``rating`` is in (``band`` with the settings already looked up)."""
     if rating >= cfg.critical_at:
         return _CRITICAL
     if rating >= cfg.warning_at:
@@ -36,14 +42,14 @@ def band(rating: float, cfg: ModelConfig) -> Tier:
 
 
 def target_tier(rating: float, deviation: float | None, above_minutes: int, current: Tier,
-                cfg: ModelConfig) -> Tier:
+                cfg: Params) -> Tier:
     """The tier a published rating gives, with the premium state for the ok band.
 
     Premium is entered when the price spent at least ``premium_minutes`` whole minutes of
     the last hour more than ``premium_enter`` above peg (a single oracle round at 1.006 is
     not a premium), and left once the 5-minute deviation is below ``premium_exit``.
     """
-    raw = band(rating, cfg)
+    raw = tier_band(rating, cfg)
     if raw is not _OK or deviation is None:
         return raw
     if current is _PREMIUM:
@@ -55,6 +61,12 @@ def target_tier(rating: float, deviation: float | None, above_minutes: int, curr
 def step(state: TierState, rating: float, deviation: float | None, above_minutes: int,
          now: float, cfg: ModelConfig) -> Tier | None:
     """Set the tier for a published rating; returns the new tier when it changes."""
+    return step_tier(state, rating, deviation, above_minutes, now, params(cfg))
+
+
+def step_tier(state: TierState, rating: float, deviation: float | None, above_minutes: int,
+              now: float, cfg: Params) -> Tier | None:
+    """:func:`step` with the settings already looked up (the engine's per-refresh call)."""
     target = target_tier(rating, deviation, above_minutes, state.tier, cfg)
     if target is state.tier:
         return None

@@ -4,7 +4,7 @@ Memory is bounded by the longest window (60 one-minute buckets by default), what
 tick rate; a tick costs O(1) amortised: the price that held since the previous tick is
 spread over the (at most ring-size) buckets it covered. The ring always holds exactly the
 buckets ``head - size + 1 .. head`` (empty ones zeroed), so a window is a contiguous slice
-and its sums run in C (``sum``/``min``/``max`` over array slices), not in a Python loop.
+and its sums run in C (``sum``/``min``/``max`` over column slices), not in a Python loop.
 
 The price between two ticks is taken to be the earlier tick's price (a step function), so
 every time-based figure is time-weighted: a burst of ticks at one price counts no more than
@@ -18,7 +18,7 @@ from array import array
 from collections.abc import Sequence
 from typing import NamedTuple
 
-from .readings import Flags, count_beyond, read_fields
+from .readings import NEVER, Flags, column, count_beyond, read_fields
 from .ringfields import _COV, _DEV, _EMPTY, _HIGH, _LOW, _MAX, _MIN, _R2, _TICKS
 from .ringfields import COV as COV  # the field names, re-exported for the readers
 from .ringfields import DEV as DEV
@@ -52,8 +52,8 @@ class Windows:
     """
 
     __slots__ = (
-        "_f", "_flags", "base_s", "base_tau", "base_ts", "bucket", "head", "high",
-        "last_dev", "last_price_ts", "low", "size",
+        "_f", "_flags", "base_s", "base_tau", "base_ts", "bucket", "head", "high", "high_b",
+        "last_dev", "last_price_ts", "low", "low_b", "size",
     )
 
     def __init__(self, bucket_seconds: int, size: int, low: float, high: float,
@@ -63,9 +63,14 @@ class Windows:
         self.low = low
         self.high = high
         self.base_tau = float(baseline_seconds)
-        self._f = [array("d", [empty]) * size for empty in _EMPTY]
+        self._f = [column(array("d", [empty]) * size) for empty in _EMPTY]
         #: Derived from the ring, never saved (rebuilt on demand after ``load``).
         self._flags: dict[tuple[tuple[float, ...], bool], Flags] = {}
+        #: The newest bucket that ever had time below the low / high line added: a ring
+        #: slice of later buckets only is all zeros in that column (a refresh then skips
+        #: summing it). Derived, never saved (worked out again on ``load``).
+        self.low_b = NEVER
+        self.high_b = NEVER
         self.head: int | None = None  # newest bucket index held by the ring
         self.last_price_ts: float | None = None
         self.last_dev: float | None = None
@@ -111,6 +116,7 @@ class Windows:
         bucket = self.bucket
         size = self.size
         t = start
+        b = NEVER
         while t < end:
             b = int(t // bucket)
             stop = (b + 1) * bucket
@@ -130,6 +136,11 @@ class Windows:
             if dev > mx[slot]:
                 mx[slot] = dev
             t = stop
+        # ``b`` is the last (newest) bucket written: time below the lines went up to it.
+        if below_low and b > self.low_b:
+            self.low_b = b
+        if below_high and b > self.high_b:
+            self.high_b = b
 
     def add_price(self, ts: float, dev: float) -> None:
         """A new price observation at ``ts`` (ticks arrive in time order)."""
@@ -286,11 +297,11 @@ class Windows:
         self.head = state.head
         self._flags.clear()
         if old == self.size:
-            self._f = [array("d", v) for v in state.values]
+            self._f = [column(array("d", v)) for v in state.values]
         else:
             # A smaller ring (saved before the ring grew by one bucket): re-lay its
             # buckets on this ring's slots; the extra older slots stay empty.
-            self._f = [array("d", [empty]) * self.size for empty in _EMPTY]
+            self._f = [column(array("d", [empty]) * self.size) for empty in _EMPTY]
             if state.head is not None:
                 for b in range(state.head - old + 1, state.head + 1):
                     for field, values in zip(self._f, state.values, strict=True):
@@ -299,3 +310,10 @@ class Windows:
         self.last_dev = state.last_dev
         self.base_s = state.base_s
         self.base_ts = state.base_ts
+        self.low_b = self.high_b = NEVER
+        if self.head is not None:
+            for b in range(self.head - self.size + 1, self.head + 1):
+                if self._f[_LOW][b % self.size] != 0.0:
+                    self.low_b = b
+                if self._f[_HIGH][b % self.size] != 0.0:
+                    self.high_b = b

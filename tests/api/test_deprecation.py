@@ -9,12 +9,12 @@ from pathlib import Path
 
 import msgspec
 import pytest
-from readapi_support import story
-from webhook_support import api_client, make_config, new_key
 
 from monitor.api.deprecation import add_months, headers
 from monitor.config import Config, V3Config
 from monitor.storage.ratings import RatingsStore
+from tests.readapi_support import story
+from tests.webhook_support import api_client, make_config, new_key
 
 USDC = "0xa0b86991c6218b36c1d19d4a2e9eb0ce3606eb48"
 GA = datetime(2027, 1, 31, 12, 0, tzinfo=UTC)

@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import Any
 
 from jsonschema import Draft202012Validator
-from webhook_support import api_client, make_config, new_key
 
 from monitor.api.openapi import build_document
+from tests.webhook_support import api_client, make_config, new_key
 
 
 def _error_schema() -> dict[str, Any]:

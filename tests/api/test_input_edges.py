@@ -6,9 +6,9 @@ import base64
 from pathlib import Path
 
 import pytest
-from webhook_support import api_client, make_config, new_key, receiver, subscribe
 
 from monitor.api.jsonbody import MAX_DEPTH, nesting_depth
+from tests.webhook_support import api_client, make_config, new_key, receiver, subscribe
 
 DEEP = 5000
 

@@ -10,7 +10,6 @@ import time
 from pathlib import Path
 
 import aiohttp
-from readapi_support import population, serve
 
 from monitor.api.app import create_app
 from monitor.api.context import TICKS
@@ -18,6 +17,7 @@ from monitor.config import ApiConfig, Config, RegistryConfig
 from monitor.storage import connect
 from monitor.storage.ratings import RatingsStore
 from monitor.storage.webhooks import WebhookStore
+from tests.readapi_support import population, serve
 
 
 def new_key() -> str:

@@ -10,11 +10,11 @@ from typing import Any
 
 import msgspec
 from aiohttp import web
-from webhook_support import api_client, make_config, new_key, receiver, subscribe
 
 from monitor.api.authlimit import FAILED_AUTH
 from monitor.api.ratelimit import LIMITER
 from monitor.config import ApiConfig, Config, KeyRateLimit
+from tests.webhook_support import api_client, make_config, new_key, receiver, subscribe
 
 
 def _config(tmp_path: Path, **api: Any) -> Config:
@@ -35,7 +35,7 @@ async def test_burst_over_the_limit_is_429_and_steady_rate_under_it_never_is(
     config = _config(tmp_path, rate_limit_per_second=10, rate_limit_burst=10)
     async with api_client(config) as (client, db):
         clock = FakeClock()
-        client.server.app[LIMITER].clock = clock
+        client.app[LIMITER].clock = clock
         a, _ = await new_key(db, "a")
         b, _ = await new_key(db, "b")
 
@@ -74,7 +74,7 @@ async def test_limits_are_configurable_per_key(tmp_path: Path) -> None:
     config = _config(tmp_path, rate_limit_per_second=1, rate_limit_burst=5,
                      key_rate_limits=overrides)
     async with api_client(config) as (client, db):
-        client.server.app[LIMITER].clock = FakeClock()
+        client.app[LIMITER].clock = FakeClock()
         bulk, _ = await new_key(db, "bulk")
         tight, _ = await new_key(db, "tight")
         plain, _ = await new_key(db, "plain")
@@ -129,7 +129,7 @@ async def test_failed_authentication_is_limited_per_client_address(tmp_path: Pat
     config = _config(tmp_path, failed_auth_per_second=2, failed_auth_burst=5)
     async with api_client(config) as (client, db):
         clock = FakeClock()
-        client.server.app[FAILED_AUTH].clock = clock
+        client.app[FAILED_AUTH].clock = clock
         good, good_id = await new_key(db, "good")
 
         async def get(key: str | None) -> Any:

@@ -8,13 +8,13 @@ from typing import Any
 import aiohttp
 import pytest
 from aiohttp import web
-from readapi_support import api_headers, serve, story
 
 from monitor.api.app import create_app
 from monitor.api.openapi import build_document
 from monitor.config import ApiConfig, Config
 from monitor.storage import connect
 from monitor.storage.ratings import RatingsStore
+from tests.readapi_support import api_headers, serve, story
 
 USDC = "0xa0b86991c6218b36c1d19d4a2e9eb0ce3606eb48"
 PATH = [("ok", 10, 1.0), ("watch", 45, 0.99), ("critical", 85, 0.88), ("critical", 90, 0.87),

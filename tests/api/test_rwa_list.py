@@ -9,7 +9,6 @@ from typing import Any
 
 import aiohttp
 import pytest
-from readapi_support import api_headers, pages, population, serve
 
 from monitor.api.app import create_app
 from monitor.chains import CHAINS
@@ -17,6 +16,7 @@ from monitor.config import Config, RegistryConfig
 from monitor.registry import parse_registry, tags_for
 from monitor.storage import connect
 from monitor.storage.ratings import RatingsStore
+from tests.readapi_support import api_headers, pages, population, serve
 
 N = 1000
 
@@ -90,7 +90,7 @@ async def walk(api: Api, mode: str, params: dict[str, Any], size: int) -> list[d
     return items
 
 
-CASES = [
+CASES: list[tuple[dict[str, Any], str | None]] = [
     ({}, "rating"),
     ({"sort": "score", "order": "asc"}, "rating"),
     ({"sort": "market_cap_usd", "order": "desc"}, "mcap"),

@@ -9,7 +9,6 @@ import asyncio
 from pathlib import Path
 
 import aiohttp
-from readapi_support import T0, api_headers, population, serve, snapshot
 
 from monitor.api.app import create_app
 from monitor.api.context import TICKS
@@ -18,6 +17,7 @@ from monitor.config import ApiConfig, Config, RegistryConfig
 from monitor.registry import parse_registry
 from monitor.storage import connect
 from monitor.storage.ratings import RatingsStore
+from tests.readapi_support import T0, api_headers, population, serve, snapshot
 
 PATHS = ["/rwa", "/rwa?sort=symbol&order=asc&pageSize=7&page=2", "/rwa?tier=critical&limit=5",
          "/rwa/0x0000000000000000000000000000000000000001?hours=48"]

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from monitor.api.rwa.view import item
 from monitor.records import RatingSnapshot
 
-ROW = {"peg_type": None, "episode_started": None, "tier_since": 1_700_000_000.0,
+#: A row of the read query (any column type, as the database returns it).
+ROW: dict[str, Any] = {"peg_type": None, "episode_started": None, "tier_since": 1_700_000_000.0,
        "token_address": "0x" + "a" * 40, "chain": "eth", "reg_symbol": None,
        "snap_symbol": "USDC", "name": None, "peg_reference": None, "market_cap_usd": None,
        "collapsed": 0, "received_at": 1_700_000_000.0}

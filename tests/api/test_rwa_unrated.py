@@ -5,12 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import aiohttp
-from readapi_support import api_headers, serve, snapshot
 
 from monitor.api.app import create_app
 from monitor.config import Config, RegistryConfig
 from monitor.storage import connect
 from monitor.storage.ratings import RatingsStore
+from tests.readapi_support import api_headers, serve, snapshot
 
 RATED, SILENT = "0x" + "1" * 40, "0x" + "2" * 40
 REGISTRY = "".join(

@@ -26,7 +26,6 @@ from typing import Any
 import pytest
 import schemathesis
 from hypothesis import HealthCheck, settings
-from readapi_support import population, story
 from schemathesis.checks import (
     content_type_conformance,
     not_a_server_error,
@@ -34,14 +33,15 @@ from schemathesis.checks import (
     response_schema_conformance,
     status_code_conformance,
 )
-from vaults_support import load as load_vaults
-from vaults_support import population as vault_population
 
 from monitor.api.openapi import build_document
 from monitor.kafka.embedded import free_port
 from monitor.storage import connect
 from monitor.storage.ratings import RatingsStore
 from monitor.storage.vaults import VaultStore
+from tests.readapi_support import population, story
+from tests.vaults_support import load as load_vaults
+from tests.vaults_support import population as vault_population
 
 USDC = "0xa0b86991c6218b36c1d19d4a2e9eb0ce3606eb48"
 CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance,

@@ -36,6 +36,7 @@ def test_api_process_serves_with_a_cli_key_and_stops_on_sigterm(tmp_path: Path) 
         [sys.executable, "-m", "monitor", "api", "--port", str(port)],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
     )
+    assert proc.stderr is not None
     try:
         base = f"http://127.0.0.1:{port}"
         deadline = time.monotonic() + 30

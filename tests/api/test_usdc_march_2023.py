@@ -14,8 +14,6 @@ from typing import Any
 import aiohttp
 import pytest
 from aiokafka import AIOKafkaProducer
-from conftest import data_file
-from readapi_support import api_headers, serve, wait_for
 
 from consumers.store_writer import StoreWriter
 from monitor.api.app import create_app
@@ -27,6 +25,8 @@ from monitor.storage.ratings import RatingsStore
 from monitor.tickfiles import read_file
 from monitor.ticks import Tick
 from monitor.timefmt import parse_ts
+from tests.conftest import data_file
+from tests.readapi_support import api_headers, serve, wait_for
 
 USDC = "0xa0b86991c6218b36c1d19d4a2e9eb0ce3606eb48"
 

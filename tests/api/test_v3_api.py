@@ -9,8 +9,11 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import pytest
-from readapi_support import story
-from webhook_support import (
+
+from monitor.storage import Database
+from monitor.storage.ratings import RatingsStore
+from tests.readapi_support import story
+from tests.webhook_support import (
     api_client,
     delivery_with_attempts,
     make_config,
@@ -18,9 +21,6 @@ from webhook_support import (
     receiver,
     subscribe,
 )
-
-from monitor.storage import Database
-from monitor.storage.ratings import RatingsStore
 
 USDC = "0xa0b86991c6218b36c1d19d4a2e9eb0ce3606eb48"
 DEAD = "0x" + "de" * 20
@@ -166,7 +166,7 @@ async def test_usage_counts_every_billed_call_and_delivery_per_key(storage_url: 
     async with server(storage_url) as (client, db), receiver() as rec:
         key_a, _ = await new_key(db, "a")
         key_b, _ = await new_key(db, "b")
-        made = {"a": {}, "b": {}}  # the calls this test makes, counted here
+        made: dict[str, dict[str, int]] = {"a": {}, "b": {}}  # calls made here, counted
 
         async def call(who: str, key: str, endpoint: str, method: str, path: str,
                        **kw: Any) -> Any:

@@ -9,7 +9,6 @@ from typing import Any
 
 import msgspec
 import pytest
-from webhook_support import api_client, make_config, new_key
 
 from consumers.vault_store import fold_facts, rating_row
 from monitor.storage import Database
@@ -18,6 +17,7 @@ from monitor.vaults.config import VaultsConfig
 from monitor.vaults.engine import VaultEngine
 from monitor.vaults.facts import decode_facts
 from monitor.vaults.records import encode_rating
+from tests.webhook_support import api_client, make_config, new_key
 
 T0 = "2026-06-01T00:00:00Z"
 LOCKED = "0x" + "0a" * 20  # redemptions closed, EOA owner, unverified

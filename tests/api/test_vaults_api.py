@@ -17,19 +17,6 @@ import aiohttp
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from readapi_support import api_headers, pages, serve, story
-from vaults_support import (
-    T0,
-    USDC_ETH,
-    FactsUpdate,
-    Population,
-    load,
-    population,
-    rating_record,
-    rating_row,
-    replace_facts,
-    vault_address,
-)
 
 from monitor.api.app import create_app
 from monitor.api.vaults.catalogue import (
@@ -43,8 +30,20 @@ from monitor.api.vaults.catalogue import (
 from monitor.config import ApiConfig, Config
 from monitor.storage import connect
 from monitor.storage.ratings import RatingsStore
-from monitor.storage.vaults import VaultStore
+from monitor.storage.vaults import FactsUpdate, VaultStore
 from monitor.storage.vaults_read import SORTS
+from tests.readapi_support import api_headers, pages, serve, story
+from tests.vaults_support import (
+    T0,
+    USDC_ETH,
+    Population,
+    load,
+    population,
+    rating_record,
+    rating_row,
+    replace_facts,
+    vault_address,
+)
 
 N = 300
 #: The page walks send hundreds of requests with one key: no per-key rate limit here.

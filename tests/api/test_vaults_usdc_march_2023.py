@@ -18,12 +18,11 @@ from pathlib import Path
 import aiohttp
 import msgspec
 import pytest
-from conftest import data_file
-from readapi_support import api_headers, serve
 
 from consumers.store_writer import StoreWriter
 from monitor.api.app import create_app
 from monitor.config import Config, RegistryConfig
+from monitor.kafka.embedded import EmbeddedBroker
 from monitor.kafka.topics import ensure_topics, ensure_vault_topics
 from monitor.registry import load_registry
 from monitor.storage import connect
@@ -32,6 +31,7 @@ from monitor.storage.ratings import RatingsStore
 from monitor.timefmt import parse_ts
 from monitor.vaults.daemon import VaultDaemon
 from monitor.vaults.records import decode_rating
+from tests.conftest import data_file
 from tests.kafka.kafkatools import (
     MonitorProcess,
     TopicReader,
@@ -42,6 +42,7 @@ from tests.kafka.kafkatools import (
     tick_records,
     wait_for,
 )
+from tests.readapi_support import api_headers, serve
 
 pytestmark = [pytest.mark.broker, pytest.mark.data]
 
@@ -63,7 +64,8 @@ def tier_at(changes: list[tuple[float, str]], ts: float) -> str:
     return tier
 
 
-async def test_usdc_vault_follows_the_march_2023_depeg(broker, tmp_path: Path) -> None:
+async def test_usdc_vault_follows_the_march_2023_depeg(
+        broker: EmbeddedBroker, tmp_path: Path) -> None:
     ticks = load_ticks(data_file("ticks/usdc_2023-03_binanceus_1m.csv"))
     truth = engine_transitions(ticks)
     changes = [(parse_ts(e.timestamp), e.data.new_tier) for e in truth]

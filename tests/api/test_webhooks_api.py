@@ -9,7 +9,11 @@ from typing import Any
 
 import msgspec
 import pytest
-from webhook_support import (
+
+from monitor.api.webhooks import OPENAPI_PATHS, OPENAPI_SCHEMAS
+from monitor.storage.webhooks import WebhookStore
+from monitor.webhooks.signing import verify
+from tests.webhook_support import (
     api_client,
     delivery_with_attempts,
     make_config,
@@ -17,10 +21,6 @@ from webhook_support import (
     receiver,
     subscribe,
 )
-
-from monitor.api.webhooks import OPENAPI_PATHS, OPENAPI_SCHEMAS
-from monitor.storage.webhooks import WebhookStore
-from monitor.webhooks.signing import verify
 
 
 def h(key: str) -> dict[str, str]:

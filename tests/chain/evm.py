@@ -19,8 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from eth_abi import decode, encode
-from eth_utils import function_signature_to_4byte_selector, to_checksum_address
+from eth_abi.abi import decode, encode
+from eth_utils.abi import function_signature_to_4byte_selector
+from eth_utils.address import to_checksum_address
 
 from monitor.kafka.embedded import free_port
 from producers.evmcalls import call_data

@@ -10,10 +10,10 @@ import pytest
 
 from monitor.config import ChainsConfig, Config
 from monitor.services import StartupError
-from producers.chain_cmd import run_service
+from producers.chain_service import run_service
 
 
-async def test_without_rpc_urls_the_service_idles_until_stopped():
+async def test_without_rpc_urls_the_service_idles_until_stopped() -> None:
     stop = asyncio.Event()
     task = asyncio.create_task(run_service(Config(), stop))
     await asyncio.sleep(0)  # let it start; it must still be running, not returned
@@ -23,7 +23,7 @@ async def test_without_rpc_urls_the_service_idles_until_stopped():
     await asyncio.wait_for(task, 10)
 
 
-async def test_a_broken_watch_list_is_a_startup_error(tmp_path: Path):
+async def test_a_broken_watch_list_is_a_startup_error(tmp_path: Path) -> None:
     bad = tmp_path / "tokens.json"
     bad.write_text('{"tokens": []}')
     config = Config(chains=ChainsConfig(tokens_file=str(bad)))

@@ -23,7 +23,7 @@ def actual_slippage_bps(amount_in: int, amount_out: int, mid_out_per_in: float) 
 
 
 @pytest.mark.parametrize("fee", [100, 500])
-async def test_slippage_of_a_100k_sell_matches_the_executed_swap(chain: Chain, fee: int):
+async def test_slippage_of_a_100k_sell_matches_the_executed_swap(chain: Chain, fee: int) -> None:
     c = chain
     usdx = c.deploy("TestToken", ["string", "string", "uint8"], ["USD X", "USDX", 18])
     usdc = c.deploy("TestToken", ["string", "string", "uint8"], ["USD Coin", "USDC", 6])

@@ -11,17 +11,21 @@ from __future__ import annotations
 import asyncio
 import json
 import uuid
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import msgspec
 import pytest
 
 from monitor.config import ChainConfig, ChainsConfig
 from monitor.daemon import MonitorDaemon
+from monitor.kafka.embedded import EmbeddedBroker
 from producers.chainsvc import ChainPoller, Publisher, WatchedToken
 from producers.rpc import RpcClient
 from tests.kafka.kafkatools import fast_kafka, wait_for
 from tests.webhook_support import (
+    Receiver,
     api_client,
     make_config,
     new_key,
@@ -45,7 +49,7 @@ def set_feed(chain: Chain, feed: str, answer: float) -> None:
 
 
 @pytest.fixture
-def fresh_chain(evm_artifacts, tmp_path: Path):
+def fresh_chain(evm_artifacts: dict[str, dict[str, Any]], tmp_path: Path) -> Iterator[Chain]:
     """A node of its own: the session's node has been moved days ahead by other tests, and
     the monitor refuses ticks dated past its future tolerance of the wall clock."""
     node = Ganache(tmp_path / "ganache.log")
@@ -56,8 +60,8 @@ def fresh_chain(evm_artifacts, tmp_path: Path):
         node.stop()
 
 
-async def test_pool_and_oracle_moves_reach_the_webhook(fresh_chain: Chain, broker,
-                                                       tmp_path: Path):
+async def test_pool_and_oracle_moves_reach_the_webhook(fresh_chain: Chain, broker: EmbeddedBroker,
+                                                       tmp_path: Path) -> None:
     c = fresh_chain
     usdx = c.deploy("TestToken", ["string", "string", "uint8"], ["USD X", "USDX", 18])
     usdc = c.deploy("TestToken", ["string", "string", "uint8"], ["USD Coin", "USDC", 6])
@@ -88,7 +92,7 @@ async def test_pool_and_oracle_moves_reach_the_webhook(fresh_chain: Chain, broke
         """The pool's token0 price that puts USDX at ``price_usdx`` USDC."""
         return price_usdx if pool.token0 == usdx else 1.0 / price_usdx
 
-    async def poll_until(done, what: str, max_polls: int) -> None:
+    async def poll_until(done: Callable[[], object], what: str, max_polls: int) -> None:
         for _ in range(max_polls):
             ticks, _ = await poller.poll()
             await publisher.publish(ticks, [])
@@ -138,9 +142,9 @@ async def test_pool_and_oracle_moves_reach_the_webhook(fresh_chain: Chain, broke
         await poller.client.close()
 
 
-def events(rec) -> list[dict]:
+def events(rec: Receiver) -> list[dict[str, Any]]:
     """Tier-change deliveries (the subscription's verification request, if any, aside)."""
-    out = []
+    out: list[dict[str, Any]] = []
     for r in rec.received:
         body = json.loads(r.body) if r.body else {}
         event = body.get("event", {})
@@ -149,7 +153,7 @@ def events(rec) -> list[dict]:
     return out
 
 
-def _async(pred):
+def _async(pred: Callable[[], object]) -> Callable[[], Awaitable[bool]]:
     async def check() -> bool:
         return bool(pred())
     return check

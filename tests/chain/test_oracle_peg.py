@@ -29,7 +29,7 @@ def update(chain: Chain, address: str, answer: float, decimals: int = 8) -> None
                    round(answer * 10**decimals))
 
 
-async def test_latest_round_backfill_and_staleness(chain: Chain):
+async def test_latest_round_backfill_and_staleness(chain: Chain) -> None:
     c = chain
     start = c.block_number()
     usdc_usd = feed(c, 1.0001)
@@ -57,7 +57,7 @@ async def test_latest_round_backfill_and_staleness(chain: Chain):
     assert stale.stale is True and stale.age_seconds > HEARTBEAT
 
 
-async def test_peg_references_from_feeds_and_vault_nav(chain: Chain):
+async def test_peg_references_from_feeds_and_vault_nav(chain: Chain) -> None:
     c = chain
     eur_usd, xau_usd = feed(c, 1.0842), feed(c, 2650.5)
     dai = c.deploy("TestToken", ["string", "string", "uint8"], ["Dai", "DAI", 18])
@@ -84,7 +84,7 @@ async def test_peg_references_from_feeds_and_vault_nav(chain: Chain):
     assert peg.peg_usd("nav") is None
 
 
-async def test_one_poll_builds_the_tick_from_pool_oracle_and_quote_feed(chain: Chain):
+async def test_one_poll_builds_the_tick_from_pool_oracle_and_quote_feed(chain: Chain) -> None:
     c = chain
     usdx = c.deploy("TestToken", ["string", "string", "uint8"], ["USD X", "USDX", 18])
     usdc = c.deploy("TestToken", ["string", "string", "uint8"], ["USD Coin", "USDC", 6])

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from eth_utils.address import to_checksum_address
 
+from monitor.kafka.embedded import EmbeddedBroker
 from tests.kafka.kafkatools import TopicReader
 
 from .evm import Chain, calldata
@@ -20,8 +21,8 @@ from .uniswap_setup import deploy_uniswap, make_pool
 pytestmark = [pytest.mark.broker]
 
 
-async def test_produce_chain_once_publishes_ticks_and_vault_facts(chain: Chain, broker,
-                                                                  tmp_path: Path):
+async def test_produce_chain_once_publishes_ticks_and_vault_facts(
+        chain: Chain, broker: EmbeddedBroker, tmp_path: Path) -> None:
     c = chain
     usdx = c.deploy("TestToken", ["string", "string", "uint8"], ["USD X", "USDX", 18])
     usdc = c.deploy("TestToken", ["string", "string", "uint8"], ["USD Coin", "USDC", 6])

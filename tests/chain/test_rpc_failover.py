@@ -10,6 +10,7 @@ import pytest
 
 from monitor import metrics
 from monitor.config import ChainConfig, ChainsConfig, Config, KafkaConfig
+from monitor.kafka.embedded import EmbeddedBroker
 from producers.chainsvc import ChainPoller, Publisher, WatchedToken, run_pollers
 from producers.rpc import NoEndpointAvailable, RpcClient, RpcSettings
 
@@ -53,7 +54,9 @@ def poller_for(urls: list[str], token: WatchedToken) -> ChainPoller:
 
 @pytest.mark.parametrize(("mode", "kind"), [("timeout", "timeout"), ("error", "http"),
                                             ("lag", "lagging")])
-async def test_fails_over_to_the_second_url(chain: Chain, proxies, mode: str, kind: str):
+async def test_fails_over_to_the_second_url(
+        chain: Chain, proxies: tuple[MisbehavingProxy, MisbehavingProxy], mode: str,
+        kind: str) -> None:
     bad, good = proxies
     bad.mode = mode
     token = feed_token(chain)
@@ -70,7 +73,9 @@ async def test_fails_over_to_the_second_url(chain: Chain, proxies, mode: str, ki
     assert good.requests > 0 and poller.readiness()[0]
 
 
-async def test_all_endpoints_down_no_crash_and_staleness_shows(chain: Chain, proxies, broker):
+async def test_all_endpoints_down_no_crash_and_staleness_shows(
+        chain: Chain, proxies: tuple[MisbehavingProxy, MisbehavingProxy],
+        broker: EmbeddedBroker) -> None:
     bad, worse = proxies
     token = feed_token(chain)
     poller = poller_for([bad.url, worse.url], token)

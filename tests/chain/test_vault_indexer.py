@@ -41,7 +41,7 @@ async def facts_now(chain: Chain, indexer: VaultIndexer, tags: Tags) -> dict[str
     return facts
 
 
-async def test_facts_follow_owner_pause_and_upgrade(chain: Chain):
+async def test_facts_follow_owner_pause_and_upgrade(chain: Chain) -> None:
     c = chain
     deployer, user, admin = c.accounts[0], c.accounts[3], c.accounts[4]
     asset = c.deploy("TestToken", ["string", "string", "uint8"], ["USD Coin", "USDC", 6])
@@ -64,6 +64,7 @@ async def test_facts_follow_owner_pause_and_upgrade(chain: Chain):
     assert facts["symbol"] == "vUSDC" and facts["total_supply"] == 0.0
     assert facts["audit_count"] == 2 and facts["whitelisted"] is True  # off-chain, merged
     events_before = facts["event_count"]
+    assert isinstance(events_before, int)
     assert {"vault-eoa-owner", "vault-no-timelock", "vault-upgradeable",
             "vault-pause-capable", "vault-new"} <= tags.now
     assert "vault-emergency-shutdown" not in tags.now and "vault-no-audits" not in tags.now

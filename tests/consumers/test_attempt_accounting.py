@@ -16,7 +16,13 @@ from pathlib import Path
 
 import pytest
 from aiohttp import web
-from webhook_support import (
+
+from monitor.config import Config
+from monitor.kafka.embedded import EmbeddedBroker
+from monitor.records import encode
+from monitor.storage.deliveries import INTERRUPTED, DeliveryStore, NewEvent
+from monitor.storage.webhooks import WebhookStore
+from tests.webhook_support import (
     ENCRYPTION_KEY,
     api_client,
     cli_command,
@@ -27,12 +33,6 @@ from webhook_support import (
     tier_change,
     wait_until,
 )
-
-from monitor.config import Config
-from monitor.kafka.embedded import EmbeddedBroker
-from monitor.records import encode
-from monitor.storage.deliveries import INTERRUPTED, DeliveryStore, NewEvent
-from monitor.storage.webhooks import WebhookStore
 
 pytestmark = pytest.mark.broker
 

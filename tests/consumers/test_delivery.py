@@ -15,7 +15,15 @@ from typing import Any
 
 import msgspec
 import pytest
-from webhook_support import (
+
+from monitor.config import Config
+from monitor.kafka.embedded import EmbeddedBroker
+from monitor.logs import configure_logging
+from monitor.storage import Database
+from monitor.storage.webhooks import WebhookStore
+from monitor.webhooks.apikeys import hash_api_key
+from monitor.webhooks.signing import verify
+from tests.webhook_support import (
     ENCRYPTION_KEY,
     api_client,
     cli_command,
@@ -29,14 +37,6 @@ from webhook_support import (
     tier_change,
     wait_until,
 )
-
-from monitor.config import Config
-from monitor.kafka.embedded import EmbeddedBroker
-from monitor.logs import configure_logging
-from monitor.storage import Database
-from monitor.storage.webhooks import WebhookStore
-from monitor.webhooks.apikeys import hash_api_key
-from monitor.webhooks.signing import verify
 
 pytestmark = pytest.mark.broker
 

@@ -3,25 +3,26 @@
 from __future__ import annotations
 
 import uuid
-
-from helpers import GOLD, T0, USDC, price_ticks
+from collections.abc import Iterable
 
 from monitor.config import ModelConfig
 from monitor.engine import Engine
+from monitor.engine.engine import Output
 from monitor.records import RatingSnapshot, TierChangeEvent, encode
 from monitor.ticks import Tick, make_tick
+from tests.engine.helpers import GOLD, T0, USDC, price_ticks
 
 
-def run(ticks: list[Tick], config: ModelConfig | None = None) -> list[object]:
+def run(ticks: list[Tick], config: ModelConfig | None = None) -> list[Output]:
     engine = Engine(config or ModelConfig())
-    out: list[object] = []
+    out: list[Output] = []
     for tick in ticks:
         out += engine.process(tick)
     out += engine.flush()
     return out
 
 
-def events(outputs: list[object]) -> list[TierChangeEvent]:
+def events(outputs: Iterable[object]) -> list[TierChangeEvent]:
     return [o for o in outputs if isinstance(o, TierChangeEvent)]
 
 

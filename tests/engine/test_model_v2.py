@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from helpers import T0, USDC, price_ticks
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -12,6 +11,7 @@ from monitor.engine.tiers import band
 from monitor.records import SEVERITY, RatingSnapshot, Tier, TierChangeEvent
 from monitor.ticks import Tick, make_tick
 from monitor.timefmt import parse_ts
+from tests.engine.helpers import T0, USDC, price_ticks
 
 CFG = ModelConfig(lateness_seconds=0)
 

@@ -14,7 +14,6 @@ refresh intervals that are and are not multiples of the bucket.
 from __future__ import annotations
 
 import msgspec
-from helpers import T0, USDC
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -26,6 +25,7 @@ from monitor.engine.steady import Steady, steady_figures
 from monitor.engine.windows import Windows
 from monitor.records import TierChangeEvent
 from monitor.ticks import Tick, make_tick
+from tests.engine.helpers import T0, USDC
 
 KEY = f"eth:{USDC}"
 

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import itertools
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from monitor.config import ModelConfig
 from monitor.engine.rating import Held, publish
 from monitor.engine.tiers import TierState, band, step
@@ -68,3 +71,14 @@ def test_premium_needs_a_sustained_premium_and_only_replaces_ok() -> None:
     assert step(s, 0.0, 0.001, 0, 1200.0, CFG) is Tier.OK
     # A rating in a risk band outranks trading above peg.
     assert step(TierState(), 45.0, 0.02, 60, 0.0, CFG) is Tier.WATCH
+
+
+@settings(max_examples=500, deadline=None)
+@given(x=st.floats() | st.sampled_from([0.0, -0.0, 12.345, 12.355, 99.995, 100.0]))
+def test_the_remembered_rounding_is_round(x: float) -> None:
+    """The published rating's ``round(x, 2)`` is remembered by value: the first and the
+    remembered answer are ``round``'s, to the bit (-0.0 stays -0.0, NaN stays NaN)."""
+    from monitor.engine.rating import _round2
+
+    assert repr(_round2(x)) == repr(round(x, 2))
+    assert repr(_round2(x)) == repr(round(x, 2))

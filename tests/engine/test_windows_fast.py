@@ -122,3 +122,47 @@ def test_counts_stay_equal_as_ticks_and_refreshes_interleave(
                 [w.buckets_below(now, seconds, -x) for x in lines]
             assert w.count_beyond(now, seconds, (0.005,), above=True) == \
                 [w.buckets_above(now, seconds, 0.005)]
+
+
+# Runs of ticks below the lines and runs at or above them: the refresh skips summing a
+# persistence column whose last time below the line is older than the window.
+runs = st.lists(
+    st.tuples(st.sampled_from([-0.02, -0.011, -0.007, -0.005, 0.0, 0.001, 0.004]),
+              st.lists(st.floats(1, 400, allow_nan=False), min_size=1, max_size=25)),
+    min_size=1, max_size=8)
+
+
+BELOW = (-0.02, -0.006, -0.005, -0.0025)
+
+
+@settings(max_examples=300, deadline=None)
+@given(runs=runs, cut=st.integers(0, 200), size=st.sampled_from([61, 7]))
+def test_persistence_reads_equal_the_plain_window_through_calm_runs_and_a_restore(
+        runs: list[tuple[float, list[float]]], cut: int, size: int) -> None:
+    """Seconds below the lines read after every tick, in windows that end in a calm run
+    (all zeros: not summed) or reach back into a stressed one, equal ``window``'s, and so
+    do those of a ring restored mid-way from an export (its derived marks worked out);
+    the same for the counts of whole buckets below lines."""
+    w = Windows(BUCKET, size, LOW_LINE, HIGH_LINE, TAU)
+    restored: Windows | None = None
+    ts, n = 0.0, 0
+    for dev, gaps in runs:
+        for gap in gaps:
+            ts += gap
+            n += 1
+            w.add_price(ts, dev)
+            if restored is not None:
+                restored.add_price(ts, dev)
+            elif n == cut:
+                restored = Windows(BUCKET, size, LOW_LINE, HIGH_LINE, TAU)
+                restored.load(w.export())
+            for ring in (w, restored) if restored is not None else (w,):
+                for seconds in (300, 900, 3600):
+                    for now in (ts, ts + 30.0, (math.floor(ts / BUCKET) + 2) * BUCKET):
+                        plain = w.window(now, float(seconds))
+                        assert same(ring.fields(now, seconds, (LOW, HIGH, COV)),
+                                    [plain[LOW], plain[HIGH], plain[COV]])
+                        # Whole buckets below lines on both sides of the low line
+                        # (those under it are not counted in a calm stretch).
+                        assert ring.count_beyond(now, seconds, BELOW, above=False) == \
+                            [w.buckets_below(now, seconds, -x) for x in BELOW]

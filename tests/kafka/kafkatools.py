@@ -22,7 +22,7 @@ from monitor.ticks import Tick, encode_tick
 
 def fast_kafka(bootstrap: str, **overrides: Any) -> KafkaConfig:
     """Small timeouts so tests notice outages and rebalances quickly."""
-    base = dict(
+    base: dict[str, Any] = dict(
         bootstrap_servers=bootstrap, partitions=4, batch_timeout_ms=100,
         checkpoint_interval_seconds=0.5, session_timeout_ms=6000, heartbeat_interval_ms=1000,
         request_timeout_ms=10000, retry_backoff_seconds=0.2, retry_backoff_max_seconds=2.0,

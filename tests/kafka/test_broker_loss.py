@@ -16,6 +16,8 @@ from pathlib import Path
 import pytest
 
 from monitor.config import Config
+from monitor.kafka.embedded import EmbeddedBroker
+from monitor.ticks import Tick
 from producers.kafka_out import ProduceError, open_sender
 from producers.synthetic import generate, make_tokens
 
@@ -32,7 +34,7 @@ from .kafkatools import (
 pytestmark = [pytest.mark.broker]
 
 
-def _ticks(tokens: int, hours: float, start: float = 1_700_000_000.0) -> list:
+def _ticks(tokens: int, hours: float, start: float = 1_700_000_000.0) -> list[Tick]:
     return list(generate(make_tokens(tokens, seed=3), seed=3, start=start, interval=60.0,
                          duration=hours * 3600))
 
@@ -42,7 +44,7 @@ async def _exited(proc: MonitorProcess) -> bool:
 
 
 async def test_monitor_exits_with_an_error_when_the_broker_comes_back_empty(
-        broker, tmp_path: Path) -> None:
+        broker: EmbeddedBroker, tmp_path: Path) -> None:
     kafka = fast_kafka(broker.bootstrap_servers, shutdown_grace_seconds=5.0)
     monitor = MonitorProcess(kafka, tmp_path / "monitor.log")
     try:
@@ -65,7 +67,7 @@ async def test_monitor_exits_with_an_error_when_the_broker_comes_back_empty(
         monitor.stop()
 
 
-async def test_producer_reports_records_the_broker_lost(broker) -> None:
+async def test_producer_reports_records_the_broker_lost(broker: EmbeddedBroker) -> None:
     config = Config(kafka=fast_kafka(broker.bootstrap_servers))
     first, second = _ticks(5, 2), _ticks(5, 1, start=1_700_100_000.0)
 
@@ -103,7 +105,7 @@ async def test_producer_reports_records_the_broker_lost(broker) -> None:
 
 
 async def test_sigterm_ends_within_grace_and_healthz_reports_a_stuck_loop(
-        broker, tmp_path: Path) -> None:
+        broker: EmbeddedBroker, tmp_path: Path) -> None:
     """The broker freezes (SIGSTOP) under load: the loop hangs in a publish, /healthz says
     so, and SIGTERM still ends the process within the grace period."""
     grace = 4.0

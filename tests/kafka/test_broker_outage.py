@@ -15,6 +15,7 @@ from aiokafka import AIOKafkaProducer
 
 from monitor.config import Config
 from monitor.daemon import MonitorDaemon
+from monitor.kafka.embedded import EmbeddedBroker
 from tests.conftest import data_file
 
 from .kafkatools import (
@@ -33,7 +34,7 @@ pytestmark = [pytest.mark.broker, pytest.mark.data]
 PAUSE_SECONDS = 20
 
 
-async def test_monitor_recovers_from_a_20s_broker_outage(broker) -> None:
+async def test_monitor_recovers_from_a_20s_broker_outage(broker: EmbeddedBroker) -> None:
     ticks = load_ticks(data_file("ticks/usdc_2023-03_binanceus_1m.csv"))
     expected, _ = engine_outputs(ticks)
     records = tick_records(ticks)

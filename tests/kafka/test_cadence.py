@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from monitor.kafka.embedded import EmbeddedBroker
 from monitor.kafka.topics import ensure_topics
 
 from . import replaytruth
@@ -35,7 +36,7 @@ CADENCE = {"DEPEG_MODEL__SNAPSHOT_SECONDS": "900"}
 
 
 async def test_snapshot_cadence_equals_replay_across_kill9_and_restart(
-        broker, tmp_path: Path) -> None:
+        broker: EmbeddedBroker, tmp_path: Path) -> None:
     files = matrix_files(tmp_path)
     ticks = load_ticks(*files)
     truth = replaytruth.replay(files, tmp_path, env=CADENCE)

@@ -8,12 +8,14 @@ the same ticks, byte for byte.
 from __future__ import annotations
 
 import asyncio
+from typing import Literal
 
 import pytest
 
 from monitor.config import Config
 from monitor.daemon import MonitorDaemon
 from monitor.kafka.batches import stored_batches
+from monitor.kafka.embedded import EmbeddedBroker
 from monitor.kafka.topics import ensure_topics
 from monitor.records import encode
 from monitor.replay import run_replay
@@ -22,6 +24,9 @@ from monitor.ticks import Tick, make_tick
 from .kafkatools import TopicReader, fast_kafka, group_caught_up, produce, tick_records, wait_for
 
 pytestmark = pytest.mark.broker
+
+#: ``kafka.compression``'s values.
+Codec = Literal["zstd", "lz4", "snappy", "gzip", "none"]
 
 
 def synthetic_ticks(tokens: int = 6, minutes: int = 90) -> list[Tick]:
@@ -36,7 +41,8 @@ def synthetic_ticks(tokens: int = 6, minutes: int = 90) -> list[Tick]:
 
 
 @pytest.mark.parametrize("codec", ["zstd", "lz4", "none"])
-async def test_outputs_are_compressed_as_configured_and_equal_replay(broker, codec) -> None:
+async def test_outputs_are_compressed_as_configured_and_equal_replay(
+        broker: EmbeddedBroker, codec: Codec) -> None:
     ticks = synthetic_ticks()
     config = Config(kafka=fast_kafka(broker.bootstrap_servers, compression=codec,
                                      ticks_topic=f"ticks-{codec}",

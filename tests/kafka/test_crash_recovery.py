@@ -8,6 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from monitor.config import KafkaConfig
+from monitor.kafka.embedded import EmbeddedBroker
+from monitor.records import TierChangeEvent
 from tests.conftest import data_file
 
 from .kafkatools import (
@@ -40,7 +43,8 @@ async def _kill_when_mid_stream(bootstrap: str, topic: str, total_ratings: int,
         return len(ratings.records)
 
 
-async def _finish_and_check(bootstrap: str, kafka, expected, total_ratings: int) -> None:
+async def _finish_and_check(bootstrap: str, kafka: KafkaConfig, expected: list[TierChangeEvent],
+                            total_ratings: int) -> None:
     await wait_for(lambda: group_caught_up(bootstrap, kafka.monitor_group, kafka.ticks_topic),
                    120, "the group to commit every tick")
     async with TopicReader(bootstrap, kafka.tier_changes_topic) as changes:
@@ -53,7 +57,8 @@ async def _finish_and_check(bootstrap: str, kafka, expected, total_ratings: int)
         assert len(ratings.records) >= total_ratings  # re-produced, never fewer
 
 
-async def test_kill9_then_restart_publishes_every_transition_once(broker, tmp_path: Path) -> None:
+async def test_kill9_then_restart_publishes_every_transition_once(
+        broker: EmbeddedBroker, tmp_path: Path) -> None:
     ticks = load_ticks(data_file("ticks/usdc_2023-03_binanceus_1m.csv"))
     expected, total_ratings = engine_outputs(ticks)
     kafka = fast_kafka(broker.bootstrap_servers, batch_max_records=300)
@@ -78,7 +83,8 @@ async def test_kill9_then_restart_publishes_every_transition_once(broker, tmp_pa
         assert second.stop() == 0
 
 
-async def test_two_instances_survivor_takes_over_with_state(broker, tmp_path: Path) -> None:
+async def test_two_instances_survivor_takes_over_with_state(
+        broker: EmbeddedBroker, tmp_path: Path) -> None:
     """A runs alone; B joins mid-stream (a clean rebalance: A checkpoints and hands over
     partitions with their state); later the owner of USDC is killed -9 and the other takes
     its partitions over from the state topic."""

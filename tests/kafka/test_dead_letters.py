@@ -10,6 +10,7 @@ from aiokafka import AIOKafkaProducer
 from monitor import health
 from monitor.config import Config
 from monitor.daemon import MonitorDaemon
+from monitor.kafka.embedded import EmbeddedBroker
 from monitor.ticks import make_tick
 
 from .kafkatools import TopicReader, fast_kafka, group_caught_up, tick_records, wait_for
@@ -37,7 +38,8 @@ BAD: list[tuple[str, bytes]] = [
 ]
 
 
-async def test_malformed_records_are_dead_lettered_and_good_ones_processed(broker) -> None:
+async def test_malformed_records_are_dead_lettered_and_good_ones_processed(
+        broker: EmbeddedBroker) -> None:
     config = Config(kafka=fast_kafka(broker.bootstrap_servers, dlq_value_prefix_bytes=512))
     k = config.kafka
     stop = asyncio.Event()

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 
 import pytest
 
 from monitor.config import Config
 from monitor.daemon import MonitorDaemon
+from monitor.kafka.embedded import EmbeddedBroker
 from monitor.kafka.topics import ensure_topics
 from monitor.records import decode_event, decode_snapshot
 from monitor.replay import run_replay
@@ -28,7 +30,7 @@ from .kafkatools import (
 pytestmark = [pytest.mark.broker, pytest.mark.data]
 
 
-async def test_usdc_march_2023_matches_in_process_engine(broker) -> None:
+async def test_usdc_march_2023_matches_in_process_engine(broker: EmbeddedBroker) -> None:
     path = data_file("ticks/usdc_2023-03_binanceus_1m.csv")
     ticks = load_ticks(path)
     expected = engine_transitions(ticks)
@@ -72,7 +74,7 @@ async def test_usdc_march_2023_matches_in_process_engine(broker) -> None:
         await asyncio.wait_for(task, 30)
 
 
-def daemon_ready(daemon: MonitorDaemon):
+def daemon_ready(daemon: MonitorDaemon) -> Callable[[], Awaitable[bool]]:
     async def ready() -> bool:
         ok, _ = await daemon.check()
         return ok

@@ -32,9 +32,12 @@ from .kafkatools import (
 pytestmark = [pytest.mark.broker, pytest.mark.data]
 
 
+#: The ticks, replay's truth and what is owed.
+MatrixInput = tuple[list[Tick], dict[replaytruth.Identity, bytes], set[replaytruth.Identity]]
+
+
 @pytest.fixture(scope="module")
-def matrix_input(tmp_path_factory: pytest.TempPathFactory) -> tuple[
-        list[Tick], dict[replaytruth.Identity, bytes], set[replaytruth.Identity]]:
+def matrix_input(tmp_path_factory: pytest.TempPathFactory) -> MatrixInput:
     """The input files (written to a temp dir), their ticks, replay's truth, what is owed."""
     out = tmp_path_factory.mktemp("matrix")
     files = matrix_files(out)
@@ -130,8 +133,9 @@ SCENARIOS: dict[str, Scenario] = {
 
 
 @pytest.mark.parametrize("scenario", list(SCENARIOS))
-async def test_every_published_byte_matches_replay(scenario: str, broker, tmp_path: Path,
-                                                   matrix_input) -> None:
+async def test_every_published_byte_matches_replay(
+        scenario: str, broker: EmbeddedBroker, tmp_path: Path,
+        matrix_input: MatrixInput) -> None:
     ticks, truth, owed = matrix_input
     # Small batches so the faults land mid-stream; short sessions so a killed member's
     # partitions move on quickly (a spurious rebalance under load is one more fault).

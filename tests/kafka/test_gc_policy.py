@@ -18,6 +18,7 @@ import pytest
 from monitor.config import Config, GcConfig
 from monitor.daemon import MonitorDaemon
 from monitor.gcpolicy import apply_gc_policy
+from monitor.kafka.embedded import EmbeddedBroker
 from monitor.ticks import make_tick
 
 from .kafkatools import fast_kafka, produce, tick_records, wait_for
@@ -47,7 +48,7 @@ def cycles(count: int) -> list[weakref.ref[Node]]:
 
 
 async def test_daemon_start_freezes_startup_heap_and_cycles_are_still_collected(
-        broker) -> None:
+        broker: EmbeddedBroker) -> None:
     policy = GcConfig()  # the shipped defaults
     config = Config(kafka=fast_kafka(broker.bootstrap_servers))
     k = config.kafka

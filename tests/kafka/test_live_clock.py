@@ -4,12 +4,14 @@ tick by the wall time since, the snapshot shows the staleness, logs and metrics 
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import pytest
 
 from monitor import metrics
 from monitor.config import Config, ModelConfig
 from monitor.daemon import MonitorDaemon
+from monitor.kafka.embedded import EmbeddedBroker
 from monitor.records import decode_snapshot
 from monitor.ticks import make_tick
 
@@ -22,7 +24,7 @@ TOKEN = "0xdac17f958d2ee523a2206206994597c13d831ec7"
 BOUNDARY = 1_678_000_020 - 1_678_000_020 % 60 + 600
 
 
-async def test_quiet_token_is_refreshed_in_extrapolated_event_time(broker) -> None:
+async def test_quiet_token_is_refreshed_in_extrapolated_event_time(broker: EmbeddedBroker) -> None:
     # One refresh a minute of event time, no lateness hold, stale after 1 s of wall time.
     model = ModelConfig(refresh_seconds=60, lateness_seconds=0, stale_after_seconds=1)
     config = Config(model=model, kafka=fast_kafka(broker.bootstrap_servers,
@@ -39,7 +41,7 @@ async def test_quiet_token_is_refreshed_in_extrapolated_event_time(broker) -> No
         await daemon.joined.wait()
         await produce(broker.bootstrap_servers, k.ticks_topic, tick_records(ticks))
         async with TopicReader(broker.bootstrap_servers, k.ratings_topic) as ratings:
-            def refreshed(recs: list) -> bool:
+            def refreshed(recs: list[Any]) -> bool:
                 return any(decode_snapshot(r.value).timestamp.startswith(_iso(BOUNDARY))
                            for r in recs)
 
@@ -51,7 +53,7 @@ async def test_quiet_token_is_refreshed_in_extrapolated_event_time(broker) -> No
         assert all(s.timestamp.startswith("2023-03-") for s in snaps)
 
         async def stale_reported() -> bool:
-            return metrics.TOKENS_STALE._value.get() >= 1
+            return bool(metrics.TOKENS_STALE._value.get() >= 1)
 
         await wait_for(stale_reported, 10, "the stale-token gauge")
         ok, detail = await daemon.check()

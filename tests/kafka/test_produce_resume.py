@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from monitor.kafka.embedded import EmbeddedBroker
 from monitor.kafka.topics import ensure_topics
 from monitor.ticks import encode_tick
 from producers.csvout import write_ticks_file
@@ -22,7 +23,7 @@ from .kafkatools import TopicReader, fast_kafka, load_ticks, produce, tick_recor
 pytestmark = [pytest.mark.broker]
 
 
-async def test_resume_publishes_the_rest_once(broker, tmp_path: Path) -> None:
+async def test_resume_publishes_the_rest_once(broker: EmbeddedBroker, tmp_path: Path) -> None:
     kafka = fast_kafka(broker.bootstrap_servers, partitions=3)
     await ensure_topics(kafka)
     path = tmp_path / "ticks.csv"

@@ -12,6 +12,7 @@ from aiokafka import AIOKafkaProducer
 
 from monitor.daemon.publisher import Outgoing, Publisher
 from monitor.daemon.retry import Backoff
+from monitor.kafka.embedded import EmbeddedBroker
 from monitor.kafka.topics import ensure_topics, make_producer
 
 from .kafkatools import TopicReader, fast_kafka
@@ -28,7 +29,7 @@ def _by_partition(records: list[Any]) -> dict[int, list[tuple[bytes, bytes]]]:
     return dict(out)
 
 
-async def test_send_all_matches_per_record_sends(broker) -> None:
+async def test_send_all_matches_per_record_sends(broker: EmbeddedBroker) -> None:
     # Tiny record batches: each partition's share spans many of them.
     k = fast_kafka(broker.bootstrap_servers, partitions=PARTITIONS, producer_batch_bytes=1024,
                    ratings_topic="batched", tier_changes_topic="one-by-one",

@@ -18,6 +18,7 @@ from monitor.config import Config
 from monitor.daemon import MonitorDaemon
 from monitor.daemon.state import STATE_VERSION, StateRecord, encode_state, read_states
 from monitor.engine import Engine
+from monitor.kafka.embedded import EmbeddedBroker
 from monitor.kafka.readall import true_end_offsets
 from monitor.kafka.topics import ensure_topics, make_consumer
 from producers.synthetic import generate, make_tokens
@@ -34,7 +35,7 @@ from .kafkatools import (
 pytestmark = [pytest.mark.broker]
 
 
-async def test_restore_returns_the_newest_checkpoint_of_every_token(broker) -> None:
+async def test_restore_returns_the_newest_checkpoint_of_every_token(broker: EmbeddedBroker) -> None:
     kafka = fast_kafka(broker.bootstrap_servers, partitions=2)
     await ensure_topics(kafka)
     keys = [f"eth:0x{i:040x}" for i in range(60)]
@@ -78,7 +79,8 @@ async def test_restore_returns_the_newest_checkpoint_of_every_token(broker) -> N
     assert sum(ends.values()) == 25 * len(keys)
 
 
-async def test_daemon_checkpoints_restore_exactly_what_an_engine_holds(broker) -> None:
+async def test_daemon_checkpoints_restore_exactly_what_an_engine_holds(
+        broker: EmbeddedBroker) -> None:
     """Many tokens, many checkpoints, a second instance joining (a rebalance), clean stops:
     the restored state of every token is byte-identical to an engine fed that token's
     ticks (the brute-force truth), and the first instance never re-reads the partitions it

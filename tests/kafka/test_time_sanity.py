@@ -12,6 +12,7 @@ import pytest
 
 from monitor.config import Config
 from monitor.daemon import MonitorDaemon
+from monitor.kafka.embedded import EmbeddedBroker
 from monitor.records import RatingSnapshot
 from monitor.replay import run_replay
 from monitor.ticks import Tick, make_tick
@@ -36,7 +37,7 @@ def tick(ts: float, price: str = "0.9995") -> Tick:
     return make_tick(ts, "eth", TOKEN, "USDC", price, "1")
 
 
-async def test_future_and_late_ticks_are_dead_lettered(broker) -> None:
+async def test_future_and_late_ticks_are_dead_lettered(broker: EmbeddedBroker) -> None:
     config = Config(kafka=fast_kafka(broker.bootstrap_servers))
     k = config.kafka
     start = time.time() - 6 * 3600  # a live feed: the last six hours, one tick a minute

@@ -7,7 +7,7 @@ import ast
 import re
 from pathlib import Path
 
-from conftest import REPO
+from tests.conftest import REPO
 
 NAME = re.compile(r"^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+$")
 LEVELS = {"debug", "info", "warning", "error", "exception", "critical"}

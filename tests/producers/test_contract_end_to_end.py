@@ -11,15 +11,16 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-from kafka_readback import read_topic
 
 from monitor.config import Config, KafkaConfig
 from monitor.daemon import MonitorDaemon
 from monitor.engine import Engine
+from monitor.kafka.embedded import EmbeddedBroker
 from monitor.records import TierChangeEvent
 from producers.kafka_out import open_sender
 from producers.publish import publish_rows
 from producers.synthetic import generate, make_tokens
+from tests.producers.kafka_readback import read_topic
 
 pytestmark = pytest.mark.broker
 
@@ -31,7 +32,7 @@ def validator(name: str) -> jsonschema.Draft7Validator:
     return jsonschema.Draft7Validator(json.loads((SCHEMAS / name).read_text()))
 
 
-async def test_topic_records_match_the_schemas(broker) -> None:
+async def test_topic_records_match_the_schemas(broker: EmbeddedBroker) -> None:
     ticks = list(generate(make_tokens(6, 2), seed=2, start=1_700_000_000.0, interval=60.0,
                           duration=3 * 3600))
     engine = Engine(Config().model)

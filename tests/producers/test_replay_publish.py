@@ -14,12 +14,13 @@ from pathlib import Path
 
 import pytest
 from aiokafka.admin import AIOKafkaAdminClient  # type: ignore[import-untyped, unused-ignore]
-from kafka_readback import topic_reader
 
 from monitor.config import Config, KafkaConfig
+from monitor.kafka.embedded import EmbeddedBroker
 from monitor.tickfiles import merge_by_time, read_file
 from monitor.ticks import Tick, encode_tick
 from producers.command import command
+from tests.producers.kafka_readback import topic_reader
 
 pytestmark = pytest.mark.broker
 
@@ -75,7 +76,8 @@ def run_produce(argv: list[str], config: Config | None = None) -> int:
     return command.run(parser.parse_args(argv), config or Config())
 
 
-def test_replay_publishes_good_rows_in_event_time_order(broker, tmp_path, capsys):
+def test_replay_publishes_good_rows_in_event_time_order(
+        broker: EmbeddedBroker, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     paths = write_inputs(tmp_path)
     expected = [r for r in merge_by_time(read_file(p) for p in paths) if isinstance(r, Tick)]
     assert len(expected) == 7  # 5 good CSV rows, 2 good JSON lines
@@ -112,7 +114,8 @@ def test_replay_publishes_good_rows_in_event_time_order(broker, tmp_path, capsys
     assert partition_count(broker.bootstrap_servers, "depeg.ticks") == KafkaConfig().partitions
 
 
-def test_replay_to_existing_topic_and_custom_topic_name(broker, tmp_path, capsys):
+def test_replay_to_existing_topic_and_custom_topic_name(
+        broker: EmbeddedBroker, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     paths = write_inputs(tmp_path)[:1]
     config = Config(kafka=KafkaConfig(ticks_topic="custom.ticks", partitions=2))
     for _ in range(2):  # second run finds the topic already there
@@ -123,7 +126,8 @@ def test_replay_to_existing_topic_and_custom_topic_name(broker, tmp_path, capsys
     assert partition_count(broker.bootstrap_servers, "custom.ticks") == 2
 
 
-def test_speed_paces_by_event_time(broker, tmp_path, capsys):
+def test_speed_paces_by_event_time(
+        broker: EmbeddedBroker, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = tmp_path / "slow.csv"
     path.write_text("ts,chain,token,symbol,price_usd,peg_usd,slippage_bps\n" + "".join(
         f"2023-03-11T00:00:{s:02d}Z,eth,{USDC},USDC,1,1,\n" for s in range(0, 31, 10)))
@@ -134,7 +138,8 @@ def test_speed_paces_by_event_time(broker, tmp_path, capsys):
     assert time.monotonic() - started >= 0.45
 
 
-def test_missing_file_and_missing_broker_are_clear_errors(tmp_path, capsys):
+def test_missing_file_and_missing_broker_are_clear_errors(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert run_produce(["replay", str(tmp_path / "nope.csv"), "--bootstrap-servers",
                         "127.0.0.1:1"]) == 2
     assert "no such file" in capsys.readouterr().err
@@ -143,7 +148,7 @@ def test_missing_file_and_missing_broker_are_clear_errors(tmp_path, capsys):
     assert "no broker configured" in capsys.readouterr().err
 
 
-def test_sigterm_stops_cleanly_and_flushes(broker, tmp_path):
+def test_sigterm_stops_cleanly_and_flushes(broker: EmbeddedBroker, tmp_path: Path) -> None:
     path = tmp_path / "long.csv"
     rows = [f"{1678492800 + 60 * i},eth,{USDC},USDC,1,1,\n" for i in range(600)]
     path.write_text("ts,chain,token,symbol,price_usd,peg_usd,slippage_bps\n" + "".join(rows))
@@ -172,7 +177,8 @@ def test_sigterm_stops_cleanly_and_flushes(broker, tmp_path):
     assert [r.offset for r in records] == list(range(published))
 
 
-def test_second_signal_exits_at_once_when_the_flush_hangs(broker, tmp_path):
+def test_second_signal_exits_at_once_when_the_flush_hangs(
+        broker: EmbeddedBroker, tmp_path: Path) -> None:
     path = tmp_path / "long.csv"
     rows = [f"{1678492800 + 60 * i},eth,{USDC},USDC,1,1,\n" for i in range(600)]
     path.write_text("ts,chain,token,symbol,price_usd,peg_usd,slippage_bps\n" + "".join(rows))
@@ -202,7 +208,8 @@ def test_second_signal_exits_at_once_when_the_flush_hangs(broker, tmp_path):
     assert "exiting without flushing" in err
 
 
-def test_a_broken_file_reports_a_bounded_number_of_rows(broker, tmp_path, capsys):
+def test_a_broken_file_reports_a_bounded_number_of_rows(
+        broker: EmbeddedBroker, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = tmp_path / "broken.csv"
     path.write_text("ts,chain,token,symbol,price_usd,peg_usd,slippage_bps\n"
                     + f"2023-03-11T00:00:00Z,eth,{USDC},USDC,1,1,\n"

@@ -9,14 +9,15 @@ from collections import defaultdict
 from pathlib import Path
 
 import pytest
-from kafka_readback import topic_reader
 
 from monitor.chains import CHAINS
 from monitor.config import Config
+from monitor.kafka.embedded import EmbeddedBroker
 from monitor.tickfiles import read_file
 from monitor.ticks import Tick, decode_tick
 from producers.command import command
 from producers.synthetic import SCENARIOS, generate, make_tokens
+from tests.producers.kafka_readback import topic_reader
 
 START = 1_700_000_000.0
 
@@ -33,7 +34,7 @@ def sim(tokens: int = 5, seed: int = 7, hours: float = 8.0, interval: float = 60
                          duration=hours * 3600))
 
 
-def test_same_seed_same_ticks_other_seed_other_ticks():
+def test_same_seed_same_ticks_other_seed_other_ticks() -> None:
     assert sim(seed=7) == sim(seed=7)
     other = sim(seed=8)
     assert other != sim(seed=7)
@@ -42,7 +43,7 @@ def test_same_seed_same_ticks_other_seed_other_ticks():
     assert [t.address for t in make_tokens(3, 7)] == [t.address for t in make_tokens(9, 7)][:3]
 
 
-def test_ticks_are_valid_and_in_event_time_order_across_all_chains():
+def test_ticks_are_valid_and_in_event_time_order_across_all_chains() -> None:
     ticks = sim(tokens=14, hours=2)
     assert all(a.ts < b.ts for a, b in itertools.pairwise(ticks))
     assert {t.chain for t in ticks} == set(CHAINS)
@@ -63,7 +64,7 @@ def dev(t: Tick) -> float:
     return t.price / t.peg - 1.0
 
 
-def test_each_scenario_shows_its_shape():
+def test_each_scenario_shows_its_shape() -> None:
     series = by_token(sim(tokens=5, hours=8))
     assert set(series) == set(SCENARIOS)
 
@@ -90,7 +91,7 @@ def test_each_scenario_shows_its_shape():
     assert min(dev(t) for t in drain) > -0.01, "liquidity leaves, the price barely moves"
 
 
-def test_peg_types_other_than_one_usd():
+def test_peg_types_other_than_one_usd() -> None:
     ticks = sim(tokens=40, hours=6, interval=300)
     specs = {s.address: s for s in make_tokens(40, 7)}
     kinds = {s.peg_kind for s in specs.values()}
@@ -111,7 +112,7 @@ def test_peg_types_other_than_one_usd():
             assert all(a <= b for a, b in itertools.pairwise(values)) and values[-1] > values[0]
 
 
-def test_out_writes_a_replayable_csv(tmp_path: Path):
+def test_out_writes_a_replayable_csv(tmp_path: Path) -> None:
     out = tmp_path / "sim.csv"
     assert run_produce(["simulate", "--tokens", "5", "--rate", "50", "--duration", "10",
                         "--time-scale", "60", "--seed", "3", "--start", "2024-01-01T00:00:00Z",
@@ -131,7 +132,8 @@ def test_out_writes_a_replayable_csv(tmp_path: Path):
 
 
 @pytest.mark.broker
-def test_simulate_publishes_to_the_broker(broker, capsys):
+def test_simulate_publishes_to_the_broker(
+        broker: EmbeddedBroker, capsys: pytest.CaptureFixture[str]) -> None:
     # 1.5 s of wall time at 200 ticks/s, event time 60x faster.
     assert run_produce(["simulate", "--tokens", "7", "--rate", "200", "--duration", "1.5",
                         "--time-scale", "60", "--seed", "5", "--bootstrap-servers",
@@ -148,7 +150,7 @@ def test_simulate_publishes_to_the_broker(broker, capsys):
     assert 80 <= span <= 90  # 1.5 s x 60 of event time
 
 
-def test_the_demo_settings_drive_the_engine_through_tier_changes_quickly():
+def test_the_demo_settings_drive_the_engine_through_tier_changes_quickly() -> None:
     """`--tokens 20 --rate 200 --time-scale 60`: tier changes within the first 90 event
     minutes (a premium needs a full hour above peg), i.e. within 90 s of wall time."""
     from monitor.config import ModelConfig

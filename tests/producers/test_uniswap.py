@@ -8,14 +8,26 @@ from decimal import Decimal, localcontext
 from pathlib import Path
 
 import pytest
-from conftest import data_file
 
+from monitor.kafka.embedded import EmbeddedBroker
 from monitor.tickfiles import BadRow
 from monitor.ticks import Tick
 from producers.uniswap import read_pool_state, sell_slippage, slippage_bps
+from tests.conftest import data_file
 
 USDC = "0xa0b86991c6218b36c1d19d4a2e9eb0ce3606eb48"
 POOL = "raw/uniswapv3_USDC_USDT_1bp_hourly_pool_state_2022-01_to_2026-01.csv"
+
+
+def bps(tick: Tick) -> float:
+    """A pool tick's slippage (every tick the producer makes has one)."""
+    assert tick.slippage_bps is not None
+    return tick.slippage_bps
+
+
+def price(tick: Tick) -> float:
+    assert tick.price is not None
+    return tick.price
 
 
 def step_by_step_token0(liquidity: float, tick: int, dx: float) -> float:
@@ -40,7 +52,7 @@ def step_by_step_token1(liquidity: float, tick: int, dy: float) -> float:
         return float(1 - (dx / amount) / (1 / sqrt_p**2))
 
 
-def test_hand_computed_case_at_tick_zero():
+def test_hand_computed_case_at_tick_zero() -> None:
     # Six-decimal pair at parity, L = 1.4e10: selling 100k = 1e11 raw units loses
     # 1e11 / (1.4e10 + 1e11) = 87.7193 % to price impact.
     assert slippage_bps(1.4e10, 0, 6, 6, sell_token0=True) == pytest.approx(8771.9298, abs=1e-3)
@@ -50,7 +62,7 @@ def test_hand_computed_case_at_tick_zero():
 
 
 @pytest.mark.parametrize(("liquidity", "tick"), [(1e15, 0), (2.5e12, -751), (3e17, 120)])
-def test_closed_form_matches_the_swap_formula(liquidity: float, tick: int):
+def test_closed_form_matches_the_swap_formula(liquidity: float, tick: int) -> None:
     dx = 1e11
     # The swap runs in the pool's integer math (producers.univ3math): the output is rounded
     # down to a raw unit like the pool does, a few 1e-11 of 1e11 units (1e-7 bp).
@@ -60,7 +72,7 @@ def test_closed_form_matches_the_swap_formula(liquidity: float, tick: int):
         step_by_step_token1(liquidity, tick, dx), rel=1e-9, abs=1e-10)
 
 
-def test_decimals_set_the_raw_amount():
+def test_decimals_set_the_raw_amount() -> None:
     # An 18/6-decimal pair at a USD price of 1 for token0: tick where 1.0001**t * 1e12 == 1.
     tick = round(math.log(1e-12) / math.log(1.0001))
     bps = slippage_bps(1e18, tick, 18, 6, sell_token0=True)
@@ -72,12 +84,12 @@ def test_decimals_set_the_raw_amount():
     assert 800 < bps < 1000
 
 
-def test_empty_range_and_zero_amount():
+def test_empty_range_and_zero_amount() -> None:
     assert sell_slippage(0, 0, 1e11, sell_token0=True) == 1.0
     assert sell_slippage(1e15, 0, 0, sell_token0=True) == 0.0
 
 
-def test_bad_pool_rows_are_reported_with_line_numbers(tmp_path: Path):
+def test_bad_pool_rows_are_reported_with_line_numbers(tmp_path: Path) -> None:
     path = tmp_path / "pool.csv"
     path.write_text(
         "hour,timestamp,block,poolTick,poolLiquidity,tickSpacing,token0,token1,dec0,dec1\n"
@@ -99,19 +111,19 @@ def test_bad_pool_rows_are_reported_with_line_numbers(tmp_path: Path):
 
 
 @pytest.mark.data
-def test_march_2023_liquidity_collapse_shows_as_a_slippage_spike():
+def test_march_2023_liquidity_collapse_shows_as_a_slippage_spike() -> None:
     path = data_file(POOL)
     ticks = [r for r in read_pool_state(path, chain="eth", token=USDC, symbol="USDC",
                                         with_price=True) if isinstance(r, Tick)]
     day = 86400
     collapse = 1678492800.0  # 2023-03-11T00:00Z
-    before = [t.slippage_bps for t in ticks if collapse - 30 * day <= t.ts < collapse - day]
-    during = [t.slippage_bps for t in ticks if collapse <= t.ts < collapse + day]
+    before = [bps(t) for t in ticks if collapse - 30 * day <= t.ts < collapse - day]
+    during = [bps(t) for t in ticks if collapse <= t.ts < collapse + day]
     assert before and during
     assert statistics.median(before) < 5  # bp: a deep pool, well under the 10 bp floor
     assert max(during) > 5000  # in-range liquidity fell ~5 orders of magnitude
     # The pool price shows the depeg at the same time (USDC in USDT terms).
-    assert min(t.price for t in ticks if collapse <= t.ts < collapse + day) < 0.9
+    assert min(price(t) for t in ticks if collapse <= t.ts < collapse + day) < 0.9
 
 
 POOL_ROWS = (
@@ -132,7 +144,7 @@ def run_produce(argv: list[str]) -> int:
     return command.run(parser.parse_args(argv), Config())
 
 
-def test_cli_writes_replayable_ticks_for_the_token_side(tmp_path: Path):
+def test_cli_writes_replayable_ticks_for_the_token_side(tmp_path: Path) -> None:
     pool = tmp_path / "pool.csv"
     pool.write_text(POOL_ROWS)
     out = tmp_path / "ticks.csv"
@@ -150,10 +162,10 @@ def test_cli_writes_replayable_ticks_for_the_token_side(tmp_path: Path):
 
 
 @pytest.mark.broker
-def test_publish_puts_slippage_ticks_on_the_topic(broker, tmp_path: Path, capsys):
-    from kafka_readback import topic_reader
-
+def test_publish_puts_slippage_ticks_on_the_topic(
+        broker: EmbeddedBroker, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from monitor.ticks import decode_tick
+    from tests.producers.kafka_readback import topic_reader
 
     pool = tmp_path / "pool.csv"
     pool.write_text(POOL_ROWS)

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import pytest
-from readapi_support import T0, snapshot, story
 
 from monitor.registry import parse_registry
 from monitor.storage import connect
 from monitor.storage.ratings import RatingsStore
 from monitor.storage.ratings_read import ListFilter, PageRequest, list_tokens
+from tests.readapi_support import T0, snapshot, story
 
 TOKEN = "0xa0b86991c6218b36c1d19d4a2e9eb0ce3606eb48"
 PATH = [("ok", 10, 1.0), ("watch", 45, 0.99), ("critical", 85, 0.88), ("critical", 90, 0.87),

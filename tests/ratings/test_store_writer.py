@@ -6,7 +6,6 @@ import asyncio
 
 import msgspec
 from aiokafka import AIOKafkaProducer
-from readapi_support import story, wait_for
 
 from consumers.store_writer import StoreWriter
 from monitor.config import Config, KafkaConfig
@@ -14,6 +13,7 @@ from monitor.kafka.embedded import EmbeddedBroker
 from monitor.records import encode
 from monitor.storage import connect
 from monitor.storage.ratings import RatingsStore
+from tests.readapi_support import story, wait_for
 
 TOKEN = "0xa0b86991c6218b36c1d19d4a2e9eb0ce3606eb48"
 PATH = [("ok", 10, 1.0), ("watch", 45, 0.99), ("critical", 85, 0.88), ("critical", 90, 0.87),

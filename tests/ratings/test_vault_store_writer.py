@@ -15,7 +15,6 @@ from typing import Any
 import msgspec
 from aiokafka import AIOKafkaProducer
 from prometheus_client import REGISTRY
-from readapi_support import wait_for
 
 from consumers.store_writer import StoreWriter
 from monitor.config import Config, KafkaConfig
@@ -28,6 +27,7 @@ from monitor.vaults.config import VaultsConfig
 from monitor.vaults.engine import VaultEngine
 from monitor.vaults.facts import decode_facts
 from monitor.vaults.records import VaultRating, encode_rating
+from tests.readapi_support import wait_for
 
 T0 = 1_678_500_000.0
 

@@ -4,6 +4,9 @@ is not ready, replay refuses with the reason."""
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
+
+import pytest
 
 from monitor.config import Config, RegistryConfig
 from monitor.daemon import MonitorDaemon
@@ -11,20 +14,20 @@ from monitor.replay import command
 from monitor.spread.service import SpreadDaemon
 
 
-def bad_config(tmp_path) -> Config:
+def bad_config(tmp_path: Path) -> Config:
     path = tmp_path / "tokens.toml"
     path.write_text('[[token]]\nchain = "eth"\naddress = "0x12"\nsymbol = "X"\n')
     return Config(registry=RegistryConfig(path=str(path)))
 
 
-async def test_the_monitor_runs_ungated_and_the_stage_is_not_ready(tmp_path):
+async def test_the_monitor_runs_ungated_and_the_stage_is_not_ready(tmp_path: Path) -> None:
     config = bad_config(tmp_path)
     assert MonitorDaemon(config)._spread_gated == frozenset()
     ok, detail = await SpreadDaemon(config).check()
     assert not ok and "token registry unreadable" in detail and "0x12" in detail
 
 
-def test_replay_refuses_with_the_reason(tmp_path, capsys):
+def test_replay_refuses_with_the_reason(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     ticks = tmp_path / "t.csv"
     ticks.write_text("ts,chain,token,symbol,price_usd,peg_usd,slippage_bps\n"
                      f"2023-03-11T00:00:00Z,eth,0x{'a' * 40},X,1,1,\n")

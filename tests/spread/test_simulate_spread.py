@@ -10,10 +10,12 @@ import asyncio
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from monitor.config import Config, RegistryConfig
+from monitor.kafka.embedded import EmbeddedBroker
 from monitor.kafka.topics import ensure_topics
 from monitor.spread.feed import SpreadFeed
 from monitor.spread.service import SpreadDaemon
@@ -29,8 +31,12 @@ REGISTRY = REPO / "deploy" / "registry" / "pegged-tokens.tokenlist.json"
 START = "2023-03-11T00:00:00Z"
 TOKENS, RATE, SCALE, DURATION = 2, 400, 3600, 3
 
+#: A spread observation: (ts, chain:token, spread bp, chains).
+Observation = tuple[float, str, float | None, int | None]
 
-async def test_simulated_usdc_pair_gets_cross_chain_spread_observations(broker) -> None:
+
+async def test_simulated_usdc_pair_gets_cross_chain_spread_observations(
+        broker: EmbeddedBroker) -> None:
     config = Config(kafka=fast_kafka(broker.bootstrap_servers),
                     registry=RegistryConfig(path=str(REGISTRY)))
     await ensure_topics(config.kafka)
@@ -63,8 +69,8 @@ async def test_simulated_usdc_pair_gets_cross_chain_spread_observations(broker) 
             capture_output=True, text=True, timeout=120)
         assert done.returncode == 0, done.stderr
         async with TopicReader(broker.bootstrap_servers, config.kafka.ticks_topic) as reader:
-            def observations(records: list) -> set[tuple]:
-                out = set()
+            def observations(records: list[Any]) -> set[Observation]:
+                out: set[Observation] = set()
                 for r in records:
                     t = decode_tick(r.value)
                     if t.cross_chain_chains is not None:

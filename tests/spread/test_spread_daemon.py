@@ -11,12 +11,15 @@ the first one's state, republishing spread ticks the monitor has already seen.
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
+from typing import Any
 
 import msgspec
 import pytest
 
 from monitor.config import Config, RegistryConfig, SpreadConfig
 from monitor.daemon import MonitorDaemon
+from monitor.kafka.embedded import EmbeddedBroker
 from monitor.kafka.topics import ensure_topics
 from monitor.records import RatingSnapshot, TierChangeEvent, encode
 from monitor.spread.feed import SpreadFeed
@@ -30,7 +33,8 @@ from . import multichain
 pytestmark = [pytest.mark.broker, pytest.mark.data]
 
 
-async def test_daemons_publish_exactly_the_replay_order_outputs(broker, tmp_path) -> None:
+async def test_daemons_publish_exactly_the_replay_order_outputs(
+        broker: EmbeddedBroker, tmp_path: Path) -> None:
     registry, files = multichain.build(tmp_path, "2023-03-10T22", "2023-03-11T10")
     config = Config(kafka=fast_kafka(broker.bootstrap_servers),
                     registry=RegistryConfig(path=str(registry)))
@@ -109,12 +113,12 @@ async def _published(spread: SpreadDaemon, at_least: int) -> bool:
     return spread.published >= at_least
 
 
-def _spread_count(records: list) -> int:
+def _spread_count(records: list[Any]) -> int:
     return sum(decode_tick(r.value).cross_chain_chains is not None for r in records)
 
 
-def _spread_keys(records: list) -> set[tuple[bytes, float]]:
-    out = set()
+def _spread_keys(records: list[Any]) -> set[tuple[bytes, float]]:
+    out: set[tuple[bytes, float]] = set()
     for r in records:
         tick = decode_tick(r.value)
         if tick.cross_chain_chains is not None:
@@ -122,14 +126,16 @@ def _spread_keys(records: list) -> set[tuple[bytes, float]]:
     return out
 
 
-def _expected_spreads(config: Config, ticks: list[Tick]) -> set[tuple]:
+def _expected_spreads(config: Config, ticks: list[Tick]
+                      ) -> set[tuple[float, str, float | None, int | None]]:
     stage = SpreadFeed(config).stage
     assert stage is not None
     return {(t.ts, t.key, t.cross_chain_spread_bps, t.cross_chain_chains)
             for tick in ticks for t in stage.process(tick)}
 
 
-async def test_without_the_stage_ratings_go_on_after_the_gate_timeout(broker, tmp_path) -> None:
+async def test_without_the_stage_ratings_go_on_after_the_gate_timeout(
+        broker: EmbeddedBroker, tmp_path: Path) -> None:
     """The spread stage is not running: gated tokens wait, then are rated without it (a
     missed alert costs more than a missing spread)."""
     registry, files = multichain.build(tmp_path, "2023-03-11T00", "2023-03-11T08")

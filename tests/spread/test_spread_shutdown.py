@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import socket
+from pathlib import Path
 
 import pytest
 from structlog.testing import capture_logs
@@ -42,7 +43,7 @@ def uncached_loggers(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 async def test_a_stop_during_an_outage_ends_after_the_grace_without_a_checkpoint(
-        tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     registry, _ = multichain.build(tmp_path, "2023-03-11T00", "2023-03-11T01")
     kafka = fast_kafka(f"127.0.0.1:{closed_port()}", retry_backoff_seconds=0.05,
                        retry_backoff_max_seconds=0.1, shutdown_grace_seconds=1.0)
@@ -54,7 +55,7 @@ async def test_a_stop_during_an_outage_ends_after_the_grace_without_a_checkpoint
         task = asyncio.create_task(daemon.run(stop))
 
         async def failed_twice() -> bool:
-            return sum(e["event"] == "spread.broker_error" for e in logs) >= 2
+            return sum(1 for e in logs if e["event"] == "spread.broker_error") >= 2
 
         await wait_for(failed_twice, 30, "the stage to report broker errors")
         assert await daemon.check() == (False, "restoring state")

@@ -38,7 +38,7 @@ def spreads(ticks: list[Tick]) -> list[tuple[float, str, float | None, int | Non
     return sorted((t.ts, t.key, t.cross_chain_spread_bps, t.cross_chain_chains) for t in ticks)
 
 
-def test_spread_at_a_boundary_uses_each_chains_latest_price_at_or_before_it():
+def test_spread_at_a_boundary_uses_each_chains_latest_price_at_or_before_it() -> None:
     s = stage()
     out = []
     out += s.process(make_tick(250, "eth", A, "USDC", "1.000", "1"))
@@ -54,7 +54,7 @@ def test_spread_at_a_boundary_uses_each_chains_latest_price_at_or_before_it():
     assert all(t.source == "spread" for t in out)
 
 
-def test_the_spread_is_relative_to_each_chains_own_peg():
+def test_the_spread_is_relative_to_each_chains_own_peg() -> None:
     s = SpreadStage(AssetMap({f"eth:{A}": "eurc", f"arb:{B}": "eurc"}), every=300,
                     price_max_age=900, quiet_after=900)
     s.process(make_tick(100, "eth", A, "EURC", "1.10", "1.10"))
@@ -64,7 +64,7 @@ def test_the_spread_is_relative_to_each_chains_own_peg():
     assert {t.cross_chain_spread_bps for t in out} == {100.0}
 
 
-def test_a_quiet_chain_is_left_out_once_the_others_are_far_enough_ahead():
+def test_a_quiet_chain_is_left_out_once_the_others_are_far_enough_ahead() -> None:
     s = stage(quiet_after=600)
     out = []
     for ts in range(0, 3001, 60):
@@ -85,7 +85,7 @@ def test_a_quiet_chain_is_left_out_once_the_others_are_far_enough_ahead():
     assert len(out) == 3 * len(by_ts)
 
 
-def test_a_quiet_chain_holds_the_boundary_until_the_reader_is_caught_up():
+def test_a_quiet_chain_holds_the_boundary_until_the_reader_is_caught_up() -> None:
     s = stage(quiet_after=300)
     s.process(make_tick(10, "base", C, "USDC", "1", "1"))
     s.process(make_tick(10, "eth", A, "USDC", "1", "1"))
@@ -93,7 +93,7 @@ def test_a_quiet_chain_holds_the_boundary_until_the_reader_is_caught_up():
     assert len(s.process(make_tick(701, "eth", A, "USDC", "1", "1"), lambda: True)) == 2
 
 
-def test_fewer_than_two_fresh_chains_is_no_spread_but_still_an_observation():
+def test_fewer_than_two_fresh_chains_is_no_spread_but_still_an_observation() -> None:
     s = stage()
     s.process(make_tick(10, "eth", A, "USDC", "1", "1"))
     out = s.process(make_tick(400, "eth", A, "USDC", "1", "1"))
@@ -101,7 +101,7 @@ def test_fewer_than_two_fresh_chains_is_no_spread_but_still_an_observation():
     assert decode_tick(encode_tick(out[0])) == out[0]  # valid on the wire
 
 
-def test_late_ticks_own_output_and_other_tokens_are_ignored():
+def test_late_ticks_own_output_and_other_tokens_are_ignored() -> None:
     s = stage()
     s.process(make_tick(10, "eth", A, "USDC", "1", "1"))
     out = s.process(make_tick(400, "eth", A, "USDC", "1", "1"))
@@ -111,7 +111,7 @@ def test_late_ticks_own_output_and_other_tokens_are_ignored():
     assert s.process(make_tick(900, "eth", "0x" + "d" * 40, "X", "1", "1")) == []
 
 
-def test_single_chain_assets_are_not_compared():
+def test_single_chain_assets_are_not_compared() -> None:
     tokens = [TokenInfo("eth", A, "USDC", asset="usdc"), TokenInfo("arb", B, "USDC",
                                                                      asset="usdc"),
               TokenInfo("eth", C, "PYUSD", asset="pyusd"), TokenInfo("eth", "0x" + "e" * 40,
@@ -119,7 +119,7 @@ def test_single_chain_assets_are_not_compared():
     assert asset_map(tokens).asset_of == {f"eth:{A}": "usdc", f"arb:{B}": "usdc"}
 
 
-def test_registry_asset_ids_are_validated():
+def test_registry_asset_ids_are_validated() -> None:
     with pytest.raises(RegistryError, match="asset"):
         parse_registry(f'[[token]]\nchain="eth"\naddress="{A}"\nsymbol="X"\nasset="U SD"\n')
 
@@ -139,7 +139,8 @@ def _market(seed: int) -> dict[str, list[Tick]]:
 
 @settings(max_examples=60, deadline=None)
 @given(seed=st.integers(0, 10_000), order=st.randoms(use_true_random=False))
-def test_any_interleaving_of_the_chains_gives_the_same_observations(seed, order):
+def test_any_interleaving_of_the_chains_gives_the_same_observations(
+        seed: int, order: random.Random) -> None:
     """The daemon reads partitions in whatever interleaving the broker hands out; the
     time-merged replay order is just one of them."""
     per_chain = _market(seed)
@@ -157,7 +158,7 @@ def test_any_interleaving_of_the_chains_gives_the_same_observations(seed, order)
     assert spreads(got) == spreads(expected)
 
 
-def test_state_export_and_restore_continue_exactly():
+def test_state_export_and_restore_continue_exactly() -> None:
     per_chain = _market(3)
     merged = sorted((t for ts in per_chain.values() for t in ts), key=lambda t: t.ts)
     whole = stage()
@@ -176,7 +177,8 @@ def _config(tmp_path: Path) -> tuple[Config, list[Path]]:
 
 
 @pytest.mark.data
-def test_gated_engine_gives_the_same_output_whatever_the_spread_ticks_arrival(tmp_path):
+def test_gated_engine_gives_the_same_output_whatever_the_spread_ticks_arrival(
+        tmp_path: Path) -> None:
     """The daemon's worst case: a token's market ticks all arrive before any of its spread
     ticks (the stage lagged). The gate must make that identical to the replay's order."""
     config, files = _config(tmp_path)
@@ -197,7 +199,7 @@ def test_gated_engine_gives_the_same_output_whatever_the_spread_ticks_arrival(tm
 
 
 @pytest.mark.data
-def test_replay_feeds_the_spread_into_headroom_deterministically(tmp_path):
+def test_replay_feeds_the_spread_into_headroom_deterministically(tmp_path: Path) -> None:
     config, files = _config(tmp_path)
 
     def replay() -> tuple[list[TierChangeEvent], list[RatingSnapshot]]:
@@ -212,16 +214,16 @@ def test_replay_feeds_the_spread_into_headroom_deterministically(tmp_path):
                key=lambda r: r.metrics["cross_chain_spread_pct"] or 0.0)
     headroom = next(s for s in peak.signals if s.name == "headroom")
     # arb trails eth by three minutes through the SVB slide: a spread of whole percents.
-    assert peak.metrics["cross_chain_spread_pct"] > 1.0
-    assert headroom.observed and headroom.value == pytest.approx(
-        peak.metrics["cross_chain_spread_pct"])
+    spread = peak.metrics["cross_chain_spread_pct"]
+    assert spread is not None and spread > 1.0
+    assert headroom.observed and headroom.value == pytest.approx(spread)
     # Without the registry, no spread: headroom is unobserved (no oracle in these files).
     _, plain, _ = run_replay(merge_by_time(read_file(p) for p in files), config.model)
     assert all(not next(s for s in r.signals if s.name == "headroom").observed for r in plain)
 
 
 @pytest.mark.data
-def test_a_gated_token_state_restores_with_its_spread_mark(tmp_path):
+def test_a_gated_token_state_restores_with_its_spread_mark(tmp_path: Path) -> None:
     """The daemon checkpoints a gated token between its ticks and its spread observations;
     the restored engine must continue exactly (held ticks, spread mark and all)."""
     config, files = _config(tmp_path)
@@ -245,7 +247,7 @@ def test_a_gated_token_state_restores_with_its_spread_mark(tmp_path):
     assert got == expected
 
 
-def test_an_opened_gate_rates_without_the_spread_and_closes_when_it_catches_up():
+def test_an_opened_gate_rates_without_the_spread_and_closes_when_it_catches_up() -> None:
     key = f"eth:{A}"
     engine = Engine(Config().model, spread_gated=frozenset({key}))
     out = [o for ts in range(0, 3600, 60)
@@ -262,7 +264,7 @@ def test_an_opened_gate_rates_without_the_spread_and_closes_when_it_catches_up()
     assert engine.spread_lag(key) == 0.0
 
 
-def test_the_shipped_registry_names_multichain_assets_and_bad_ids_are_reported():
+def test_the_shipped_registry_names_multichain_assets_and_bad_ids_are_reported() -> None:
     import copy
     import json
 

@@ -14,6 +14,7 @@ import pytest
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from monitor.config import Config
+from monitor.kafka.embedded import EmbeddedBroker
 from monitor.kafka.topics import ensure_topics, ensure_vault_topics
 from monitor.records import TierChangeEvent, encode
 from monitor.vaults.config import VaultsConfig
@@ -94,7 +95,7 @@ async def setup_topics(config: Config) -> None:
     await ensure_vault_topics(config.kafka, config.vaults)
 
 
-async def test_daemon_publishes_what_replay_writes(broker, tmp_path: Path) -> None:
+async def test_daemon_publishes_what_replay_writes(broker: EmbeddedBroker, tmp_path: Path) -> None:
     kafka = fast_kafka(broker.bootstrap_servers)
     config = Config(kafka=kafka, vaults=VaultsConfig())
     await setup_topics(config)
@@ -137,8 +138,8 @@ async def test_daemon_publishes_what_replay_writes(broker, tmp_path: Path) -> No
     assert daemon.stats.dead_letters == 2
 
 
-async def test_kill9_mid_stream_loses_nothing_and_invents_nothing(broker, tmp_path: Path
-                                                                 ) -> None:
+async def test_kill9_mid_stream_loses_nothing_and_invents_nothing(
+        broker: EmbeddedBroker, tmp_path: Path) -> None:
     # Small batches and a 1 s checkpoint: the kill lands after some checkpoints (states to
     # restore, offsets committed) and before the end (records to re-produce).
     kafka = fast_kafka(broker.bootstrap_servers, batch_max_records=10,
@@ -186,8 +187,8 @@ async def test_kill9_mid_stream_loses_nothing_and_invents_nothing(broker, tmp_pa
         assert second.stop() == 0
 
 
-async def test_two_instances_split_the_vaults_and_agree_with_replay(broker, tmp_path: Path
-                                                                   ) -> None:
+async def test_two_instances_split_the_vaults_and_agree_with_replay(
+        broker: EmbeddedBroker, tmp_path: Path) -> None:
     """Scale-out: a second instance joins mid-stream; partitions move with their vault
     states; together they publish exactly replay's records."""
     kafka = fast_kafka(broker.bootstrap_servers)

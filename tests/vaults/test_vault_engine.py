@@ -35,7 +35,7 @@ def change(ts: float, tier: str) -> DepegChange:
     return DepegChange(ts=ts, chain="eth", token=USDC, tier=tier)
 
 
-def test_records_only_on_change():
+def test_records_only_on_change() -> None:
     engine = VaultEngine(CONFIG)
     first = engine.process(facts(START, **SOLID))
     assert len(first) == 1 and first[0].tier == "low" and first[0].verdict == "safe_to_list"
@@ -46,7 +46,7 @@ def test_records_only_on_change():
     assert closed[0].attention_needed
 
 
-def test_depeg_tags_follow_the_underlyings_tier():
+def test_depeg_tags_follow_the_underlyings_tier() -> None:
     engine = VaultEngine(CONFIG)
     engine.process(facts(START, **SOLID))
     seen = []
@@ -61,14 +61,14 @@ def test_depeg_tags_follow_the_underlyings_tier():
     assert "premium" not in tags  # ok -> premium changes nothing a reader sees
 
 
-def test_a_vault_that_learns_its_underlying_later_gets_the_tier_in_force():
+def test_a_vault_that_learns_its_underlying_later_gets_the_tier_in_force() -> None:
     engine = VaultEngine(CONFIG)
     engine.on_depeg(change(START - HOUR, "critical"))
     record = engine.process(facts(START, **SOLID))[-1]
     assert "vault-underlying-depeg-critical" in record.tags and record.tier == "critical"
 
 
-def test_a_late_depeg_change_is_still_applied():
+def test_a_late_depeg_change_is_still_applied() -> None:
     engine = VaultEngine(CONFIG)
     engine.process(facts(START, **SOLID))
     engine.process(facts(START + 2 * HOUR, tvl_usd=1e8))
@@ -78,7 +78,7 @@ def test_a_late_depeg_change_is_still_applied():
     assert "vault-underlying-depeg-critical" in late[0].tags
 
 
-def test_arrival_order_of_depeg_changes_before_later_facts_does_not_matter():
+def test_arrival_order_of_depeg_changes_before_later_facts_does_not_matter() -> None:
     """Depeg changes delivered early (before facts that precede them in event time) give the
     records of the time-ordered merge: the engine applies them when the vault reaches them."""
     updates = [facts(START + i * HOUR, **{**(SOLID if i == 0 else {}), "tvl_usd": 5e7 + i})
@@ -86,7 +86,8 @@ def test_arrival_order_of_depeg_changes_before_later_facts_does_not_matter():
     changes = [change(START + 1.5 * HOUR, "watch"), change(START + 3.5 * HOUR, "ok")]
     merged = VaultEngine(CONFIG)
     in_time: list[VaultRating] = []
-    for item in sorted([*updates, *changes], key=lambda x: x.ts):
+    items: list[FactUpdate | DepegChange] = [*updates, *changes]
+    for item in sorted(items, key=lambda x: x.ts):
         in_time += merged.process(item) if isinstance(item, FactUpdate) else merged.on_depeg(item)
     early = VaultEngine(CONFIG)
     for c in changes:
@@ -98,7 +99,7 @@ def test_arrival_order_of_depeg_changes_before_later_facts_does_not_matter():
     assert len(in_time) == 3
 
 
-def test_export_restore_continues_exactly():
+def test_export_restore_continues_exactly() -> None:
     updates = synthetic_updates(vaults=8, hours=12)
     rng = random.Random(7)
     cut = rng.randrange(len(updates) // 3, 2 * len(updates) // 3)
@@ -113,7 +114,7 @@ def test_export_restore_continues_exactly():
     assert got == expected
 
 
-def test_attention_when_the_rating_jumps_and_not_a_day_later():
+def test_attention_when_the_rating_jumps_and_not_a_day_later() -> None:
     engine = VaultEngine(CONFIG)
     base = engine.process(facts(START, **SOLID))[-1]
     assert base.rating is not None and not base.attention_needed
@@ -125,7 +126,7 @@ def test_attention_when_the_rating_jumps_and_not_a_day_later():
     assert later and not later[-1].attention_needed and later[-1].rating == jump.rating
 
 
-def test_unrated_until_enough_facts_are_known():
+def test_unrated_until_enough_facts_are_known() -> None:
     engine = VaultEngine(CONFIG)
     first = engine.process(facts(START, tvl_usd=5e7, owner_kind="eoa"))[-1]
     assert first.rating is None and first.tier == "unknown" and first.verdict == "caution"
@@ -134,7 +135,7 @@ def test_unrated_until_enough_facts_are_known():
     assert rated.rating is not None and rated.tier != "unknown"
 
 
-def test_the_issue_example_reads_back_from_the_record():
+def test_the_issue_example_reads_back_from_the_record() -> None:
     """ "78 because redemptions are closed and the owner is an EOA with no timelock" """
     engine = VaultEngine(CONFIG)
     record = engine.process(facts(START, **{**SOLID, "owner_kind": "eoa", "timelock_seconds": 0,

@@ -28,7 +28,7 @@ def record(**fields: object) -> bytes:
                        **fields}).encode()
 
 
-def test_every_design_field_is_a_fact():
+def test_every_design_field_is_a_fact() -> None:
     """Against the contract itself: the field table of DESIGN.md "Vault facts"."""
     design = Path(__file__).resolve().parents[3] / "shared" / "DESIGN.md"
     if not design.is_file():
@@ -42,7 +42,7 @@ def test_every_design_field_is_a_fact():
     assert names == {"ts", "chain", "vault", *FACT_FIELDS}
 
 
-def test_decode_normalises_and_accepts_decimal_strings():
+def test_decode_normalises_and_accepts_decimal_strings() -> None:
     update = decode_facts(record(tvl_usd="1250000.50", utilization=0.5, audit_count="3",
                                  deployed_at=1_600_000_000, unknown_field={"x": 1},
                                  underlying_address="0xA0B86991C6218B36C1D19D4A2E9EB0CE3606EB48"))
@@ -52,7 +52,7 @@ def test_decode_normalises_and_accepts_decimal_strings():
                               "underlying_address": "0xa0b86991c6218b36c1d19d4a2e9eb0ce3606eb48"}
 
 
-def test_null_clears_absent_keeps():
+def test_null_clears_absent_keeps() -> None:
     facts = apply_update(VaultFacts(), decode_facts(record(tvl_usd=10, redemption_open=False)))
     facts = apply_update(facts, decode_facts(record(redemption_open=None, apy_pct=4)))
     assert facts.tvl_usd == 10.0  # absent: unchanged
@@ -82,14 +82,14 @@ def test_null_clears_absent_keeps():
     (record(lending_market=[1]), "bad_schema", "lending_market"),
     (record(deployed_at="soon"), "bad_value", "deployed_at"),
 ])
-def test_bad_records_are_refused_with_a_reason(raw: bytes | None, reason: str, words: str):
+def test_bad_records_are_refused_with_a_reason(raw: bytes | None, reason: str, words: str) -> None:
     with pytest.raises(BadFacts) as caught:
         decode_facts(raw)
     assert caught.value.reason == reason
     assert words in str(caught.value)
 
 
-def test_solana_addresses_keep_their_case():
+def test_solana_addresses_keep_their_case() -> None:
     sol = "So11111111111111111111111111111111111111112"
     update = decode_facts(json.dumps({"ts": 1, "chain": "sol", "vault": sol}).encode())
     assert update.vault == sol
@@ -105,7 +105,7 @@ numbers = st.one_of(st.none(), st.floats(0, 1e12, allow_nan=False))
        st.fixed_dictionaries({}, optional={"tvl_usd": numbers,
                                            "upgradeable": st.one_of(st.none(), st.booleans())}))
 def test_merge_matches_a_dict_update_and_survives_encoding(first: dict[str, object],
-                                                            second: dict[str, object]):
+                                                            second: dict[str, object]) -> None:
     """Independent truth: a plain dict update over the JSON objects."""
     expected: dict[str, object] = {}
     facts = VaultFacts()

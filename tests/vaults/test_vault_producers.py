@@ -11,6 +11,7 @@ import jsonschema
 import pytest
 
 from monitor.cli import main
+from monitor.kafka.embedded import EmbeddedBroker
 from monitor.vaults.facts import decode_facts, encode_update
 from producers.vault_synthetic import INCIDENTS, generate_facts, make_vaults
 from tests.kafka.kafkatools import TopicReader
@@ -32,8 +33,8 @@ def read_all(bootstrap: str, topic: str, count: int) -> list[object]:
 
 
 @pytest.mark.broker
-def test_produce_vaults_files_and_simulate(broker, tmp_path: Path,
-                                           capsys: pytest.CaptureFixture[str]):
+def test_produce_vaults_files_and_simulate(broker: EmbeddedBroker, tmp_path: Path,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
     updates = synthetic_updates(vaults=5, hours=2)
     facts = write_facts(tmp_path / "facts.jsonl", updates)
     with facts.open("ab") as fh:
@@ -54,7 +55,7 @@ def test_produce_vaults_files_and_simulate(broker, tmp_path: Path,
     assert len({u.key for u in published}) == 5 + 8
 
 
-def test_simulated_vaults_cover_every_label_and_match_the_fact_schema():
+def test_simulated_vaults_cover_every_label_and_match_the_fact_schema() -> None:
     schema = json.loads((REPO / "monitor" / "schemas" / "vault-facts.json").read_text())
     validator = jsonschema.Draft7Validator(schema)
     vaults = make_vaults(64, seed=5, tokens=20)

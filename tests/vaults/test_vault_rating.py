@@ -43,14 +43,14 @@ def spec_verdict(rating: int | None, tags: frozenset[str]) -> str:
 
 
 @given(ratings, tag_sets)
-def test_tier_and_verdict_follow_the_spec_tables(rating: int | None, tags: frozenset[str]):
+def test_tier_and_verdict_follow_the_spec_tables(rating: int | None, tags: frozenset[str]) -> None:
     assert tier_for(rating) == spec_tier(rating)
     assert verdict_for(rating, tags, CONFIG.blocking_tags) == spec_verdict(rating, tags)
 
 
 @given(tag_sets, st.sampled_from(ALL_TAGS), risks, st.integers(0, len(RATED_FACTS)))
 def test_adding_a_tag_never_lowers_the_rating(tags: frozenset[str], extra: str,
-                                              risk: str | None, known: int):
+                                              risk: str | None, known: int) -> None:
     before = score(tags, risk, known, CONFIG)
     after = score(tags | {extra}, risk, known, CONFIG)
     if before is None:
@@ -62,7 +62,7 @@ def test_adding_a_tag_never_lowers_the_rating(tags: frozenset[str], extra: str,
 
 @settings(max_examples=200)
 @given(tag_sets, risks)
-def test_contributions_add_up_to_the_rating(tags: frozenset[str], risk: str | None):
+def test_contributions_add_up_to_the_rating(tags: frozenset[str], risk: str | None) -> None:
     result = rate(tags, VaultFacts(underlying_risk=risk), len(RATED_FACTS), CONFIG, "critical")
     assert result.rating is not None
     total = min(100.0, sum(c.points for c in result.contributions))
@@ -76,7 +76,7 @@ def test_contributions_add_up_to_the_rating(tags: frozenset[str], risk: str | No
     assert sorted(listed) == sorted(tags)
 
 
-def test_floors_for_binary_dangers():
+def test_floors_for_binary_dangers() -> None:
     known = len(RATED_FACTS)
     assert score({"vault-redemption-closed"}, None, known, CONFIG) == 80
     assert score({"vault-emergency-shutdown"}, None, known, CONFIG) == 90
@@ -84,14 +84,14 @@ def test_floors_for_binary_dangers():
     assert tier_for(score({UNDERLYING_DEPEG_CRITICAL}, None, known, CONFIG)) == "critical"
 
 
-def test_too_few_facts_means_unrated_never_safe():
+def test_too_few_facts_means_unrated_never_safe() -> None:
     assert score(set(), "battle_tested", CONFIG.min_known_facts - 1, CONFIG) is None
     assert tier_for(None) == "unknown"
     assert verdict_for(None, set(), CONFIG.blocking_tags) == "caution"
     assert verdict_for(None, {"vault-dormant"}, CONFIG.blocking_tags) == "do_not_list"
 
 
-def test_explanation_names_the_floor_and_the_biggest_reasons():
+def test_explanation_names_the_floor_and_the_biggest_reasons() -> None:
     tags = frozenset({"vault-redemption-closed", "vault-eoa-owner", "vault-no-timelock"})
     result = rate(tags, VaultFacts(), len(RATED_FACTS), CONFIG, None)
     assert result.rating == 80
@@ -119,7 +119,7 @@ random_facts = st.fixed_dictionaries({
 @given(random_facts, st.one_of(st.none(), st.sampled_from(
     ("ok", "watch", "warning", "critical", "premium"))))
 def test_engine_records_take_tier_and_verdict_from_rating_and_tags_only(
-        fields: dict[str, object], depeg_tier: str | None):
+        fields: dict[str, object], depeg_tier: str | None) -> None:
     """Whatever the facts, a published record's tier and verdict are the spec's functions of
     its own rating and tags, and its rating is the formula over its own tags."""
     import msgspec

@@ -8,7 +8,6 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-from conftest import data_file
 
 from monitor.cli import main
 from monitor.config import ModelConfig
@@ -18,6 +17,7 @@ from monitor.tickfiles import read_file
 from monitor.vaults.config import VaultsConfig
 from monitor.vaults.records import decode_rating
 from monitor.vaults.verdict import tier_for, verdict_for
+from tests.conftest import data_file
 
 from .support import START, depeg_episode, synthetic_updates, write_events, write_facts
 
@@ -40,7 +40,7 @@ def replay(tmp_path: Path, name: str, facts: list[Path], depeg: list[Path]) -> b
     return out.read_bytes()
 
 
-def test_replay_is_byte_identical_and_every_record_is_valid(tmp_path: Path):
+def test_replay_is_byte_identical_and_every_record_is_valid(tmp_path: Path) -> None:
     updates = synthetic_updates()
     facts = write_facts(tmp_path / "facts.jsonl", updates)
     linked = next(u for u in updates if u.changes.get("underlying_address"))
@@ -71,7 +71,8 @@ def test_replay_is_byte_identical_and_every_record_is_valid(tmp_path: Path):
     assert after[0].ts == events[2].timestamp
 
 
-def test_bad_lines_are_reported_and_skipped(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+def test_bad_lines_are_reported_and_skipped(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     updates = synthetic_updates(vaults=4, hours=2)
     facts = write_facts(tmp_path / "facts.jsonl", updates)
     clean = replay(tmp_path, "clean.jsonl", [facts], [])
@@ -87,7 +88,7 @@ def test_bad_lines_are_reported_and_skipped(tmp_path: Path, capsys: pytest.Captu
 
 
 @pytest.mark.data
-def test_usdc_march_2023_depeg_tags_a_usdc_vault_and_releases_it(tmp_path: Path):
+def test_usdc_march_2023_depeg_tags_a_usdc_vault_and_releases_it(tmp_path: Path) -> None:
     """The real USDC ticks through the depeg engine, its tier changes into the vault replay."""
     ticks = data_file("ticks/usdc_2023-03_binanceus_1m.csv")
     events, _, _ = run_replay(read_file(ticks), ModelConfig(), snapshots=False)
@@ -120,7 +121,8 @@ def test_usdc_march_2023_depeg_tags_a_usdc_vault_and_releases_it(tmp_path: Path)
 
 
 def test_without_out_the_output_goes_to_the_data_dir_and_is_not_overwritten(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]):
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
     """As ``depeg-monitor replay``: no ``--out`` means replays/<first file>.vault-ratings
     .jsonl in the data directory; an existing output or an input is refused (exit 2) unless
     --overwrite (``--out`` used to be required)."""

@@ -93,25 +93,25 @@ def tags_of(facts: dict[str, Any]) -> frozenset[str]:
     return evaluate_tags(VaultFacts(**facts), Context(VaultThresholds(), NOW, tier))
 
 
-def test_the_table_covers_all_41_spec_tags():
+def test_the_table_covers_all_41_spec_tags() -> None:
     assert len(TAGS) == 41
     assert {case[0] for case in CASES} == TAG_KEYS
 
 
 @pytest.mark.parametrize(("tag", "wrong", "right"), CASES, ids=[c[0] for c in CASES])
 def test_tag_fires_on_the_wrong_side_of_its_threshold_only(tag: str, wrong: dict[str, Any],
-                                                            right: dict[str, Any]):
+                                                            right: dict[str, Any]) -> None:
     assert tag in tags_of(wrong)
     assert tag not in tags_of(right)
 
 
-def test_unknown_facts_fire_nothing():
+def test_unknown_facts_fire_nothing() -> None:
     assert tags_of({}) == frozenset()
     # A depeg tier alone does not tag a vault whose underlying is unknown.
     assert tags_of({"@tier": "critical"}) == frozenset()
 
 
-def test_thresholds_are_configurable():
+def test_thresholds_are_configurable() -> None:
     lenient = VaultThresholds(low_tvl_usd=10.0, high_utilisation=0.99)
     facts = VaultFacts(tvl_usd=50.0, utilization=0.97)
     assert evaluate_tags(facts, Context(VaultThresholds(), NOW, None)) == {

@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import time
 
-from webhook_support import ENCRYPTION_KEY, queue_for_new_subscription
-
 from monitor.config import DeliveryConfig
 from monitor.storage import Database
 from monitor.storage.delivery_batches import ClaimRequest, Outcome, run_cycle
 from monitor.webhooks.secrets import SecretBox
+from tests.webhook_support import ENCRYPTION_KEY, queue_for_new_subscription
 
 
 async def test_an_outcome_due_again_in_the_same_cycle_is_recorded_once(

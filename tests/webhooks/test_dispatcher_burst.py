@@ -12,19 +12,18 @@ from __future__ import annotations
 import asyncio
 import json
 
-from webhook_support import (
-    ENCRYPTION_KEY,
-    queue_for_new_subscription,
-    receiver,
-    wait_until,
-)
-
 from monitor.config import DeliveryConfig
 from monitor.storage import Database
 from monitor.storage.deliveries import DeliveryStore
 from monitor.webhooks.dispatcher import DeliveryAttempts, Dispatcher
 from monitor.webhooks.secrets import SecretBox
 from monitor.webhooks.sender import Sender
+from tests.webhook_support import (
+    ENCRYPTION_KEY,
+    queue_for_new_subscription,
+    receiver,
+    wait_until,
+)
 
 #: More than one endpoint claims ahead (CLAIM_AHEAD x 1 slot), fewer than one read takes.
 BURST = 3

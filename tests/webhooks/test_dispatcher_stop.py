@@ -11,12 +11,6 @@ from __future__ import annotations
 import asyncio
 
 from aiohttp import web
-from webhook_support import (
-    ENCRYPTION_KEY,
-    queue_for_new_subscription,
-    receiver,
-    wait_until,
-)
 
 from monitor.config import DeliveryConfig
 from monitor.storage import Database
@@ -24,6 +18,12 @@ from monitor.storage.deliveries import DeliveryStore
 from monitor.webhooks.dispatcher import CLAIM_AHEAD, DeliveryAttempts, Dispatcher
 from monitor.webhooks.secrets import SecretBox
 from monitor.webhooks.sender import Sender
+from tests.webhook_support import (
+    ENCRYPTION_KEY,
+    queue_for_new_subscription,
+    receiver,
+    wait_until,
+)
 
 
 async def test_claimed_but_unsent_deliveries_are_given_back_on_stop(webhook_db: Database) -> None:

@@ -7,11 +7,11 @@ from pathlib import Path
 from typing import Any
 
 from aiohttp.test_utils import TestServer
-from webhook_support import tier_change
 
 from monitor.config import DeliveryConfig
 from monitor.records import encode
 from monitor.webhooks.sender import Sender
+from tests.webhook_support import tier_change
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "webhooks.md"
 
@@ -33,7 +33,7 @@ async def test_documented_receiver_accepts_signed_and_rejects_forged() -> None:
     try:
         url = str(server.make_url("/hook"))
         event = tier_change()
-        kwargs = dict(event_type=event.event_type, event_id=event.event_id)
+        kwargs: dict[str, Any] = dict(event_type=event.event_type, event_id=event.event_id)
         good = await sender.send(url, encode(event), secret=secret, **kwargs)
         again = await sender.send(url, encode(event), secret=secret, **kwargs)
         forged = await sender.send(url, encode(tier_change()), secret="whsec_wrong", **kwargs)

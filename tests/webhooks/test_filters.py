@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from webhook_support import TOKEN, tier_change
 
 from monitor.webhooks.filters import Filters, decode_filters, encode_filters
+from tests.webhook_support import TOKEN, tier_change
 
 EVENT = tier_change(new_tier="warning", old_tier="critical", chain="eth", deviation_pct=-2.5)
 

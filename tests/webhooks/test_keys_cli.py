@@ -5,10 +5,9 @@ from __future__ import annotations
 import asyncio
 import os
 
-from webhook_support import cli_command
-
 from monitor.storage import connect
 from monitor.storage.webhooks import WebhookStore
+from tests.webhook_support import cli_command
 
 
 async def _cli(storage_url: str, *args: str) -> tuple[int, str, str]:

@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from webhook_support import ENCRYPTION_KEY, new_key, receiver, tier_change
 
 from monitor.config import DeliveryConfig
 from monitor.records import encode
@@ -21,6 +20,7 @@ from monitor.webhooks.filters import Filters
 from monitor.webhooks.secrets import SecretBox
 from monitor.webhooks.sender import Sender
 from monitor.webhooks.urls import origin
+from tests.webhook_support import ENCRYPTION_KEY, new_key, receiver, tier_change
 
 
 def test_outcome_labels() -> None:

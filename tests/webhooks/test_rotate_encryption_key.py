@@ -14,7 +14,6 @@ import uuid
 from pathlib import Path
 
 import pytest
-from webhook_support import cli_command, new_key
 
 from monitor.config import DeliveryConfig
 from monitor.storage import Database, connect
@@ -22,6 +21,7 @@ from monitor.storage.webhooks import WebhookStore
 from monitor.webhooks.filters import Filters
 from monitor.webhooks.rekey import pending_key_path, reseal_all
 from monitor.webhooks.secrets import SecretBox, SecretStoreError, decode_key, load_key
+from tests.webhook_support import cli_command, new_key
 
 
 async def _cli(storage_url: str, data_dir: Path, *args: str,

@@ -9,10 +9,10 @@ import msgspec
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from webhook_support import tier_change
 
 from monitor.records import encode
 from monitor.webhooks.signing import SignatureError, delivery_body, sign, verify
+from tests.webhook_support import tier_change
 
 SECRET = "whsec_" + "ab" * 32
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import time
 import uuid
+from typing import Any
 
 import pytest
-from webhook_support import ENCRYPTION_KEY, new_key, tier_change
 
 from monitor.config import DeliveryConfig
 from monitor.records import encode
@@ -16,6 +16,7 @@ from monitor.storage.webhooks import WebhookStore, migrate_webhooks
 from monitor.storage.webhooks_schema import MIGRATIONS
 from monitor.webhooks.filters import Filters
 from monitor.webhooks.secrets import SecretBox, SecretStoreError
+from tests.webhook_support import ENCRYPTION_KEY, new_key, tier_change
 
 
 async def _subscription(db: Database, key_id: str, secret: str = "whsec_x") -> str:
@@ -123,8 +124,8 @@ async def test_claims_are_exclusive_and_success_is_recorded_once(webhook_db: Dat
     assert await store.claim(due.id, "t1", now, now + 60)
     assert not await store.claim(due.id, "t2", now, now + 60)   # held
     assert await store.due(now, 10) == []                       # leased rows are not due
-    kwargs = dict(manual=False, started_at=now, status_code=200, latency_ms=1.0, error=None,
-                  new_status="success", next_attempt_at=None, now=now)
+    kwargs: dict[str, Any] = dict(manual=False, started_at=now, status_code=200, latency_ms=1.0,
+                                  error=None, new_status="success", next_attempt_at=None, now=now)
     assert not await store.record_attempt(delivery=due, token="t2", **kwargs)  # not the holder
     assert await store.record_attempt(delivery=due, token="t1", **kwargs)
     # an expired lease cannot be re-claimed for a success

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 from aiohttp import web
-from webhook_support import receiver
 
 from monitor.config import DeliveryConfig
 from monitor.webhooks.sender import Sender
 from monitor.webhooks.urls import UnsafeUrl, check_url, check_url_resolving
+from tests.webhook_support import receiver
 
 REFUSED = [
     "http://example.com/hook",
@@ -108,7 +108,7 @@ async def test_errors_do_not_carry_the_url_path_or_query() -> None:
     assert "s3cr3t" not in text and "https://hooks.example.com:443/…" in text
     sender = Sender(DeliveryConfig(allow_loopback=True, timeout_seconds=2))
     try:
-        from webhook_support import free_tcp_port
+        from tests.webhook_support import free_tcp_port
 
         url = f"http://127.0.0.1:{free_tcp_port()}/hook?token=s3cr3t-in-query"
         result = await sender.send(url, b"{}", event_type="DEPEG_TIER_CHANGE", event_id="e",

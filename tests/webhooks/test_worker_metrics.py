@@ -12,8 +12,6 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from webhook_support import ENCRYPTION_KEY, queue_for_new_subscription, receiver, wait_until
-
 from monitor import metrics as m
 from monitor.config import DeliveryConfig
 from monitor.storage import Database
@@ -21,6 +19,7 @@ from monitor.storage.deliveries import DeliveryStore
 from monitor.webhooks.dispatcher import DeliveryAttempts, Dispatcher
 from monitor.webhooks.secrets import SecretBox
 from monitor.webhooks.sender import Sender
+from tests.webhook_support import ENCRYPTION_KEY, queue_for_new_subscription, receiver, wait_until
 
 DELIVERIES = 6
 FAILURES = 4  # the receiver's first answers are 500s, then 200s
@@ -31,8 +30,8 @@ def value(metric: Any, *labels: str) -> float:
 
 
 def observations(histogram: Any) -> float:
-    return sum(s.value for family in histogram.collect() for s in family.samples
-               if s.name.endswith("_count"))
+    return float(sum(s.value for family in histogram.collect() for s in family.samples
+                     if s.name.endswith("_count")))
 
 
 def snapshot() -> dict[str, float]:

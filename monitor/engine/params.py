@@ -1,0 +1,82 @@
+"""The model settings a refresh reads, copied once per configuration onto a plain class.
+
+``ModelConfig`` is a msgspec struct, which the compiled build (monitor/compiled.py) cannot
+compile: every ``cfg.field`` it reads is a generic attribute lookup through the type's
+descriptors, some forty of them per refresh. :class:`Params` holds the same values (the
+very objects, not converted) as attributes of a class the build makes native, plus the
+per-configuration tables the refresh used to look up through caches; pure, it reads as
+fast as the struct. The public functions that take a ``ModelConfig`` keep doing so and
+go through :func:`params`.
+"""
+
+from __future__ import annotations
+
+from ..config import ModelConfig
+from .memo import per_config
+from .ringfields import _COV, _DEV, _HIGH, _LOW, _MIN, _R2
+
+
+class Params:
+    """What the refresh path reads of one ``ModelConfig``."""
+
+    def __init__(self, cfg: ModelConfig) -> None:
+        self.config = cfg
+        self.deviation_full = cfg.deviation_full
+        self.persistence_window_seconds = cfg.persistence_window_seconds
+        self.persistence_low = cfg.persistence_low
+        self.slippage_floor_bps = cfg.slippage_floor_bps
+        self.slippage_full_bps = cfg.slippage_full_bps
+        self.slippage_max_age_seconds = cfg.slippage_max_age_seconds
+        self.volatility_window_seconds = cfg.volatility_window_seconds
+        self.burst_start = cfg.burst_start
+        self.burst_full = cfg.burst_full
+        self.volatility_floor = cfg.volatility_floor
+        self.oracle_divergence_full = cfg.oracle_divergence_full
+        self.oracle_max_age_seconds = cfg.oracle_max_age_seconds
+        self.cross_chain_spread_full = cfg.cross_chain_spread_full
+        self.cross_chain_spread_max_age_seconds = cfg.cross_chain_spread_max_age_seconds
+        self.watch_at = cfg.watch_at
+        self.warning_at = cfg.warning_at
+        self.critical_at = cfg.critical_at
+        self.premium_enter = cfg.premium_enter
+        self.premium_exit = cfg.premium_exit
+        self.premium_minutes = cfg.premium_minutes
+        self.hold_decay_per_hour = cfg.hold_decay_per_hour
+        self.hold_margin = cfg.hold_margin
+        self.hold_seconds = cfg.hold_seconds
+        self.calm_decay_per_hour = cfg.calm_decay_per_hour
+        self.floor_window_seconds = cfg.floor_window_seconds
+        self.snapshot_seconds = cfg.snapshot_seconds
+        weights = cfg.weights
+        #: Every signal's weight by name.
+        self.weights: dict[str, float] = {
+            name: float(getattr(weights, name)) for name in weights.__struct_fields__}
+        #: ``(fraction below peg, whole minutes, rating floor)`` per hard floor, worst
+        #: first (the floors that are on), and the deviation each one's buckets must stay
+        #: under.
+        self.floors: tuple[tuple[float, int, float], ...] = tuple(
+            (below, minutes, at) for below, minutes, at in (
+                (cfg.floor_critical_below, cfg.floor_critical_minutes, cfg.critical_at),
+                (cfg.floor_warning_below, cfg.floor_warning_minutes, cfg.warning_at),
+                (cfg.floor_watch_below, cfg.floor_watch_minutes, cfg.watch_at),
+            ) if minutes > 0
+        )
+        self.floor_lines: tuple[float, ...] = tuple(-below for below, _, _ in self.floors)
+        #: The premium count's one line (a tuple built once: it keys the ring's flags).
+        self.premium_lines: tuple[float, ...] = (cfg.premium_enter,)
+        #: The windows and fields a refresh without detail reads, in ``evaluate``'s order
+        #: (the calm window's lowest deviation last).
+        self.reads: tuple[tuple[float, tuple[int, ...]], ...] = (
+            (float(cfg.deviation_window_seconds), (_DEV, _COV)),
+            (float(cfg.persistence_window_seconds), (_LOW, _HIGH)),
+            (float(cfg.volatility_window_seconds), (_R2,)),
+            (float(cfg.calm_window_seconds), (_MIN,)))
+        #: Every window length a refresh without detail reads (reads, floors, premium).
+        self.lengths: tuple[float, ...] = tuple(sorted(
+            {s for s, _ in self.reads} | {float(cfg.floor_window_seconds), 3600.0}))
+
+
+@per_config
+def params(cfg: ModelConfig) -> Params:
+    """The :class:`Params` of ``cfg`` (made once per configuration object)."""
+    return Params(cfg)
