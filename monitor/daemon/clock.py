@@ -33,6 +33,18 @@ class LiveClock:
         newest = event_ts if old is None or event_ts > old[0] else old[0]
         self._seen[key] = (newest, self._now(), partition)
 
+    def ticked(self, newest: dict[str, float], partition: int) -> None:
+        """``tick`` for each key of ``newest`` (its newest event time in one batch), with
+        one wall stamp for them all: the ingest loop's per-batch form."""
+        if not newest:
+            return
+        now = self._now()
+        seen = self._seen
+        for key, event_ts in newest.items():
+            old = seen.get(key)
+            seen[key] = (event_ts if old is None or event_ts > old[0] else old[0], now,
+                         partition)
+
     def restored(self, key: str, event_ts: float | None, partition: int) -> None:
         """State came back from the state topic: wall time restarts now (we cannot know
         how long the feed was quiet before the restart, so it gets a full grace period)."""

@@ -228,6 +228,11 @@ class MonitorDaemon(Assignment):
             # newest) + tolerance, never lower): most ticks skip the exact check.
             future_from = wall + tolerance
             late_before = engine_stats.late
+            # Each token's newest event time in this batch, handed to the live clock once
+            # per partition batch (LiveClock.ticked), not per tick: the wall stamp it
+            # takes is the same to within the batch.
+            newest: dict[str, float] = {}
+            newest_of = newest.get
             for rec in recs:
                 offset: int = rec.offset
                 if offset < resume_at and offset not in refeed:
@@ -245,6 +250,8 @@ class MonitorDaemon(Assignment):
                     self.stats.skipped_restored += 1
                     continue
                 if tick.ts > future_from:
+                    if key in newest:  # the clock must know this batch's ticks first
+                        clock.tick(key, newest.pop(key), tp.partition)
                     try:
                         check_not_future(tick, clock.last_event_ts(key), wall, tolerance)
                     except BadTick as exc:
@@ -258,18 +265,23 @@ class MonitorDaemon(Assignment):
                     # A late spread observation is a copy the restarted spread stage sent
                     # again (or one for a boundary rated without it): expected, not news.
                     if not spread:
+                        if key in newest:  # the detail names the token's newest tick
+                            clock.tick(key, newest.pop(key), tp.partition)
                         await out.dead_letter(rec, BadTick("late",
                                                            self._late_detail(key, tick)))
                     continue
                 if not spread:  # spread observations are not the token's liveness
-                    clock.tick(key, tick.ts, tp.partition)
+                    ts = tick.ts
+                    seen = newest_of(key)
+                    if seen is None or ts > seen:
+                        newest[key] = ts
                 # The engine may hold the tick for lateness: its offset goes into the
                 # token's compact state while it does (PartitionState.took, inlined).
                 mine = held_of(key)
                 if mine is None:
-                    held[key] = {id(tick): (offset, tick)}
+                    held[key] = {id(tick): offset}
                 else:
-                    mine[id(tick)] = (offset, tick)
+                    mine[id(tick)] = offset
                 n = counts_of(key)
                 if n is None:
                     uncovered.took(key, offset, started)
@@ -277,6 +289,7 @@ class MonitorDaemon(Assignment):
                     counts[key] = n + 1
                 if outputs:
                     produced += outputs
+            clock.ticked(newest, tp.partition)
             # Nothing in the loop reads the position: it moves once per partition.
             part.next_offset = recs[-1].offset + 1
             late += engine_stats.late - late_before

@@ -34,10 +34,16 @@ class PartitionState:
     #: Tokens whose state changed since their last written state, and since when
     #: (``coverage.py``: which are due, how far the offset may be committed).
     uncovered: Uncovered = field(default_factory=Uncovered)
-    #: key -> {id(tick): (offset, tick)} of ticks handed to the engine that it may still
-    #: hold for lateness; ``pending_offsets`` keeps it to those it really holds. (The
-    #: tick is kept so its ``id`` stays unique while it is listed.)
-    held: dict[str, dict[int, tuple[int, Tick]]] = field(default_factory=dict)
+    #: key -> {id(tick): offset} of ticks handed to the engine that it may still hold for
+    #: lateness; ``pending_offsets`` keeps it to those it really holds. Only the offset is
+    #: kept, not the tick: a released tick is freed at once (keeping every tick alive until
+    #: the next checkpoint cost a tuple per tick, memory, and the checkpoint their freeing).
+    #: A listed id may then belong to a freed tick, but never wrongly to a tick the engine
+    #: holds: a held tick was listed when taken, while alive, and an id can be given to
+    #: another object only after its tick was freed (released), so the last entry under a
+    #: held tick's id is its own. The one kind of held tick never taken, one restored
+    #: inside a version 1 state, was alive before any entry of this partition was made.
+    held: dict[str, dict[int, int]] = field(default_factory=dict)
     #: Where the group's committed offset stood at restore; below it only ``refeed``
     #: offsets are processed (everything else there is inside the restored states).
     resume_at: int = 0
@@ -78,9 +84,9 @@ class PartitionState:
         """The engine took ``tick`` (read at ``offset``); it may hold it for lateness."""
         held = self.held.get(key)
         if held is None:
-            self.held[key] = {id(tick): (offset, tick)}
+            self.held[key] = {id(tick): offset}
         else:
-            held[id(tick)] = (offset, tick)
+            held[id(tick)] = offset
 
     def state_offset(self, key: str) -> int:
         """The offset a state of ``key`` written now is exact at: the position, or the
@@ -104,7 +110,7 @@ class PartitionState:
             self.held[key] = {i: held[i] for i in map(id, pending) if i in held}
             return None
         self.held[key] = kept
-        offsets = [o for o, _ in kept.values()]
+        offsets = list(kept.values())
         if unread:
             offsets += unread
         offsets.sort()

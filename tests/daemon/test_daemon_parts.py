@@ -209,3 +209,34 @@ async def test_sweep_refreshes_a_token_quiet_for_one_refresh_interval() -> None:
     # lateness hold (7 and 12 minutes), not only after 15 minutes of silence.
     from monitor.timefmt import format_ts
     assert format_ts(last + 300) in times and format_ts(last + 600) in times
+
+
+def test_held_offsets_stay_exact_when_released_ticks_are_freed() -> None:
+    """``PartitionState.held`` keeps offsets by ``id(tick)`` without keeping the ticks: a
+    released tick is freed and its id handed to later ticks (of this token or another).
+    The offsets a checkpoint lists must still be exactly those of the ticks the engine
+    holds; the truth here is independent of ``held``: each tick's price text carries its
+    offset."""
+    base = 1_678_000_000
+    other = "0x" + "3" * 40
+    part = PartitionState.restore(0, ModelConfig(), 0, {})
+    checked = 0
+    for offset in range(6000):
+        # Two tokens interleaved; every 7th tick 30 s older than its neighbours (inside
+        # the 120 s lateness window), so the held ticks are not a suffix of the offsets.
+        ts = base + offset - (30 if offset % 7 == 0 else 0)
+        token = TOKEN if offset % 3 else other
+        # Only the engine keeps the tick; its price text says its offset.
+        tick = make_tick(ts, "eth", token, "T", f"0.9{offset:05d}", "1")
+        late = part.engine.stats.late
+        part.engine.process(tick)
+        if part.engine.stats.late == late:
+            part.took(tick.key, offset, tick)
+        del tick
+        if offset % 997 == 996:  # a checkpoint now and then, as the daemon's
+            for key in (KEY, f"eth:{other}"):
+                truth = sorted(int((t.price_text or "")[3:]) for t in part.engine.pending(key))
+                assert truth  # the engine holds 120 s of ticks
+                assert part.pending_offsets(key) == truth
+                checked += 1
+    assert checked == 12
