@@ -50,3 +50,26 @@ def test_bad_ticks_name_their_reason(raw: bytes | None, reason: str) -> None:
     with pytest.raises(BadTick) as info:
         decode_tick(raw)
     assert info.value.reason == reason
+
+
+@pytest.mark.parametrize("chain, token", [
+    ("eth", "0x" + "ab" * 20), (" ETH ", "0x" + "AB" * 20), ("Eth", " 0x" + "aB" * 20 + " "),
+    ("eth", "0x" + "ab" * 19), ("nochain", "0x" + "ab" * 20), ("eth", "0x" + "zz" * 20),
+])
+def test_checked_token_keys_are_cached_without_changing_an_answer(chain: str, token: str) -> None:
+    """The (chain, token) check is cached; each answer, refusals included, is the one the
+    uncached rules give, the second time as the first."""
+    from monitor.chains import is_chain, normalize_address
+
+    want_chain = chain.strip().lower()
+    want_address = normalize_address(token)
+    for _ in range(2):
+        if not is_chain(want_chain):
+            with pytest.raises(BadTick, match="unknown chain"):
+                make_tick("2024-01-01T00:00:00Z", chain, token, "X", "1")
+        elif want_address is None:
+            with pytest.raises(BadTick, match="malformed token address"):
+                make_tick("2024-01-01T00:00:00Z", chain, token, "X", "1")
+        else:
+            tick = make_tick("2024-01-01T00:00:00Z", chain, token, "X", "1")
+            assert (tick.chain, tick.token) == (want_chain, want_address)
