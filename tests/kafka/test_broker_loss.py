@@ -116,9 +116,13 @@ async def test_sigterm_ends_within_grace_and_healthz_reports_a_stuck_loop(
         await wait_for(lambda: _has(monitor, "monitor.partitions_assigned"), 60, "assignment")
         url = monitor.events("ops.listening")[0]["url"]
         assert _healthz(url)[0] == 200
-        await produce(broker.bootstrap_servers, kafka.ticks_topic,
-                      tick_records(_ticks(20, 12)))
+        # The broker must freeze while the monitor is still busy with these ticks (a
+        # monitor that has published everything and is only fetching is not stuck): the
+        # reader is started before they are produced, so the pause follows the first
+        # ratings soon, and there are enough of them (57,600) to outlast that.
         async with TopicReader(broker.bootstrap_servers, kafka.ratings_topic) as ratings:
+            await produce(broker.bootstrap_servers, kafka.ticks_topic,
+                          tick_records(_ticks(20, 48)))
             await ratings.until(lambda r: len(r) > 0, 60, "the first ratings")
         broker.pause()
         try:
