@@ -8,7 +8,10 @@
 ``--table`` times whole processes: a bare ``csv.reader`` pass, ``depeg-monitor replay``
 (pure Python, the default install) and the same replay with the optional mypyc build
 (monitor/compiled.py; built once into a temporary directory, or the one
-``DEPEG_MONITOR_COMPILED`` names), in rotating order: two rows, one ratio each.
+``DEPEG_MONITOR_COMPILED`` names), in rotating order: two rows, one ratio each. Every
+side runs as installed: the project's modules byte-compiled once into a temporary
+``PYTHONPYCACHEPREFIX``, ``PYTHONDONTWRITEBYTECODE`` unset (one line per side says whether
+the children loaded that bytecode); the checkout is never written.
 
 Targets (issue 2): a 1-minute, one-month file replays in under 5x a bare CSV pass; under
 20 KB of window state per token. Prints figures; asserts nothing.
@@ -113,7 +116,16 @@ def table_row(rounds: int, compiled: bool = True, baseline: str | None = None) -
     against ``depeg-monitor replay`` (the pure-Python default, and the optional mypyc
     build unless ``compiled`` is False), in rotating order, ``rounds`` times; with
     ``baseline`` (another checkout's root) its replay too, printed, not emitted."""
-    from common import compiled_env, emit, fail_on_errors, machine_line, show
+    from common import (
+        bytecode_line,
+        compiled_env,
+        emit,
+        fail_on_errors,
+        installed_env,
+        machine_line,
+        show,
+        warm_bytecode,
+    )
 
     from monitor.compiled import ENV
 
@@ -140,7 +152,11 @@ def table_row(rounds: int, compiled: bool = True, baseline: str | None = None) -
         replay = [cli, "--log-level", "warning", "replay", "--overwrite", "--out", out, *files]
         argv = {"bare": [sys.executable, "-c", BARE, *files], "replay": replay,
                 "mypyc": replay, "base": replay, "base-mypyc": replay}
+        # Every side as installed: project .pyc files compiled once (common.installed_env).
+        envs = {which: installed_env(tmp, env) for which, env in envs.items()}
         order = list(envs)
+        for which in order:
+            print(bytecode_line(which, *warm_bytecode(argv[which], envs[which])))
         for n in range(rounds):
             for which in order[n % len(order):] + order[:n % len(order)]:
                 seconds, ok = child_cpu(argv[which], envs[which])

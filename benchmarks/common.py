@@ -137,6 +137,54 @@ def compiled_env(tmp: str) -> dict[str, str] | None:
     return env
 
 
+PROJECT_PACKAGES = ("monitor", "producers", "consumers")
+
+
+def installed_env(tmp: str, base: dict[str, str] | None = None,
+                  packages: Sequence[str] = PROJECT_PACKAGES) -> dict[str, str]:
+    """``base`` (default: this environment) as an installed package would see it: the
+    project's modules byte-compiled once into ``tmp/pycache`` (``PYTHONPYCACHEPREFIX``),
+    ``PYTHONDONTWRITEBYTECODE`` dropped. With that variable set (as on the shared machine)
+    every child recompiled every project module at each start (~34 ms) while the stdlib
+    it is compared with loads the .pyc files written at install. Nothing is written into
+    the checkout: the prefix takes every .pyc read or written, stdlib's included, so a
+    child's first run writes the stdlib modules it imports there (:func:`warm_bytecode`)."""
+    env = dict(os.environ if base is None else base)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    env["PYTHONPYCACHEPREFIX"] = os.path.join(tmp, "pycache")
+    root = Path(__file__).resolve().parents[1]
+    folders = [str(root / name) for name in packages if (root / name).is_dir()]
+    subprocess.run([sys.executable, "-m", "compileall", "-q", *folders], env=env,
+                   capture_output=True, check=False)
+    return env
+
+
+def warm_bytecode(argv: Sequence[str], env: dict[str, str]) -> tuple[int, int]:
+    """Run ``argv`` (a Python script or ``python …``) once under ``python -v`` so the
+    prefix holds every module it imports, then once more: how many modules that second
+    run loaded from cached bytecode and how many it compiled from source (0 when the
+    timed runs start from bytecode, as an installed package's do)."""
+    command = list(argv) if argv[0] == sys.executable else [sys.executable, *argv]
+    command.insert(1, "-v")
+    cached = compiled = 0
+    for _ in range(2):
+        done = subprocess.run(command, env=env, capture_output=True, text=True,
+                              check=False)
+        lines = [line for line in done.stderr.splitlines()
+                 if line.startswith("# code object from ")]
+        # ``-v`` quotes the .pyc path it loaded, and names the .py bare when it compiled.
+        cached = sum(line.endswith(".pyc'") for line in lines)
+        compiled = len(lines) - cached
+    return cached, compiled
+
+
+def bytecode_line(which: str, cached: int, compiled: int) -> str:
+    used = "used" if cached and not compiled else "NOT fully used"
+    return (f"{which}: installed bytecode {used} ({cached} modules from .pyc, {compiled} "
+            f"compiled at start; PYTHONPYCACHEPREFIX in a temporary directory, "
+            f"PYTHONDONTWRITEBYTECODE unset)")
+
+
 class GcTimer:
     """Wall time spent in Python's cyclic garbage collector while started (``gc.callbacks``),
     per generation: the GC's share of a round without a profiler (docs/performance.md)."""
