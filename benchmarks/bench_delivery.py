@@ -157,13 +157,18 @@ async def throughput(url: str, ports: list[int], subs: int, deliveries: int,
     return total / elapsed, failed, cpu / total * 1e6
 
 
+def delivery_sized_body() -> bytes:
+    """A body the size of a real delivery's, for the loops without bookkeeping."""
+    return (b'{"event":' + encode(event()) + b',"signature":"' + b"0" * 64
+            + b'","delivered_at":"x"}')
+
+
 async def bare_post_loop(ports: list[int], count: int, concurrency: int
                          ) -> tuple[float, int, float]:
     """The limit: ``count`` POSTs of a delivery-sized body over one keep-alive session,
     ``concurrency`` at a time, to the same receivers; (POSTs/s, non-2xx or errors, CPU µs
     per POST)."""
-    e = event()
-    body = b'{"event":' + encode(e) + b',"signature":"' + b"0" * 64 + b'","delivered_at":"x"}'
+    body = delivery_sized_body()
     urls = [f"http://127.0.0.1:{ports[i % len(ports)]}/ok" for i in range(count)]
     errors = 0
     queue = iter(urls)
@@ -194,8 +199,7 @@ async def bare_client_loop(ports: list[int], count: int, concurrency: int
     """The same loop over the worker's own HTTP client (monitor/webhooks/http1.py) with no
     bookkeeping: what the worker's database cycle and dispatch cost on top of its sends.
     Printed next to the limit, not the limit: the issue's limit is the aiohttp loop."""
-    e = event()
-    body = b'{"event":' + encode(e) + b',"signature":"' + b"0" * 64 + b'","delivered_at":"x"}'
+    body = delivery_sized_body()
     targets = iter([URL(f"http://127.0.0.1:{ports[i % len(ports)]}/ok") for i in range(count)])
     headers = header_lines([("Content-Type", "application/json")])
     errors = 0

@@ -30,7 +30,6 @@ connection, :class:`ProtocolFailure` for a receiver that closed early or answere
 from __future__ import annotations
 
 import asyncio
-import ipaddress
 import ssl
 import time
 from collections.abc import Iterable, Sequence
@@ -39,7 +38,7 @@ import httptools
 from aiohttp.resolver import ThreadedResolver
 from yarl import URL
 
-from .urls import BlockedAddress, UnsafeUrl, resolve_public
+from .urls import BlockedAddress, UnsafeUrl, ip_literal, resolve_public
 
 #: How long a resolved (and checked) address list is reused for new connections.
 DNS_TTL_SECONDS = 30.0
@@ -230,11 +229,12 @@ class Http1Client:
         """Close connections idle for longer than ``keepalive_seconds`` (receivers come and
         go; their idle connections must not pile up)."""
         self._last_sweep = now
-        for key in list(self._idle):
-            pool = self._idle[key]
-            keep = [c for c in pool if not c.closed and now - c.idle_since < self._keepalive]
+        for key, pool in list(self._idle.items()):
+            keep = []
             for conn in pool:
-                if conn not in keep:
+                if not conn.closed and now - conn.idle_since < self._keepalive:
+                    keep.append(conn)
+                else:
                     conn.close()
             if keep:
                 self._idle[key] = keep
@@ -265,7 +265,7 @@ class Http1Client:
     async def _resolve(self, host: str, port: int) -> Sequence[str]:
         """The addresses to connect to: an IP literal as it is (``check_url`` checked it),
         a hostname's checked answers."""
-        if _is_ip_literal(host):
+        if ip_literal(host) is not None:
             return [host]
         now = time.monotonic()
         cached = self._addresses.get((host, port))
@@ -289,14 +289,6 @@ class Http1Client:
         if self._resolver is not None:
             await self._resolver.close()
             self._resolver = None
-
-
-def _is_ip_literal(host: str) -> bool:
-    try:
-        ipaddress.ip_address(host)
-    except ValueError:
-        return False
-    return True
 
 
 def header_lines(pairs: Iterable[tuple[str, str]]) -> bytes:

@@ -76,11 +76,12 @@ def check_ip(ip: IPAddress, allow_loopback: bool = False) -> None:
 
 
 def _is_local(host: str) -> bool:
-    ip = _ip_literal(host)
+    ip = ip_literal(host)
     return host.lower() == "localhost" if ip is None else ip.is_loopback
 
 
-def _ip_literal(host: str) -> IPAddress | None:
+def ip_literal(host: str) -> IPAddress | None:
+    """The address ``host`` spells (brackets allowed), or None for a hostname."""
     try:
         return ipaddress.ip_address(host.strip("[]"))
     except ValueError:
@@ -113,7 +114,7 @@ def check_url(url: str, allow_loopback: bool = False) -> URL:
         raise UnsafeUrl("webhookUrl must not carry credentials")
     if parsed.fragment:
         raise UnsafeUrl("webhookUrl must not have a fragment")
-    ip = _ip_literal(parsed.host)
+    ip = ip_literal(parsed.host)
     if ip is not None:
         check_ip(ip, allow_loopback)
         if parsed.scheme == "http" and not ip.is_loopback:
@@ -150,7 +151,7 @@ async def check_url_resolving(url: str, allow_loopback: bool = False,
                               resolve_seconds: float = 5.0) -> URL:
     """:func:`check_url` plus a DNS check of a hostname (used when a subscription is saved)."""
     parsed = check_url(url, allow_loopback)
-    if _ip_literal(parsed.host or "") is None:
+    if ip_literal(parsed.host or "") is None:
         try:
             async with asyncio.timeout(resolve_seconds):
                 await resolve_public(parsed.host or "", parsed.port or 443, allow_loopback)

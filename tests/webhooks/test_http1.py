@@ -76,8 +76,13 @@ async def scripted(answer: Callable[[int], tuple[bytes | None, bool]]
         srv.close()
 
 
-def client(**kw: object) -> Http1Client:
-    return Http1Client(allow_loopback=True, max_idle_per_origin=4, **kw)  # type: ignore[arg-type]
+@asynccontextmanager
+async def client(**kw: object) -> AsyncIterator[Http1Client]:
+    c = Http1Client(allow_loopback=True, max_idle_per_origin=4, **kw)  # type: ignore[arg-type]
+    try:
+        yield c
+    finally:
+        await c.close()
 
 
 async def post(c: Http1Client, url: str, headers: bytes = b"") -> int:
@@ -95,12 +100,9 @@ async def test_sequential_posts_reuse_one_connection_and_send_exact_bytes() -> N
             return None
 
         rec.on_request = note
-        c = client()
-        try:
+        async with client() as c:
             url = rec.url + "?token=a%20b&x=1"
             statuses = [await post(c, url, header_lines([("X-Test", "1")])) for _ in range(5)]
-        finally:
-            await c.close()
     assert statuses == [200] * 5
     assert len(set(map(str, peers))) == 1  # kept alive: one connection for five POSTs
     assert [r.body for r in rec.received] == [BODY] * 5
@@ -112,11 +114,8 @@ async def test_sequential_posts_reuse_one_connection_and_send_exact_bytes() -> N
 
 async def test_request_line_keeps_path_and_query() -> None:
     async with scripted(lambda n: (OK, False)) as srv:
-        c = client()
-        try:
+        async with client() as c:
             await post(c, f"http://127.0.0.1:{srv.port}/a/b%2Fc?token=x%26y&z=1")
-        finally:
-            await c.close()
     assert srv.requests[0].startswith(b"POST /a/b%2Fc?token=x%26y&z=1 HTTP/1.1\r\n")
     assert f"\r\nHost: 127.0.0.1:{srv.port}\r\n".encode() in srv.requests[0]
 
@@ -128,11 +127,8 @@ async def test_request_line_keeps_path_and_query() -> None:
 ])
 async def test_answers_read_whole_keep_the_connection(answer: bytes) -> None:
     async with scripted(lambda n: (answer, False)) as srv:
-        c = client()
-        try:
+        async with client() as c:
             statuses = [await post(c, f"http://127.0.0.1:{srv.port}/") for _ in range(3)]
-        finally:
-            await c.close()
     assert statuses == [201] * 3
     assert srv.connections == 1
 
@@ -144,11 +140,8 @@ async def test_answer_ended_by_close_and_connection_close_header() -> None:
     closing = b"HTTP/1.1 204 No Content\r\nConnection: close\r\n\r\n"
     for answer, status, receiver_closes in ((until_close, 202, True), (closing, 204, False)):
         async with scripted(lambda n, a=answer, e=receiver_closes: (a, e)) as srv:  # type: ignore[misc]
-            c = client()
-            try:
+            async with client() as c:
                 statuses = [await post(c, f"http://127.0.0.1:{srv.port}/") for _ in range(3)]
-            finally:
-                await c.close()
         assert statuses == [status] * 3
         assert srv.connections == 3  # never reused after the receiver said close
 
@@ -160,43 +153,31 @@ async def test_a_kept_connection_the_receiver_dropped_is_replaced_once() -> None
     # at-least-once and carry their event id.
     script = {1: (OK, False), 2: (None, True)}
     async with scripted(lambda n: script.get(n, (OK, False))) as srv:
-        c = client()
-        try:
+        async with client() as c:
             first = await post(c, f"http://127.0.0.1:{srv.port}/")
             second = await post(c, f"http://127.0.0.1:{srv.port}/")
-        finally:
-            await c.close()
     assert (first, second) == (200, 200)
     assert srv.connections == 2 and len(srv.requests) == 3
 
 
 async def test_receiver_closing_without_answer_is_an_error_not_a_retry_loop() -> None:
     async with scripted(lambda n: (None, True)) as srv:
-        c = client()
-        try:
+        async with client() as c:
             with pytest.raises(ProtocolFailure, match="closed the connection"):
                 await post(c, f"http://127.0.0.1:{srv.port}/")
-        finally:
-            await c.close()
     assert len(srv.requests) == 1  # a fresh connection is never retried
 
 
 async def test_garbage_and_oversized_answers() -> None:
     async with scripted(lambda n: (b"SMTP ready\r\n\r\n", False)) as srv:
-        c = client()
-        try:
+        async with client() as c:
             with pytest.raises(ProtocolFailure, match="invalid HTTP answer"):
                 await post(c, f"http://127.0.0.1:{srv.port}/")
-        finally:
-            await c.close()
     big = b"x" * 100_000
     answer = b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(big) + big
     async with scripted(lambda n: (answer, False)) as srv:
-        c = client(max_body_bytes=1024)
-        try:
+        async with client(max_body_bytes=1024) as c:
             statuses = [await post(c, f"http://127.0.0.1:{srv.port}/") for _ in range(2)]
-        finally:
-            await c.close()
     assert statuses == [200, 200]
     assert srv.connections == 2  # not drained: the connection is dropped instead
 
@@ -210,19 +191,20 @@ def test_header_values_with_line_breaks_are_refused() -> None:
 async def test_refused_connection_is_a_connect_failure() -> None:
     from tests.webhook_support import free_tcp_port
 
-    c = client()
-    try:
+    async with client() as c:
         with pytest.raises(ConnectFailed):
             await post(c, f"http://127.0.0.1:{free_tcp_port()}/")
-    finally:
-        await c.close()
 
 
 @asynccontextmanager
-async def tls_server(ca: trustme.CA, host: str) -> AsyncIterator[tuple[int, list[bytes]]]:
+async def tls_server(ca: trustme.CA, host: str
+                     ) -> AsyncIterator[tuple[int, list[bytes], list[str | None]]]:
+    """A TLS server with a certificate for ``host``: (port, requests, SNI names seen)."""
     seen: list[bytes] = []
+    names: list[str | None] = []
     ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     ca.issue_cert(host).configure_cert(ctx)
+    ctx.sni_callback = lambda _sock, name, _ctx: names.append(name)
 
     async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
@@ -238,7 +220,7 @@ async def tls_server(ca: trustme.CA, host: str) -> AsyncIterator[tuple[int, list
 
     srv = await asyncio.start_server(handle, "127.0.0.1", 0, ssl=ctx)
     try:
-        yield srv.sockets[0].getsockname()[1], seen
+        yield srv.sockets[0].getsockname()[1], seen, names
     finally:
         srv.close()
 
@@ -247,30 +229,24 @@ async def test_https_verifies_the_certificate_and_sends_sni() -> None:
     ca = trustme.CA()
     trusting = ssl.create_default_context()
     ca.configure_trust(trusting)
-    async with tls_server(ca, "localhost") as (port, seen):
-        good = client(ssl_context=trusting)
-        default = client()  # the system's trust store does not know the throwaway CA
-        try:
+    async with tls_server(ca, "localhost") as (port, seen, names):
+        # the system's trust store does not know the throwaway CA
+        async with client(ssl_context=trusting) as good, client() as default:
             assert await post(good, f"https://localhost:{port}/hook") == 200
             with pytest.raises(ConnectFailed):
                 await post(default, f"https://localhost:{port}/hook")
-        finally:
-            await good.close()
-            await default.close()
     assert len(seen) == 1  # the untrusted connection never sent its request
+    assert names == ["localhost", "localhost"]  # the hostname went out as SNI both times
 
 
 async def test_https_certificate_for_another_name_is_refused() -> None:
     ca = trustme.CA()
     trusting = ssl.create_default_context()
     ca.configure_trust(trusting)
-    async with tls_server(ca, "hooks.example.com") as (port, seen):
-        c = client(ssl_context=trusting)
-        try:
+    async with tls_server(ca, "hooks.example.com") as (port, seen, _):
+        async with client(ssl_context=trusting) as c:
             with pytest.raises(ConnectFailed):
                 await post(c, f"https://localhost:{port}/hook")
-        finally:
-            await c.close()
     assert seen == []
 
 
