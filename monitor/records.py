@@ -9,14 +9,23 @@ from __future__ import annotations
 
 import uuid
 from enum import StrEnum
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 import msgspec
+
+if TYPE_CHECKING:
+    from hashlib import sha1
+else:
+    try:  # CPython's own SHA-1, the digest uuid.uuid5 takes from hashlib: importing hashlib
+        from _sha1 import sha1  # loads OpenSSL, ~3 ms of every replay's start-up
+    except ImportError:
+        from hashlib import sha1
 
 EVENT_TYPE: Final = "DEPEG_TIER_CHANGE"
 
 #: Namespace for deterministic event ids: a replay or a restart re-emits the same id.
 EVENT_NAMESPACE: Final = uuid.UUID("6f1c2f4e-5d0a-4c3b-9a57-2d1f0b7c8e41")
+_NAMESPACE_BYTES: Final = EVENT_NAMESPACE.bytes
 
 
 class Tier(StrEnum):
@@ -55,9 +64,12 @@ class TierChangeEvent(msgspec.Struct, frozen=True):
 
 
 def event_id(chain: str, token: str, evaluated_at: str, old_tier: str, new_tier: str) -> str:
-    """UUIDv5 over what identifies a transition, so duplicates share an id."""
+    """UUIDv5 over what identifies a transition, so duplicates share an id: what
+    ``uuid.uuid5(EVENT_NAMESPACE, name)`` returns, with the SHA-1 imported above
+    (tests/test_records_ids.py compares the two)."""
     name = f"{chain}:{token}|{evaluated_at}|{old_tier}|{new_tier}"
-    return str(uuid.uuid5(EVENT_NAMESPACE, name))
+    digest = sha1(_NAMESPACE_BYTES + name.encode("utf-8")).digest()
+    return str(uuid.UUID(bytes=digest[:16], version=5))
 
 
 class SignalValue(msgspec.Struct, frozen=True):
