@@ -180,7 +180,10 @@ def merge_by_time(streams: Iterable[Iterator[Row]]) -> Iterator[Row]:
 
     Each step yields the waiting row whose stream's newest tick time is the smallest, the
     first stream on a tie: the order ``heapq.merge`` gives rows keyed ``(newest tick time,
-    stream index, row number)``, without a key tuple and a generator frame per row.
+    stream index, row number)``, without a key tuple and a generator frame per row. The
+    other streams do not move while one yields, so it yields on without a scan while its
+    time stays below the smallest of theirs (or equal to it, ahead of that stream): a
+    one-minute file yields runs of rows between another file's sparse ticks.
     """
     sources: list[Iterator[Row]] = []
     heads: list[Row] = []
@@ -196,14 +199,24 @@ def merge_by_time(streams: Iterable[Iterator[Row]]) -> Iterator[Row]:
         for i in range(1, len(heads)):
             if times[i] < times[best]:
                 best = i
-        yield heads[best]
-        following = next(sources[best], None)
+        rival = 1 if best == 0 else 0  # the first of the others with the smallest time
+        for i in range(rival + 1, len(heads)):
+            if i != best and times[i] < times[rival]:
+                rival = i
+        limit = times[rival]
+        source = sources[best]
+        following: Row | None = heads[best]
+        while following is not None:
+            yield following
+            following = next(source, None)
+            if isinstance(following, Tick):
+                ts = following.ts
+                times[best] = ts
+                if ts > limit or (ts == limit and rival < best):
+                    heads[best] = following
+                    break
         if following is None:
             del sources[best], heads[best], times[best]
-        else:
-            heads[best] = following
-            if isinstance(following, Tick):
-                times[best] = following.ts
     if heads:
         yield heads[0]
         yield from sources[0]
