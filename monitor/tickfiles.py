@@ -59,6 +59,10 @@ def read_csv(path: Path) -> Iterator[Row]:
         # so comparing three short strings spares a tuple and its hash per row.
         last: tuple[str, str, str] = ("", "", "")
         known: tuple[str, str, str] | None = None
+        # Likewise the previous row's peg cell and what it read as: a file's peg is one
+        # value nearly throughout, and parsing it was ~10 % of reading a plain row.
+        last_peg = ""
+        peg = _plain_number("")
         limit = csv.field_size_limit()
         line = 1
         for text in fh:
@@ -87,8 +91,11 @@ def read_csv(path: Path) -> Iterator[Row]:
             if chain_s != last[0] or token != last[1] or symbol != last[2]:
                 last = (chain_s, token, symbol)
                 known = _known(chain_s, token, symbol, names)
-            tick = _plain_tick(known, ts_text, price_s, peg_s, slip_s, oracle_s, source) \
-                if known is not None else None
+            if peg_s != last_peg:
+                last_peg = peg_s
+                peg = _plain_number(peg_s)
+            tick = _plain_tick(known, ts_text, price_s, peg, slip_s, oracle_s, source) \
+                if known is not None and peg is not None else None
             if tick is not None:
                 yield tick
                 continue
@@ -120,12 +127,28 @@ def _known(chain: str, token: str, symbol: str,
     return known
 
 
-def _plain_tick(known: tuple[str, str, str], ts_text: str, price_s: str, peg_s: str,
-                slip_s: str, oracle_s: str, source: str) -> Tick | None:
+def _plain_number(text: str) -> tuple[str | None, float | None] | None:
+    """A positive price-like cell as :func:`~monitor.ticks.make_tick` reads it: (its
+    text, its value), (None, None) when empty; None when it is not a plain positive
+    number (then ``make_tick`` decides)."""
+    stripped = text.strip()
+    if not stripped:
+        return None, None
+    try:
+        value = float(stripped)
+    except ValueError:
+        return None
+    # Positive and finite (``inf > 0`` but ``inf < inf`` is false; NaN fails both).
+    return (stripped, value) if 0.0 < value < math.inf else None
+
+
+def _plain_tick(known: tuple[str, str, str], ts_text: str, price_s: str,
+                peg: tuple[str | None, float | None], slip_s: str, oracle_s: str,
+                source: str) -> Tick | None:
     """The tick :func:`~monitor.ticks.make_tick` makes of a plain CSV row (ISO or epoch
-    time, prices that are plain positive numbers) whose names :func:`_known` accepted,
-    without its per-field work; None for anything else (then ``make_tick`` decides, and
-    words the error).
+    time, prices that are plain positive numbers) whose names :func:`_known` and peg
+    cell :func:`_plain_number` accepted, without its per-field work; None for anything
+    else (then ``make_tick`` decides, and words the error).
 
     Equal to ``make_tick`` on every row it accepts (tests/test_tickfiles_fast.py).
     """
@@ -133,8 +156,6 @@ def _plain_tick(known: tuple[str, str, str], ts_text: str, price_s: str, peg_s: 
         ts = parse_ts(ts_text)
         price_t = price_s.strip() or None
         price = float(price_t) if price_t is not None else None
-        peg_t = peg_s.strip() or None
-        peg = float(peg_t) if peg_t is not None else None
         slip_t = slip_s.strip()
         slippage = float(slip_t) if slip_t else None
         oracle_t = oracle_s.strip() or None
@@ -144,15 +165,13 @@ def _plain_tick(known: tuple[str, str, str], ts_text: str, price_s: str, peg_s: 
     # Positive and finite (``inf > 0`` but ``inf < inf`` is false; NaN fails both).
     if price is not None and not 0.0 < price < math.inf:
         return None
-    if peg is not None and not 0.0 < peg < math.inf:
-        return None
     if oracle is not None and not 0.0 < oracle < math.inf:
         return None
     if slippage is not None and not 0.0 <= slippage < math.inf:
         return None
     if price is None and slippage is None and oracle is None:
         return None
-    return Tick(ts, known[0], known[1], known[2], price, price_t, peg, peg_t, slippage,
+    return Tick(ts, known[0], known[1], known[2], price, price_t, peg[1], peg[0], slippage,
                 oracle, source[:64], oracle_t)
 
 

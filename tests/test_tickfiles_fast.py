@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from monitor.tickfiles import BadRow, _known, _plain_tick, read_csv
+from monitor.tickfiles import BadRow, _known, _plain_number, _plain_tick, read_csv
 from monitor.ticks import BadTick, Tick, make_tick
 
 ADDRESS = "0xA0b86991c6218b36c1d19d4a2e9eb0ce3606eB48"
@@ -50,8 +50,9 @@ def outcome(row: Row) -> Tick | tuple[str, str]:
 def test_a_plain_row_is_the_tick_make_tick_makes(row: Row) -> None:
     ts_text, chain, token, symbol, price, peg, slip, oracle, source = row
     known = _known(chain, token, symbol, {})
-    fast = None if known is None else _plain_tick(known, ts_text, price, peg, slip, oracle,
-                                                    source)
+    pegged = _plain_number(peg)
+    fast = None if known is None or pegged is None else _plain_tick(
+        known, ts_text, price, pegged, slip, oracle, source)
     if fast is not None:
         assert fast == outcome(row)
         assert repr(fast) == repr(outcome(row))  # -0.0 and 0.0 are equal, not the same
@@ -167,3 +168,16 @@ def test_a_cell_over_the_csv_field_limit_is_still_csv_readers_error(tmp_path: Pa
         assert "field larger than field limit" in str(exc)
     else:
         raise AssertionError("a cell over the limit was read")
+
+
+def test_a_repeated_peg_cell_reads_as_make_tick_reads_each(tmp_path: Path) -> None:
+    """The reader parses a peg cell once per change: runs of good, bad and empty pegs, each
+    repeated, still give make_tick's tick or refusal row by row."""
+    pegs = ["1", "1", "0", "0", "1", "", "", " 1 ", " 1 ", "x", "1", "inf", "inf", "1.0", "1"]
+    path = tmp_path / "ticks.csv"
+    path.write_text("ts,chain,token,symbol,price_usd,peg_usd,slippage_bps\n" + "".join(
+        f"2023-03-11T07:{n:02d}:00Z,eth,{ADDRESS},USDC,0.99,{peg},\n"
+        for n, peg in enumerate(pegs)))
+    got = list(read_csv(path))
+    assert [repr(x) for x in got] == [repr(x) for x in expected_rows(path)]
+    assert sum(isinstance(x, BadRow) for x in got) == 5
