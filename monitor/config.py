@@ -522,6 +522,11 @@ def load_config(path: str | Path | None = None, env: Mapping[str, str] | None = 
             _set_path(tree, parts, value)
     if data_dir:
         _set_path(tree, ["storage", "data_dir"], data_dir)
+    if not tree:
+        # No file and no variables (a replay's usual start): the defaults, which is what
+        # converting {} gives (tests/test_config.py), without msgspec first building its
+        # converter for every section (~2.5 ms of CPU).
+        return resolve_paths(Config(), env)
     try:
         # strict=False lets environment strings become ints, floats and booleans.
         config = msgspec.convert(tree, Config, strict=False)

@@ -21,6 +21,23 @@ def test_file_then_environment(tmp_path: Path) -> None:
     assert config.model.weights.slippage == 25.0
 
 
+def test_no_file_and_no_variables_is_the_converted_empty_tree(tmp_path: Path) -> None:
+    """Without a file or variables load_config builds ``Config()`` instead of converting
+    an empty tree: the same configuration, and one the converter accepts as it stands."""
+    import msgspec
+
+    from monitor.config import Config
+    from monitor.paths import resolve_paths
+
+    env = {"HOME": str(tmp_path), "XDG_DATA_HOME": str(tmp_path / "data")}
+    converted = resolve_paths(msgspec.convert({}, Config, strict=False), env)
+    assert load_config(None, env=env) == converted
+    empty = tmp_path / "empty.toml"
+    empty.write_text("# nothing set\n")
+    assert load_config(empty, env=env) == converted
+    assert msgspec.convert(msgspec.to_builtins(Config()), Config) == Config()
+
+
 def test_wrong_values_name_the_field(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="refresh_seconds"):
         load_config(None, env={"DEPEG_MODEL__REFRESH_SECONDS": "often"})
