@@ -27,6 +27,11 @@ def _fast_iso(text: str) -> float | None:
     clock = text[11:19]
     seconds = _clock_cache.get(clock)
     if seconds is None:
+        digits = clock[0:2] + clock[3:5] + clock[6:8]
+        if clock[5] != ":" or not (digits.isascii() and digits.isdigit()):
+            # Not the plain shape ("07:50x00", "+7:50:00", " 7:50:00"), which int() would
+            # read anyway: the full parser below decides, as it does for every other shape.
+            return None
         h, m, sec = int(text[11:13]), int(text[14:16]), int(text[17:19])
         if h > 23 or m > 59 or sec > 59:
             raise ValueError(f"invalid time of day in {text!r}")
