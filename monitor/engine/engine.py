@@ -8,8 +8,8 @@ ticks produce the same ratings and the same event ids.
 
 from __future__ import annotations
 
-import heapq
 import math
+from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -91,7 +91,10 @@ class _Token:
         self.max_seen = max_seen  # newest event time seen (drives the lateness buffer)
         self.last_tick_ts = last_tick_ts
         self.last_sig = last_sig
-        self.pending: list[tuple[float, int, Tick]] = []
+        #: Ticks held for lateness, in (ts, arrival) order: ticks nearly always come in
+        #: time order, so taking one is an append and releasing one a popleft (a heap
+        #: cost two tuple-comparing sifts per tick); a late one is inserted in place.
+        self.pending: deque[Tick] = deque()
         self.held = held if held is not None else Held()
         self.spread_mark = spread_mark
         #: The last refresh's figures, reused while provably unchanged (never saved).
@@ -124,7 +127,6 @@ class Engine:
         # opens its bucket, and the window ending there still needs its oldest bucket.
         self._ring = math.ceil(longest / c.bucket_seconds) + 1
         self._tokens: dict[str, _Token] = {}
-        self._seq = 0
         self.stats = EngineStats()
         # Read per tick: kept as plain attributes (a compiled engine reads these natively;
         # the config is a msgspec struct, read through the generic attribute lookup).
@@ -158,8 +160,14 @@ class Engine:
         ):
             self.stats.late += 1
             return []
-        self._seq += 1
-        heapq.heappush(t.pending, (ts, self._seq, tick))
+        pending = t.pending
+        if not pending or pending[-1].ts <= ts:
+            pending.append(tick)
+        else:  # out of order: after every held tick not later than it (arrival order)
+            i = len(pending) - 1
+            while i > 0 and pending[i - 1].ts > ts:
+                i -= 1
+            pending.insert(i, tick)
         if tick.cross_chain_chains is not None:
             if t.spread_mark is None or ts > t.spread_mark:
                 t.spread_mark = ts
@@ -222,7 +230,7 @@ class Engine:
             price_text=t.price_text, peg_text=t.peg_text, next_refresh=t.next_refresh,
             last_applied=t.last_applied, last_eval=t.last_eval, max_seen=t.max_seen,
             last_tick_ts=t.last_tick_ts, last_sig=t.last_sig,
-            pending=[tick for _, _, tick in sorted(t.pending)] if pending else [],
+            pending=list(t.pending) if pending else [],
             held=t.held,
             spread_mark=t.spread_mark,
         )
@@ -240,10 +248,8 @@ class Engine:
                    last_applied=s.last_applied, last_eval=s.last_eval, max_seen=s.max_seen,
                    last_tick_ts=s.last_tick_ts, last_sig=s.last_sig, held=s.held,
                    spread_mark=s.spread_mark)
-        for tick in s.pending:
-            self._seq += 1
-            t.pending.append((tick.ts, self._seq, tick))
-        heapq.heapify(t.pending)
+        # Saved in order; sorted again (stably: ties keep their saved order) all the same.
+        t.pending.extend(sorted(s.pending, key=_tick_ts))
         key = f"{s.chain}:{s.token}"
         self._tokens[key] = t
         return key
@@ -251,7 +257,7 @@ class Engine:
     def pending(self, key: str) -> list[Tick]:
         """The ticks of ``key`` held for lateness (taken, not applied yet), in no order."""
         t = self._tokens.get(key)
-        return [tick for _, _, tick in t.pending] if t is not None else []
+        return list(t.pending) if t is not None else []
 
     def forget(self, key: str) -> None:
         """Drop a token (its partition moved to another instance)."""
@@ -283,8 +289,9 @@ class Engine:
 
     def _release(self, t: _Token, horizon: float, out: list[Output]) -> None:
         pending = t.pending
-        while pending and pending[0][0] <= horizon:
-            ts, _, tick = heapq.heappop(pending)
+        while pending and pending[0].ts <= horizon:
+            tick = pending.popleft()
+            ts = tick.ts
             due = t.next_refresh
             if due is not None and due < ts:  # else _refresh_until would do nothing
                 self._refresh_until(t, ts, out, inclusive=False)
@@ -410,6 +417,10 @@ class Engine:
             price_usd=t.price_text, peg_usd=t.peg_text, deviation_pct=deviation_pct,
             staleness_seconds=round(staleness, 3), signals=signals, metrics=metrics,
         )
+
+
+def _tick_ts(tick: Tick) -> float:
+    return tick.ts
 
 
 def _snapshot_due(every: int, previous: float | None, now: float) -> bool:

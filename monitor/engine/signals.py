@@ -18,16 +18,33 @@ _TWAP_KEYS = tuple((f"deviation_twap_{m}m_pct", f"coverage_{m}m_seconds")
 
 
 @per_config
-def _detail_reads(cfg: ModelConfig) -> tuple[tuple[float, tuple[int, ...]], ...]:
+def _detail_reads(cfg: ModelConfig) -> tuple[tuple[tuple[float, tuple[int, ...]], ...],
+                                             tuple[int, ...]]:
     """The windows and fields a refresh with detail reads: the TWAP windows, then the
     deviation, persistence, volatility and calm windows (``evaluate`` unpacks them in this
     order). Only the fields used are summed, over the same slices as ``Windows.window``
-    (the same floats): a snapshot read every field of five windows before."""
-    return (*((m * 60.0, (DEV, COV)) for m in _TWAP_MINUTES),
-            (float(cfg.deviation_window_seconds), (DEV, COV)),
-            (float(cfg.persistence_window_seconds), (COV, LOW, HIGH, TICKS, MIN, MAX)),
-            (float(cfg.volatility_window_seconds), (R2, TICKS)),
-            (float(cfg.calm_window_seconds), (MIN,)))
+    (the same floats): a snapshot read every field of five windows before.
+
+    Returned as each distinct window once with the union of its fields, and per value
+    ``evaluate`` unpacks, its position in that read: with the defaults the deviation
+    window is the 5-minute TWAP's and the persistence and volatility windows share fields
+    with the 60- and 15-minute TWAPs (16 sums instead of 19; a field of a window is the
+    same float however often it is read)."""
+    wanted = (*((m * 60.0, (DEV, COV)) for m in _TWAP_MINUTES),
+              (float(cfg.deviation_window_seconds), (DEV, COV)),
+              (float(cfg.persistence_window_seconds), (COV, LOW, HIGH, TICKS, MIN, MAX)),
+              (float(cfg.volatility_window_seconds), (R2, TICKS)),
+              (float(cfg.calm_window_seconds), (MIN,)))
+    fields: dict[float, list[int]] = {}
+    for seconds, which in wanted:
+        have = fields.setdefault(seconds, [])
+        have += [i for i in which if i not in have]
+    spec = tuple((seconds, tuple(which)) for seconds, which in fields.items())
+    at: dict[tuple[float, int], int] = {}
+    for seconds, which in spec:
+        for i in which:
+            at[(seconds, i)] = len(at)
+    return spec, tuple(at[(seconds, i)] for seconds, which in wanted for i in which)
 
 
 def _ramp(value: float, start: float, full: float) -> float:
@@ -90,7 +107,9 @@ def evaluate(w: Windows, obs: Observations, cfg: Params, now: float,
     metrics: dict[str, float | None] = {}
 
     if detail:
-        v = w.reads(now, _detail_reads(cfg.config))
+        spec, picks = _detail_reads(cfg.config)
+        read = w.reads(now, spec)
+        v = [read[n] for n in picks]
         for n, (dev_key, cov_key) in enumerate(_TWAP_KEYS):
             twap_dev, twap_cov = v[2 * n], v[2 * n + 1]
             metrics[dev_key] = _pct(twap_dev / twap_cov if twap_cov > 0 else None)

@@ -14,7 +14,6 @@ one tick holding that price for as long.
 from __future__ import annotations
 
 import math
-from array import array
 from collections.abc import Sequence
 from typing import NamedTuple
 
@@ -63,7 +62,7 @@ class Windows:
         self.low = low
         self.high = high
         self.base_tau = float(baseline_seconds)
-        self._f = [column(array("d", [empty]) * size) for empty in _EMPTY]
+        self._f = [column([empty] * size) for empty in _EMPTY]
         #: Derived from the ring, never saved (rebuilt on demand after ``load``).
         self._flags: dict[tuple[tuple[float, ...], bool], Flags] = {}
         #: The newest bucket that ever had time below the low / high line added: a ring
@@ -297,11 +296,11 @@ class Windows:
         self.head = state.head
         self._flags.clear()
         if old == self.size:
-            self._f = [column(array("d", v)) for v in state.values]
+            self._f = [column(v) for v in state.values]
         else:
             # A smaller ring (saved before the ring grew by one bucket): re-lay its
             # buckets on this ring's slots; the extra older slots stay empty.
-            self._f = [column(array("d", [empty]) * self.size) for empty in _EMPTY]
+            self._f = [column([empty] * self.size) for empty in _EMPTY]
             if state.head is not None:
                 for b in range(state.head - old + 1, state.head + 1):
                     for field, values in zip(self._f, state.values, strict=True):
