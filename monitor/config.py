@@ -313,8 +313,8 @@ class DeliveryConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     #: ``secret-key`` in the data directory (storage.data_dir).
     secret_key_file: str = ""
     #: A claimed delivery's lease is timeout_seconds plus this margin (the worker claims
-    #: one send ahead: 2 x timeout_seconds plus it), so a live sender never loses its
-    #: claim; a crashed sender's deliveries are retried after it.
+    #: up to three sends ahead per slot: 4 x timeout_seconds plus it), so a live sender
+    #: never loses its claim; a crashed sender's deliveries are retried after it.
     lease_margin_seconds: float = 30.0
     #: E15: a delivery may be re-sent by hand at most once per this many seconds.
     manual_retry_interval_seconds: float = 300.0

@@ -43,6 +43,17 @@ def backoff_delay(attempt: int, config: DeliveryConfig, rand: Callable[[], float
     return max(0.0, base * (1.0 + config.backoff_jitter * (2.0 * rand() - 1.0)))
 
 
+def _status_moved(d: DueDelivery, status: str, recorded: bool, now: float) -> bool:
+    """Whether an outcome counts in the status counter (the caller counts it, alone or
+    per cycle): only a written one, every failure, any other status when it changed. A
+    success also observes its delivery time here."""
+    if not recorded or (status != "failed" and status == d.status):
+        return False
+    if status == "success":
+        metrics.delivered(now - d.created_at)
+    return True
+
+
 @dataclass
 class DeliveryAttempts:
     """Sending one claimed delivery and recording its outcome."""
@@ -93,10 +104,8 @@ class DeliveryAttempts:
     def report(self, d: DueDelivery, attempt: int, manual: bool, result: AttemptResult,
                status: str, recorded: bool, now: float) -> None:
         """Metrics and the log line of one attempt whose outcome was written (or not)."""
-        if recorded and (status == "failed" or status != d.status):
+        if _status_moved(d, status, recorded, now):
             metrics.status(status)
-            if status == "success":
-                metrics.delivered(now - d.created_at)
         self.log_attempt(d, attempt, manual, result, status, recorded)
 
     def report_cycle(self, outcomes: Sequence[Outcome], recorded: Container[str]) -> None:
@@ -109,10 +118,8 @@ class DeliveryAttempts:
         for o in outcomes:
             d, status = o.delivery, o.new_status
             written = d.id in recorded
-            if written and (status == "failed" or status != d.status):
+            if _status_moved(d, status, written, o.now):
                 statuses[status] = statuses.get(status, 0) + 1
-                if status == "success":
-                    metrics.delivered(o.now - d.created_at)
             if info or status != "success":
                 self.log_attempt(d, o.attempt, False,
                                  AttemptResult(o.status_code, o.latency_ms, o.error),

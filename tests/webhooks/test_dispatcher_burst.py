@@ -15,7 +15,7 @@ import json
 from monitor.config import DeliveryConfig
 from monitor.storage import Database
 from monitor.storage.deliveries import DeliveryStore
-from monitor.webhooks.dispatcher import DeliveryAttempts, Dispatcher
+from monitor.webhooks.dispatcher import CLAIM_AHEAD, DeliveryAttempts, Dispatcher
 from monitor.webhooks.secrets import SecretBox
 from monitor.webhooks.sender import Sender
 from tests.webhook_support import (
@@ -25,8 +25,9 @@ from tests.webhook_support import (
     wait_until,
 )
 
-#: More than one endpoint claims ahead (CLAIM_AHEAD x 1 slot), fewer than one read takes.
-BURST = 3
+#: More than one endpoint claims ahead (CLAIM_AHEAD x 1 slot), fewer than one read takes
+#: (READ_SLACK x CLAIM_AHEAD rows).
+BURST = CLAIM_AHEAD + 1
 
 
 async def test_a_burst_is_sent_without_waiting_for_the_poll(webhook_db: Database) -> None:

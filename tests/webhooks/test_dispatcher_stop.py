@@ -1,6 +1,6 @@
 """A clean stop gives back what the worker claimed ahead but never sent.
 
-The dispatcher claims one send ahead per slot (the attempt is counted at the claim, before
+The dispatcher claims sends ahead of each slot (the attempt is counted at the claim, before
 any request goes out). A delivery still waiting for a slot when the worker stops was never
 sent: its attempt is uncounted (its history row is only written with an outcome), so it reads as
 if never claimed. Checked against the receiver's own count of requests, on both backends.
