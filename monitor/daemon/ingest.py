@@ -194,6 +194,8 @@ class MonitorDaemon(Assignment):
         # The batch's outputs, handed to the producer together after the engine ran: no
         # producer call (nor its await) between ticks; acknowledged in bulk at checkpoint.
         produced: list[Output] = []
+        record_keys = self._record_keys
+        keys_of = record_keys.get
         for tp, recs in batch.items():
             part = self._parts.get(tp.partition)
             if part is None:  # revoked while this batch was in flight: not ours any more
@@ -239,10 +241,23 @@ class MonitorDaemon(Assignment):
                     continue  # read again after a restore, but inside the restored states
                 try:
                     tick = decode_tick(rec.value)
-                    key = tick.key
-                    if rec.key != key.encode():
-                        raise BadTick("bad_key", f"record key {rec.key!r:.80} is not "
-                                      f"{key!r}: a token's ticks must share one partition")
+                    # The record key must be the tick's key. A record key seen before maps
+                    # to its key string and (chain, token): two compares of (usually the
+                    # same) strings instead of formatting, encoding and comparing the key;
+                    # and the one key string per token keeps its hash for the dict lookups
+                    # below.
+                    rkey = rec.key
+                    known = keys_of(rkey)
+                    if (known is not None and known[1] == tick.chain
+                            and known[2] == tick.token):
+                        key = known[0]
+                    else:
+                        key = tick.key
+                        if rkey != key.encode():
+                            raise BadTick("bad_key", f"record key {rkey!r:.80} is not "
+                                          f"{key!r}: a token's ticks must share one "
+                                          "partition")
+                        record_keys[rkey] = (key, tick.chain, tick.token)
                 except BadTick as exc:
                     await out.dead_letter(rec, exc)
                     continue

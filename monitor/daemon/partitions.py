@@ -35,7 +35,8 @@ class PartitionState:
     #: (``coverage.py``: which are due, how far the offset may be committed).
     uncovered: Uncovered = field(default_factory=Uncovered)
     #: key -> {id(tick): offset} of ticks handed to the engine that it may still hold for
-    #: lateness; ``pending_offsets`` keeps it to those it really holds. Only the offset is
+    #: lateness; ``pending_offsets`` drops the entries of released ticks once they
+    #: outnumber the held ones. Only the offset is
     #: kept, not the tick: a released tick is freed at once (keeping every tick alive until
     #: the next checkpoint cost a tuple per tick, memory, and the checkpoint their freeing).
     #: A listed id may then belong to a freed tick, but never wrongly to a tick the engine
@@ -105,12 +106,15 @@ class PartitionState:
             return unread
         held = self.held.get(key, {})
         try:  # the common case, every held tick's offset known: one comprehension
-            kept = {i: held[i] for i in map(id, pending)}
+            offsets = [held[i] for i in map(id, pending)]
         except KeyError:
             self.held[key] = {i: held[i] for i in map(id, pending) if i in held}
             return None
-        self.held[key] = kept
-        offsets = list(kept.values())
+        if len(held) > 2 * len(offsets) + 32:
+            # Entries of released ticks are dropped only once they outnumber the held ones
+            # (rebuilding the dict at every state write cost more than the lookups): stale
+            # entries are harmless, as above, and this bounds them.
+            self.held[key] = dict(zip(map(id, pending), offsets, strict=True))
         if unread:
             offsets += unread
         offsets.sort()

@@ -11,9 +11,12 @@ import signal
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
+from itertools import islice
 from pathlib import Path
 
 import pytest
+from aiokafka import AIOKafkaProducer
 
 from monitor.config import Config
 from monitor.kafka.embedded import EmbeddedBroker
@@ -116,30 +119,56 @@ async def test_sigterm_ends_within_grace_and_healthz_reports_a_stuck_loop(
         await wait_for(lambda: _has(monitor, "monitor.partitions_assigned"), 60, "assignment")
         url = monitor.events("ops.listening")[0]["url"]
         assert _healthz(url)[0] == 200
-        # The broker must freeze while the monitor is still busy with these ticks (a
-        # monitor that has published everything and is only fetching is not stuck): the
-        # reader is started before they are produced, so the pause follows the first
-        # ratings soon, and there are enough of them (57,600) to outlast that.
+        # The broker must freeze while the monitor still owes it something: a monitor that
+        # has published and checkpointed everything and is only fetching is not stuck. A
+        # feeder produces ticks (event time moving on, so ratings keep coming) until the
+        # first ratings are out, and freezes the broker as soon as the broker has
+        # acknowledged one more small chunk: the monitor is still taking ticks then, and
+        # every token it took a tick of since that token's last written state is due
+        # within kafka.state_max_age_seconds (1 s here), so its next checkpoints write
+        # states and commit offsets, which a frozen broker never answers. (One backlog
+        # produced up front and a freeze after the first ratings was a race: a fast
+        # monitor had published, checkpointed and committed all of it by then.)
+        feed = generate(make_tokens(20, seed=3), seed=3, start=1_700_000_000.0, interval=60.0)
         async with TopicReader(broker.bootstrap_servers, kafka.ratings_topic) as ratings:
-            await produce(broker.bootstrap_servers, kafka.ticks_topic,
-                          tick_records(_ticks(20, 48)))
-            await ratings.until(lambda r: len(r) > 0, 60, "the first ratings")
-        broker.pause()
-        try:
-            async def stuck() -> bool:
-                return _healthz(url)[0] == 503
+            producer = AIOKafkaProducer(bootstrap_servers=broker.bootstrap_servers, acks="all",
+                                        linger_ms=5, enable_idempotence=False)
+            await producer.start()
+            try:
+                await _feed_then_freeze(broker, producer, kafka.ticks_topic, feed, ratings)
+                try:
+                    async def stuck() -> bool:
+                        return _healthz(url)[0] == 503
 
-            await wait_for(stuck, 60, "/healthz to report the stuck loop")
-            _, body = _healthz(url)
-            assert "stuck" in json.dumps(body)
-            started = time.monotonic()
-            monitor.proc.send_signal(signal.SIGTERM)
-            await wait_for(lambda: _exited(monitor), grace + 25, "the monitor to stop")
-            assert time.monotonic() - started < grace + 25
-        finally:
-            broker.resume()
+                    await wait_for(stuck, 60, "/healthz to report the stuck loop")
+                    _, body = _healthz(url)
+                    assert "stuck" in json.dumps(body)
+                    started = time.monotonic()
+                    monitor.proc.send_signal(signal.SIGTERM)
+                    await wait_for(lambda: _exited(monitor), grace + 25, "the monitor to stop")
+                    assert time.monotonic() - started < grace + 25
+                finally:
+                    broker.resume()
+            finally:
+                await producer.stop()
     finally:
         monitor.stop()
+
+
+async def _feed_then_freeze(broker: EmbeddedBroker, producer: AIOKafkaProducer, topic: str,
+                            feed: Iterator[Tick], ratings: TopicReader) -> None:
+    """Produce ``feed`` in chunks (each acknowledged before the next) until ``ratings``
+    holds a record, then one chunk more, and SIGSTOP the broker right after its ack."""
+    deadline = time.monotonic() + 60
+    while True:
+        sent = [await producer.send(topic, value, key=key)
+                for key, value in tick_records(islice(feed, 480))]
+        await asyncio.gather(*sent)
+        if ratings.records:
+            broker.pause()
+            return
+        assert time.monotonic() < deadline, "no ratings within 60 s of feeding"
+        await ratings.poll(timeout_ms=0)
 
 
 def _healthz(url: str) -> tuple[int, object]:

@@ -60,20 +60,24 @@ async def test_malformed_records_are_dead_lettered_and_good_ones_processed(
         # A valid tick under a key that is not its token's would split the token's state.
         _, stray = good(n_good + 1000)
         await producer.send_and_wait(k.ticks_topic, stray, key=b"eth:0xsomething-else")
+        # And another token's tick under a key already seen with its own, valid ticks (the
+        # daemon remembers checked keys: this one must still be compared with its tick).
+        other = make_tick(1_678_000_000, "eth", "0x" + "11" * 20, "USDT", "1.0", "1")
+        await producer.send_and_wait(k.ticks_topic, tick_records([other])[0][1], key=KEY)
         for _ in range(3):
             key, tick = good(n_good)
             await producer.send_and_wait(k.ticks_topic, tick, key=key)
             n_good += 1
 
         async with TopicReader(broker.bootstrap_servers, k.dlq_topic) as dlq:
-            await dlq.until(lambda r: len(r) >= len(BAD) + 1, 60, "dead letters")
+            await dlq.until(lambda r: len(r) >= len(BAD) + 2, 60, "dead letters")
             await wait_for(lambda: group_caught_up(broker.bootstrap_servers, k.monitor_group,
                                                    k.ticks_topic), 30, "offsets committed")
             await dlq.poll(300)
             letters = dlq.records
         reasons = [dict(r.headers)["x-dlq-reason"].decode() for r in letters]
         # The wrongly keyed record sits in another partition: compare without order.
-        assert sorted(reasons) == sorted([r for r, _ in BAD] + ["bad_key"])
+        assert sorted(reasons) == sorted([r for r, _ in BAD] + ["bad_key", "bad_key"])
         for rec in letters:
             headers = dict(rec.headers)
             assert headers["x-dlq-source-topic"] == k.ticks_topic.encode()
@@ -84,7 +88,7 @@ async def test_malformed_records_are_dead_lettered_and_good_ones_processed(
                    if dict(r.headers)["x-dlq-reason"] == b"too_large")
         assert big["x-dlq-original-bytes"] == str(len(BAD[-1][1])).encode()
         assert big["x-dlq-truncated"] == b"true"
-        assert daemon.stats.dead_letters == len(BAD) + 1
+        assert daemon.stats.dead_letters == len(BAD) + 2
         assert daemon.stats.ticks == n_good  # every good record around them was processed
         ok, detail = await daemon.check()
         assert ok, detail
