@@ -2,6 +2,8 @@
 
     python benchmarks/bench_replay.py [FILE]
     python benchmarks/bench_replay.py --table [--rounds 3] [--no-compiled]   # the README rows
+        [--instructions]   # also each side once under callgrind: instruction counts, a
+                           # ratio that does not move with the machine's load (valgrind)
         [--baseline SRC]   # also SRC's replay (another checkout, e.g. `git archive` of
                            # main), pure and its own mypyc build, in the same rotation
 
@@ -111,7 +113,40 @@ def baseline_envs(src: str, tmp: str, pure: dict[str, str],
     return envs
 
 
-def table_row(rounds: int, compiled: bool = True, baseline: str | None = None) -> None:
+def instructions(argv: list[str], env: dict[str, str], tmp: str) -> int | None:
+    """Instructions one run of ``argv`` executes (``valgrind --tool=callgrind``; its
+    children, such as the console script's interpreter, are not followed: ``argv`` must
+    be the process that does the work). None when valgrind is missing or the run fails."""
+    out = os.path.join(tmp, "callgrind.out")
+    try:
+        done = subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
+                               *argv], env=env, capture_output=True, text=True, check=False)
+    except FileNotFoundError:
+        return None
+    for line in done.stderr.splitlines():
+        if "Collected :" in line and done.returncode == 0:
+            return int(line.rsplit(":", 1)[1])
+    return None
+
+
+def instruction_rows(argv: dict[str, list[str]], envs: dict[str, dict[str, str]],
+                     tmp: str) -> None:
+    """Each side once under callgrind, and its ratio to the bare pass in instructions."""
+    counts = {which: instructions(argv[which], envs[which], tmp) for which in envs}
+    bare = counts.get("bare")
+    if not bare:
+        print("instructions: not counted (valgrind missing, or the bare pass failed)")
+        return
+    for which, count in counts.items():
+        if count is None:
+            print(f"instructions {which:<10} not counted (the run failed under valgrind)")
+        else:
+            print(f"instructions {which:<10} {count / 1e6:9,.0f} M  ({count / bare:.2f}x the "
+                  "bare csv.reader pass)")
+
+
+def table_row(rounds: int, compiled: bool = True, baseline: str | None = None,
+              count_instructions: bool = False) -> None:
     """Whole processes over every shared real tick file: a bare ``csv.reader`` pass
     against ``depeg-monitor replay`` (the pure-Python default, and the optional mypyc
     build unless ``compiled`` is False), in rotating order, ``rounds`` times; with
@@ -164,6 +199,8 @@ def table_row(rounds: int, compiled: bool = True, baseline: str | None = None) -
                 cpu[which].append(seconds * 1000)
                 print(f"  round {n + 1} {which:<10} {seconds * 1000:9.1f} ms CPU",
                       flush=True)
+        if count_instructions:
+            instruction_rows(argv, envs, tmp)
     bare = cpu["bare"]
     print(show("bare csv.reader pass (process)", bare, "ms CPU"))
     fail_on_errors(errors, "the replay runs")
@@ -191,7 +228,8 @@ def main() -> None:
         rounds = int(sys.argv[sys.argv.index("--rounds") + 1]) if "--rounds" in sys.argv else 3
         baseline = sys.argv[sys.argv.index("--baseline") + 1] if "--baseline" in sys.argv \
             else None
-        table_row(rounds, compiled="--no-compiled" not in sys.argv, baseline=baseline)
+        table_row(rounds, compiled="--no-compiled" not in sys.argv, baseline=baseline,
+                  count_instructions="--instructions" in sys.argv)
         return
     path = Path(sys.argv[1]) if len(sys.argv) > 1 else DEFAULT
     if not path.exists():
