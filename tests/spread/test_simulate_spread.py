@@ -77,7 +77,13 @@ async def test_simulated_usdc_pair_gets_cross_chain_spread_observations(
                         out.add((t.ts, t.key, t.cross_chain_spread_bps, t.cross_chain_chains))
                 return out
 
-            await reader.until(lambda recs: any(o[2] for o in observations(recs)), 60,
+            def spread_seen(recs: list[Any]) -> bool:
+                # A stage that died would otherwise show only as a timeout: say how.
+                assert not task.done(), (task, None if task.cancelled() else task.exception(),
+                                         spread.published, spread.skipped)
+                return any(o[2] for o in observations(recs))
+
+            await reader.until(spread_seen, 60,
                                "a non-zero spread observation of the simulated pair")
             got = observations(reader.records)
     finally:
