@@ -36,9 +36,9 @@ class PartitionState:
     uncovered: Uncovered = field(default_factory=Uncovered)
     #: key -> {id(tick): offset} of ticks handed to the engine that it may still hold for
     #: lateness; ``pending_offsets`` drops the entries of released ticks once they
-    #: outnumber the held ones. Only the offset is
-    #: kept, not the tick: a released tick is freed at once (keeping every tick alive until
-    #: the next checkpoint cost a tuple per tick, memory, and the checkpoint their freeing).
+    #: outnumber the held ones. Only the offset is kept, not the tick: a released tick is
+    #: freed at once (keeping every tick alive until the next checkpoint cost a tuple per
+    #: tick, memory, and the checkpoint their freeing).
     #: A listed id may then belong to a freed tick, but never wrongly to a tick the engine
     #: holds: a held tick was listed when taken, while alive, and an id can be given to
     #: another object only after its tick was freed (released), so the last entry under a

@@ -255,7 +255,7 @@ class Engine:
         return key
 
     def pending(self, key: str) -> list[Tick]:
-        """The ticks of ``key`` held for lateness (taken, not applied yet), in no order."""
+        """The ticks of ``key`` held for lateness (taken, not applied yet), in release order."""
         t = self._tokens.get(key)
         return list(t.pending) if t is not None else []
 
