@@ -39,7 +39,7 @@ from ..kafka.topics import admin_client, ensure_topics
 from ..logs import get_logger
 from ..registry import RegistryError
 from ..services import Service
-from ..ticks import BadTick, decode_tick, encode_tick
+from ..ticks import BadTick, Tick, decode_tick, encode_tick
 from ..timesanity import check_not_future
 from .assets import AssetMap
 from .feed import assets_for, make_stage
@@ -96,6 +96,8 @@ class SpreadDaemon:
         self.ready = asyncio.Event()
         self.published = 0
         self.skipped = 0
+        #: Records read since the stage last released what waited for a catch-up.
+        self._unreleased = False
         self._counted = (0, 0)  # stage stats already exported (boundaries, late)
         self._newest: dict[str, float] = {}  # newest accepted market tick per token
 
@@ -182,6 +184,9 @@ class SpreadDaemon:
                 if highwater is not None:
                     metrics.CONSUMER_LAG.labels("spread", str(tp.partition)).set(
                         max(highwater - self._positions.get(tp.partition, 0), 0))
+            if self._unreleased and self._caught_up():
+                self._unreleased = False
+                await self._release(publisher)
             self._export_metrics()
             if time.monotonic() - last_checkpoint >= k.checkpoint_interval_seconds:
                 last_checkpoint = time.monotonic()
@@ -192,6 +197,7 @@ class SpreadDaemon:
         if rec.offset < self._positions.get(rec.partition, 0):
             return  # already covered by the restored state
         self._positions[rec.partition] = rec.offset + 1
+        self._unreleased = True
         try:
             tick = decode_tick(rec.value)
         except BadTick:
@@ -208,7 +214,16 @@ class SpreadDaemon:
             return
         if tick.cross_chain_chains is None and tick.ts > self._newest.get(tick.key, -1e18):
             self._newest[tick.key] = tick.ts
-        for out in self.stage.process(tick, self._caught_up):
+        await self._publish(self.stage.process(tick, self._caught_up), publisher)
+
+    async def _release(self, publisher: Publisher) -> None:
+        """Publish the boundaries that waited only for this reader to catch up (it just
+        has): nothing else would, until the next tick of their asset."""
+        assert self.stage is not None
+        await self._publish(self.stage.release(self._caught_up), publisher)
+
+    async def _publish(self, outs: list[Tick], publisher: Publisher) -> None:
+        for out in outs:
             await publisher.send(self.kafka.ticks_topic, encode_tick(out),
                                  key=out.key.encode(), kind="spread")
             self.published += 1

@@ -105,6 +105,18 @@ class SpreadStage:
             asset.next_boundary = float((math.floor(tick.ts / self.every) + 1) * self.every)
         return self._due(name, asset, caught_up)
 
+    def release(self, caught_up: Callable[[], bool]) -> list[Tick]:
+        """The boundaries that waited only for the reader to catch up, once it has.
+
+        :meth:`process` asks ``caught_up`` only when a tick of the asset comes in; a reader
+        that catches up on records of no asset (its own outputs read back, other tokens)
+        would otherwise hold such a boundary until the asset's next tick, and for ever at
+        the end of a finite input. The daemon calls this after each batch it read."""
+        out: list[Tick] = []
+        for name in sorted(self._assets):
+            out.extend(self._due(name, self._assets[name], caught_up))
+        return out
+
     def flush(self) -> list[Tick]:
         """End of a finite input: publish every boundary some chain has passed."""
         out: list[Tick] = []

@@ -93,6 +93,19 @@ def test_a_quiet_chain_holds_the_boundary_until_the_reader_is_caught_up() -> Non
     assert len(s.process(make_tick(701, "eth", A, "USDC", "1", "1"), lambda: True)) == 2
 
 
+def test_release_publishes_what_waited_for_the_catch_up_once_and_only_then() -> None:
+    ticks = [make_tick(10, "base", C, "USDC", "1", "1"), make_tick(10, "eth", A, "USDC", "1", "1"),
+             make_tick(700, "eth", A, "USDC", "1", "1")]
+    replay = stage(quiet_after=300)  # the truth: a replay is always caught up
+    expected = [t for tick in ticks for t in replay.process(tick)]
+    assert expected
+    s = stage(quiet_after=300)
+    assert [t for tick in ticks for t in s.process(tick, lambda: False)] == []
+    assert s.release(lambda: False) == []  # not caught up yet: still waiting
+    assert spreads(s.release(lambda: True)) == spreads(expected)
+    assert s.release(lambda: True) == []  # published once
+
+
 def test_fewer_than_two_fresh_chains_is_no_spread_but_still_an_observation() -> None:
     s = stage()
     s.process(make_tick(10, "eth", A, "USDC", "1", "1"))
