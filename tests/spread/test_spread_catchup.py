@@ -28,19 +28,8 @@ pytestmark = pytest.mark.broker
 ETH, ARB, OTHER = "0x" + "a" * 40, "0x" + "b" * 40, "0x" + "c" * 40
 #: USDC registered on two chains; arb never ticks, so every boundary of eth's USDC waits
 #: for arb until the reader has read everything there is.
-REGISTRY = f"""
-[[token]]
-chain = "eth"
-address = "{ETH}"
-symbol = "USDC"
-asset = "usdc"
-
-[[token]]
-chain = "arb"
-address = "{ARB}"
-symbol = "USDC"
-asset = "usdc"
-"""
+REGISTRY = "".join(f'[[token]]\nchain = "{chain}"\naddress = "{address}"\nsymbol = "USDC"\n'
+                   'asset = "usdc"\n\n' for chain, address in (("eth", ETH), ("arb", ARB)))
 
 
 async def test_the_last_boundary_is_published_when_other_tokens_end_the_input(
