@@ -131,15 +131,21 @@ async def backend_cpu(db: Database) -> dict[int, float]:
     if db.dialect != "postgresql":
         return {}
     used: dict[int, float] = {}
-    tick = os.sysconf("SC_CLK_TCK")
     for row in await db.fetch(
             "SELECT pid FROM pg_stat_activity WHERE datname = current_database()"):
-        try:
-            fields = Path(f"/proc/{row['pid']}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        used[row["pid"]] = (int(fields[11]) + int(fields[12])) / tick  # utime, stime
+        seconds = process_cpu(row["pid"])
+        if seconds is not None:
+            used[row["pid"]] = seconds
     return used
+
+
+def process_cpu(pid: int) -> float | None:
+    """User + system CPU seconds of a process (None once it is gone)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime
 
 
 async def count_status(db: Database, status: str) -> int:

@@ -19,14 +19,13 @@ _DUE_INDEX = ("CREATE INDEX webhook_deliveries_due ON webhook_deliveries"
 _PG_V3 = f"""
 ALTER TABLE webhook_deliveries DROP CONSTRAINT webhook_deliveries_subscription_id_event_id_key;
 DROP INDEX webhook_deliveries_due;
+ALTER TABLE webhook_attempts DROP CONSTRAINT webhook_attempts_delivery_id_fkey;
 {_DUE_INDEX}
 """
 
-# SQLite cannot drop a table constraint: the table is rebuilt, with webhook_attempts (its
-# foreign key names webhook_deliveries, so dropping the old table under it would fail the
-# key check; foreign_keys cannot be switched off inside the migration's transaction).
-# The new attempts table refers to the new deliveries table, which the RENAME then
-# renames in that reference too (SQLite >= 3.26 rewrites references on RENAME).
+# SQLite cannot drop a table constraint: both tables are rebuilt (dropping the old
+# deliveries table under the old attempts table's foreign key would fail the key check,
+# and foreign_keys cannot be switched off inside the migration's transaction).
 _SQLITE_V3 = f"""
 CREATE TABLE webhook_deliveries_v3 (
   id TEXT PRIMARY KEY,
@@ -53,7 +52,7 @@ INSERT INTO webhook_deliveries_v3 (id, subscription_id, api_key_id, event_id, ev
   next_attempt_at, lease_until, lease_token, last_status_code, last_error,
   last_manual_retry_at, created_at, updated_at, completed_at FROM webhook_deliveries;
 CREATE TABLE webhook_attempts_v3 (
-  delivery_id TEXT NOT NULL REFERENCES webhook_deliveries_v3 (id),
+  delivery_id TEXT NOT NULL,
   attempt INTEGER NOT NULL,
   manual INTEGER NOT NULL,
   started_at DOUBLE PRECISION NOT NULL,
@@ -162,7 +161,14 @@ CREATE INDEX cu_ledger_owner ON cu_ledger (api_key_id, created_at);
     # finished delivery too, though a due read only ever asks for next_attempt_at <= now
     # (NULL once a delivery is finished). A finished delivery now writes two index
     # entries (primary key, owner) where it wrote four.
-    Migration(3, "webhook_deliveries: no UNIQUE (subscription_id, event_id); due index partial",
+    # The history's foreign key to its delivery goes too: on PostgreSQL each history row
+    # ran the key check (a query, and a row lock on the delivery: another WAL record)
+    # inside the worker's cycle. Every history row is written by a statement that has
+    # just updated its delivery under the claim (the cycle's RETURNING, or
+    # begin_attempt/record_attempt in one transaction), and prune deletes a delivery's
+    # history before the delivery, in one transaction.
+    Migration(3, "webhook_deliveries: no UNIQUE (subscription_id, event_id), partial due"
+                 " index; webhook_attempts: no foreign key",
               {"postgresql": _PG_V3, "sqlite": _SQLITE_V3}),
 ]
 
