@@ -78,6 +78,8 @@ async def test_version_3_upgrades_an_old_database(storage_url: str) -> None:
         assert await _rows(db, "webhook_deliveries", "id") == deliveries
         assert await _rows(db, "webhook_attempts", "delivery_id, attempt") == attempts
         assert await _rows(db, "cu_ledger", "id") == ledger
+        if db.dialect == "sqlite":
+            assert await db.fetch("PRAGMA foreign_key_check") == []
 
         store = DeliveryStore(db)
         # A replayed event still creates (and charges) nothing: the id is the pair's.
