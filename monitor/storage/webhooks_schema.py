@@ -169,7 +169,7 @@ CREATE INDEX cu_ledger_owner ON cu_ledger (api_key_id, created_at);
     # begin_attempt/record_attempt in one transaction), and prune deletes a delivery's
     # history before the delivery, in one transaction.
     # PostgreSQL: fillfactor 70 -> 50. Each delivery makes two new row versions in
-    # quick succession (claim, outcome), and at 70 only ~63 % of the claims found room
+    # quick succession (claim, outcome), and at 70 only ~62 % of the claims found room
     # on their page for a HOT update; at 50 ~99 % do (bench_delivery, 20,000 drained).
     # The price: pages of new deliveries are filled to half, not to 70 %.
     Migration(3, "webhook_deliveries: no UNIQUE (subscription_id, event_id), partial due"
