@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import base64
+import os
 import statistics
 import subprocess
 import sys
@@ -115,10 +116,36 @@ async def any_waiting(db: Database) -> bool:
     the (status, next_attempt_at) index, not a count. Counting what was left walked
     thousands of index entries and their rows every 50 ms (~8-16 ms a poll, load 4-6),
     CPU the worker's own database server and, on SQLite, its one connection lost to the
-    harness; the whole count is taken once, at the end (successes)."""
+    harness; the whole count is taken once, at the end (successes). ``next_attempt_at IS
+    NOT NULL`` (always true of both statuses) lets the partial due index answer."""
     return bool(await db.fetchval(
-        "SELECT EXISTS (SELECT 1 FROM webhook_deliveries WHERE status = 'pending')"
-        " OR EXISTS (SELECT 1 FROM webhook_deliveries WHERE status = 'failed')"))
+        "SELECT EXISTS (SELECT 1 FROM webhook_deliveries WHERE status = 'pending'"
+        " AND next_attempt_at IS NOT NULL) OR EXISTS (SELECT 1 FROM webhook_deliveries"
+        " WHERE status = 'failed' AND next_attempt_at IS NOT NULL)"))
+
+
+async def backend_cpu(db: Database) -> dict[int, float]:
+    """CPU seconds used so far by each PostgreSQL backend serving this database (from
+    /proc: the server runs on this machine), or nothing on SQLite, whose work is the
+    worker's own CPU. The database server's CPU per delivery was above the worker's own."""
+    if db.dialect != "postgresql":
+        return {}
+    used: dict[int, float] = {}
+    for row in await db.fetch(
+            "SELECT pid FROM pg_stat_activity WHERE datname = current_database()"):
+        seconds = process_cpu(row["pid"])
+        if seconds is not None:
+            used[row["pid"]] = seconds
+    return used
+
+
+def process_cpu(pid: int) -> float | None:
+    """User + system CPU seconds of a process (None once it is gone)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime
 
 
 async def count_status(db: Database, status: str) -> int:
@@ -127,9 +154,9 @@ async def count_status(db: Database, status: str) -> int:
 
 
 async def throughput(url: str, ports: list[int], subs: int, deliveries: int,
-                     config: DeliveryConfig) -> tuple[float, int, float]:
-    """(deliveries/s, failed attempts, CPU µs per delivery) of one worker draining
-    ``deliveries`` due rows."""
+                     config: DeliveryConfig) -> tuple[float, int, float, float | None]:
+    """(deliveries/s, failed attempts, CPU µs per delivery, that of the PostgreSQL
+    backends or None on SQLite) of one worker draining ``deliveries`` due rows."""
     urls = [f"http://127.0.0.1:{ports[i % len(ports)]}/ok" for i in range(subs)]
     db, active, dispatcher = await setup(url, urls, config)
     store = DeliveryStore(db)
@@ -138,6 +165,7 @@ async def throughput(url: str, ports: list[int], subs: int, deliveries: int,
     total = len(events) * subs
     await store.record_events(events, time.time())
     stop = asyncio.Event()
+    backends = await backend_cpu(db)
     started = time.perf_counter()
     cpu = time.process_time()
     runner = asyncio.create_task(dispatcher.run(stop))
@@ -151,6 +179,7 @@ async def throughput(url: str, ports: list[int], subs: int, deliveries: int,
         await asyncio.sleep(0.05)
     elapsed = time.perf_counter() - started
     cpu = time.process_time() - cpu
+    served = sum(t - backends.get(pid, 0.0) for pid, t in (await backend_cpu(db)).items())
     failed = int(await db.fetchval(
         "SELECT COUNT(*) FROM webhook_attempts WHERE status_code IS NULL"
         " OR status_code < 200 OR status_code >= 300") or 0)
@@ -159,7 +188,8 @@ async def throughput(url: str, ports: list[int], subs: int, deliveries: int,
     await runner
     await dispatcher.attempts.sender.close()
     await db.close()
-    return total / elapsed, failed, cpu / total * 1e6
+    return (total / elapsed, failed, cpu / total * 1e6,
+            served / total * 1e6 if db.dialect == "postgresql" else None)
 
 
 def delivery_sized_body() -> bytes:
@@ -321,6 +351,7 @@ async def main(args: argparse.Namespace) -> None:
             # shared machine it moves far less with the load than the rates do.
             own: list[float] = []
             cpu: dict[str, list[float]] = {"bare": [], "worker": [], "client": []}
+            backend: list[float] = []  # the PostgreSQL backends' CPU per delivery
             errors = 0
             for n in range(args.rounds):
                 # Rotate which goes first, so none always meets the warmer machine.
@@ -336,14 +367,18 @@ async def main(args: argparse.Namespace) -> None:
                                                                  in_flight)
                         own.append(rate)
                     else:
-                        rate, bad, used = await throughput(
+                        rate, bad, used, served = await throughput(
                             await fresh_url(args.storage_url, Path(tmp)), ports[:-1], subs,
                             deliveries, config)
                         worker.append(rate)
+                        if served is not None:
+                            backend.append(served)
                     errors += bad
                     cpu[which].append(used)
                     print(f"  round {n + 1} {which:<6} {rate:8.1f}/s  errors {bad}"
-                          f"  cpu {used:6.1f} µs each", flush=True)
+                          f"  cpu {used:6.1f} µs each"
+                          + (f", backends {backend[-1]:6.1f}" if which == "worker" and backend
+                             else ""), flush=True)
             print(show("bare POST loop", bare, "POSTs/s"))
             print(show("delivery worker", worker, "deliveries/s"))
             print(show("bare loop, worker's client", own, "POSTs/s"))
@@ -352,7 +387,8 @@ async def main(args: argparse.Namespace) -> None:
                   f"(target >= 0.8 and >= 2,000/s)")
             cpu_ratio = statistics.median(cpu["bare"]) / statistics.median(cpu["worker"])
             print(f"CPU µs per delivery (medians): worker {statistics.median(cpu['worker']):.1f}"
-                  f", bare {statistics.median(cpu['bare']):.1f}; bare / worker {cpu_ratio:.2f}")
+                  f", bare {statistics.median(cpu['bare']):.1f}; bare / worker {cpu_ratio:.2f}"
+                  + (f"; PostgreSQL backends {statistics.median(backend):.1f}" if backend else ""))
             fail_on_errors(errors, "the throughput rounds")
             db_name = "PostgreSQL" if args.storage_url else "SQLite"
             emit(f"webhook deliveries/s, one worker, loopback receiver ({db_name})",

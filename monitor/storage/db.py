@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import re
 import sqlite3
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -51,7 +51,9 @@ class Database(Executor, Protocol):
 class Migration:
     version: int
     name: str
-    sql: str  # statements separated by ";" at line ends
+    #: Statements separated by ";" at line ends; a mapping from dialect to its statements
+    #: where the dialects need different DDL for one change (a table rebuild on SQLite).
+    sql: str | Mapping[str, str]
     #: Run only on this dialect (storage tuning the other has no word for); elsewhere the
     #: version is recorded with nothing to do.
     dialect: str | None = None
@@ -329,7 +331,8 @@ async def migrate(db: Database, component: str, migrations: Sequence[Migration])
         for m in sorted(migrations, key=lambda m: m.version):
             if m.version <= version:
                 continue
-            for statement in (s.strip() for s in m.sql.split(";\n")):
+            sql = m.sql if isinstance(m.sql, str) else m.sql.get(db.dialect, "")
+            for statement in (s.strip() for s in sql.split(";\n")):
                 if statement.strip(";").strip() and m.dialect in (None, db.dialect):
                     await tx.execute(statement)
             await tx.execute(

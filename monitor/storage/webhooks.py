@@ -203,10 +203,14 @@ class WebhookStore:
             await tx.execute(
                 "UPDATE webhook_subscriptions SET deleted_at = $2, is_active = 0, updated_at = $2"
                 " WHERE id = $1", sub_id, float(now))
+            # Through the (partial) due index: a pending or failed delivery always has its
+            # next attempt time, and no index leads with subscription_id (one would cost
+            # an entry per outcome, whose UPDATE is never a HOT update).
             await tx.execute(
                 "UPDATE webhook_deliveries SET status = 'cancelled', next_attempt_at = NULL,"
                 " last_error = 'subscription deleted', updated_at = $2"
-                " WHERE subscription_id = $1 AND status IN ('pending', 'failed')",
+                " WHERE subscription_id = $1 AND status IN ('pending', 'failed')"
+                " AND next_attempt_at IS NOT NULL",
                 sub_id, float(now))
         return True
 

@@ -43,7 +43,7 @@ async def test_migration_is_idempotent(webhook_db: Database) -> None:
         # Room for the claim's new row version on the same page (a HOT update).
         options = await webhook_db.fetchval(
             "SELECT reloptions FROM pg_class WHERE relname = 'webhook_deliveries'")
-        assert "fillfactor=70" in list(options or [])
+        assert "fillfactor=50" in list(options or [])
 
 
 async def test_api_keys_are_stored_hashed_and_revocable(webhook_db: Database) -> None:
