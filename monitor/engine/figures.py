@@ -9,6 +9,7 @@ from ..config import ModelConfig
 from ..records import SignalValue
 from .params import Params, params
 from .rating import combine, floor_rating
+from .readings import count_beyond
 from .signals import Observations, evaluate
 from .windows import Windows
 
@@ -35,12 +36,17 @@ def figures_of(w: Windows, obs: Observations, cfg: Params, now: float,
                detail: bool) -> tuple[Figures, list[SignalValue], dict[str, float | None]]:
     """:func:`refresh_figures` with the settings already looked up (the engine's call)."""
     ev = evaluate(w, obs, cfg, now, detail=detail)
-    raw, signals = combine(ev.signals, cfg.weights, detail=detail)
+    raw, signals, observed_weight = combine(ev.signals, cfg.weights, detail=detail)
     floor = floor_rating(w, now, cfg)
     deviation = ev.deviation if ev.deviation is not None else w.last_dev
     if deviation is None:
         raise ValueError("a refresh of a token without a price has no figures")
     # Calm: no price more than persistence_low below peg in the calm window.
     calm = ev.calm_min >= -cfg.persistence_low
-    above = w.count_beyond(now, 3600, cfg.premium_lines, above=True)[0]
-    return Figures(raw, floor, deviation, calm, above), signals, ev.metrics
+    above = count_beyond(w, now, 3600, cfg.premium_lines, above=True)[0]
+    metrics = ev.metrics
+    if detail:
+        # The sum ``sum(s.weight for s in signals if s.observed)`` gave: the same weights
+        # in the same order.
+        metrics["observed_weight_pct"] = observed_weight
+    return Figures(raw, floor, deviation, calm, above), signals, metrics
