@@ -56,7 +56,13 @@ def _ramp(value: float, start: float, full: float) -> float:
     """0 at ``start``, 1 at ``full``, linear between, clamped."""
     if full <= start:
         return 1.0 if value >= full else 0.0
-    return min(1.0, max(0.0, (value - start) / (full - start)))
+    # ``min(1.0, max(0.0, x))`` as the comparisons the builtins make (the first of equal
+    # values wins: -0.0 and NaN give 0.0): a builtin called with two arguments iterates
+    # over a tuple of them, and a snapshot ramps four signals.
+    x = (value - start) / (full - start)
+    if not x > 0.0:
+        return 0.0
+    return x if x < 1.0 else 1.0
 
 
 @dataclass(slots=True)
@@ -123,12 +129,17 @@ def evaluate(w: Windows, obs: Observations, cfg: Params, now: float,
     recent_rate = r2 / cfg.volatility_window_seconds
     recent_vol = math.sqrt(recent_rate * 60.0)
     base_vol = math.sqrt(w.baseline_rate(now) * 60.0)
-    vol_ratio = recent_vol / max(base_vol, cfg.volatility_floor)
+    vol_floor = cfg.volatility_floor
+    vol_ratio = recent_vol / (vol_floor if vol_floor > base_vol else base_vol)  # max()
 
-    down = max(0.0, -deviation) if deviation is not None else 0.0
+    down = 0.0  # max(0.0, -deviation)
+    if deviation is not None and -deviation > 0.0:
+        down = -deviation
     minutes_low = low_s / 60.0
     minutes_high = high_s / 60.0
     window_minutes = cfg.persistence_window_seconds / 60.0
+    share_low = minutes_low / window_minutes
+    share_high = minutes_high / window_minutes
 
     slippage_ts = obs.slippage_ts
     slip_obs = slippage_ts is not None and now - slippage_ts <= cfg.slippage_max_age_seconds
@@ -151,10 +162,10 @@ def evaluate(w: Windows, obs: Observations, cfg: Params, now: float,
         Signal("slippage", slippage if slip_obs else None,
                _ramp(slippage or 0.0, cfg.slippage_floor_bps, cfg.slippage_full_bps)
                if slip_obs else 0.0, slip_obs),
-        Signal("persistence_50bp", minutes_low, min(1.0, minutes_low / window_minutes),
+        Signal("persistence_50bp", minutes_low, share_low if share_low < 1.0 else 1.0,
+               has_price),  # min(1.0, share_low)
+        Signal("persistence_100bp", minutes_high, share_high if share_high < 1.0 else 1.0,
                has_price),
-        Signal("persistence_100bp", minutes_high,
-               min(1.0, minutes_high / window_minutes), has_price),
         Signal("volatility_burst", vol_ratio,
                _ramp(vol_ratio, cfg.burst_start, cfg.burst_full), has_price),
         headroom,
@@ -216,6 +227,8 @@ def _headroom(obs: Observations, cfg: Params, now: float,
     spread = obs.spread if (
         obs.spread is not None and obs.spread_ts is not None
         and now - obs.spread_ts <= cfg.cross_chain_spread_max_age_seconds) else None
+    if divergence is None and spread is None:  # a price-only feed: neither observed
+        return Signal("headroom", None, 0.0, False)
     scores = [_ramp(divergence, 0.0, cfg.oracle_divergence_full)] if divergence is not None \
         else []
     if spread is not None:
