@@ -31,7 +31,12 @@ def combine(signals: tuple[Signal, ...], table: dict[str, float], detail: bool =
     replay that only wants transitions skips building it; the rating is the same), and
     the weight of the observed signals (0, an int, when none is).
     ``table``: every signal's weight by name (``Params.weights``)."""
-    observed_weight = sum(table[s.name] for s in signals if s.observed)
+    # ``sum(table[s.name] for s in signals if s.observed)`` without the generator: the
+    # same additions in the same order, from the same int 0 (0 when none is observed).
+    observed_weight: int | float = 0
+    for s in signals:
+        if s.observed:
+            observed_weight += table[s.name]
     values: list[SignalValue] = []
     total = 0.0
     for s in signals:
