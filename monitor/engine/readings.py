@@ -121,10 +121,16 @@ def read_fields(w: Windows, now: float,
                 # columns only ever get positive seconds added), and so is their sum.
                 if a < 0 or (i == _LOW and low_b < lo) or (i == _HIGH and high_b < lo):
                     out.append(0.0 + add[i])
-                elif a <= b:
-                    out.append(sum(column[a:b + 1]) + add[i])
                 else:
-                    out.append(sum(column[a:]) + sum(column[:b + 1]) + add[i])
+                    # From a float 0.0, as ``window`` sums (the compiled build reads a
+                    # bare ``sum`` of floats as an int-or-float).
+                    acc = 0.0
+                    if a <= b:
+                        acc += sum(column[a:b + 1])
+                    else:
+                        acc += sum(column[a:])
+                        acc += sum(column[:b + 1])
+                    out.append(acc + add[i])
             elif i == _MIN:
                 # ``min(acc, x)`` written as the builtin compares (the first of equal
                 # values wins): a two-argument builtin call iterates over a tuple.
