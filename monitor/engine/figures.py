@@ -22,7 +22,8 @@ class Figures(NamedTuple):
     floor: float        # the hard floor the price alone guarantees
     deviation: float    # mean deviation over the deviation window (or the last one)
     calm: bool          # no price below the persistence line in the calm window
-    above: int          # whole buckets of the last hour above the premium line
+    above: int          # whole buckets of the last hour above the premium line (0, not
+    #                     counted, while deviation < premium_enter: no tier reads it then)
 
 
 def refresh_figures(w: Windows, obs: Observations, cfg: ModelConfig, now: float,
@@ -43,7 +44,10 @@ def figures_of(w: Windows, obs: Observations, cfg: Params, now: float,
         raise ValueError("a refresh of a token without a price has no figures")
     # Calm: no price more than persistence_low below peg in the calm window.
     calm = ev.calm_min >= -cfg.persistence_low
-    above = count_beyond(w, now, 3600, cfg.premium_lines, above=True)[0]
+    # The premium count is read only by a token at least premium_enter above peg
+    # (``tiers.target_tier`` enters premium only then): below that it is not counted.
+    above = count_beyond(w, now, 3600, cfg.premium_lines, above=True)[0] \
+        if deviation >= cfg.premium_enter else 0
     metrics = ev.metrics
     if detail:
         # The sum ``sum(s.weight for s in signals if s.observed)`` gave: the same weights
