@@ -225,7 +225,9 @@ class TokenSeries:
         rating, tier, signal, deviation, price, staleness, stale = families
         latest, kept = self._latest, self._kept
         for key, labels in list(self._labels.items()):
-            snap = latest[key]
+            snap = latest.get(key)
+            if snap is None:  # forgotten since the copy (a scrape from another thread)
+                continue
             values = _values(snap, kept.get(key)) if key in kept else _values(snap, None)
             rating.add_metric(labels, float(snap.rating))
             tier.add_metric(labels, float(TIER_LEVEL.get(snap.tier, 0)))
