@@ -29,6 +29,7 @@ from prometheus_client import (
     Histogram,
     disable_created_metrics,
 )
+from prometheus_client.core import GaugeMetricFamily
 
 from .records import RatingSnapshot, Tier
 from .ticks import BAD_TICK_REASONS
@@ -153,22 +154,119 @@ PUBLISH_ERRORS = Counter(
     f"{NS}_publish_errors_total", "Records that could not be published, by kind.", ["kind"])
 
 # ---- per-token series (capped) ----------------------------------------------------------
-_TOKEN = ["chain", "symbol", "token"]
-TOKEN_RATING = Gauge(f"{NS}_token_rating", "Latest 0-100 rating of a tracked token.", _TOKEN)
-TOKEN_TIER_LEVEL = Gauge(
-    f"{NS}_token_tier_level",
-    "Current tier of a token: -1 premium, 0 ok, 1 watch, 2 warning, 3 critical.", _TOKEN)
-TOKEN_SIGNAL = Gauge(
-    f"{NS}_token_signal_score", "0-1 score of one rating signal of a token.",
-    [*_TOKEN, "signal"])
-TOKEN_DEVIATION = Gauge(
-    f"{NS}_token_deviation_ratio", "5-minute deviation of price from peg (0.01 = 1 %).", _TOKEN)
-TOKEN_PRICE = Gauge(f"{NS}_token_price_usd", "Latest price of a token in USD.", _TOKEN)
-TOKEN_STALENESS = Gauge(
-    f"{NS}_token_staleness_seconds", "Seconds since the token's last tick.", _TOKEN)
-TOKEN_STALE = Gauge(
-    f"{NS}_token_stale", "1 while the price behind the token's rating is older than "
-    "model.stale_after_seconds (the rating is the last known, not a fresh one).", _TOKEN)
+#: The per-token gauge families, in export order: name, help, and whether a ``signal``
+#: label follows the token's (chain, symbol, token). Exported by :class:`TokenSeries`.
+_TOKEN_FAMILIES: Final = (
+    (f"{NS}_token_rating", "Latest 0-100 rating of a tracked token.", False),
+    (f"{NS}_token_tier_level",
+     "Current tier of a token: -1 premium, 0 ok, 1 watch, 2 warning, 3 critical.", False),
+    (f"{NS}_token_signal_score", "0-1 score of one rating signal of a token.", True),
+    (f"{NS}_token_deviation_ratio", "5-minute deviation of price from peg (0.01 = 1 %).",
+     False),
+    (f"{NS}_token_price_usd", "Latest price of a token in USD.", False),
+    (f"{NS}_token_staleness_seconds", "Seconds since the token's last tick.", False),
+    (f"{NS}_token_stale", "1 while the price behind the token's rating is older than "
+     "model.stale_after_seconds (the rating is the last known, not a fresh one).", False),
+)
+class TokenSeries:
+    """Per-token gauges for at most ``cap`` distinct tokens (first come, first kept),
+    exported at scrape time from each token's latest rating snapshot.
+
+    The cap bounds the series count (about 11 per token) whatever the registry holds; the
+    token registry bounds it further in production. A dropped token still counts in every
+    aggregate metric; ``forget`` frees its slot when a token leaves the registry.
+
+    A collector, not gauge children: setting ~11 children per snapshot (each a lock and a
+    ``float``) was about a third of the monitor's per-snapshot output work at 1 tick per
+    minute, for values read once per scrape. ``observe`` keeps the snapshot; ``collect``
+    gives what the gauges held: the same series, labels (the symbol of the token's first
+    snapshot) and values, a value a later snapshot lacks (no deviation or price, a signal
+    missing: never from the engine) staying at the last one seen. Price texts are
+    decimal numbers (``ticks.py`` parsed them); one that is not exports no price.
+    """
+
+    def __init__(self, cap: int = TOKEN_SERIES_CAP) -> None:
+        self.cap = cap
+        #: The labels of each token with series, in first-seen order (the export order).
+        self._labels: dict[tuple[str, str], tuple[str, str, str]] = {}
+        self._latest: dict[tuple[str, str], RatingSnapshot] = {}
+        #: Per token, values of earlier snapshots that a later one lacked: ``deviation``,
+        #: ``price`` and signal names (filled only then).
+        self._kept: dict[tuple[str, str], dict[str, float]] = {}
+
+    def observe(self, snap: RatingSnapshot) -> bool:
+        """Export one snapshot; False when the token is over the cap."""
+        key = (snap.chain, snap.token_address)
+        prev = self._latest.get(key)
+        if prev is None:
+            if len(self._labels) >= self.cap:
+                TOKEN_SERIES_DROPPED.inc()
+                return False
+            self._labels[key] = (snap.chain, snap.symbol, snap.token_address)
+        elif snap.deviation_pct is None or snap.price_usd is None \
+                or [s.name for s in snap.signals] != _SIGNAL_NAMES:
+            # It lacks a value the gauges would keep from before: keep them.
+            self._kept[key] = _values(prev, self._kept.get(key))
+        self._latest[key] = snap
+        return True
+
+    def forget(self, chain: str, token: str) -> None:
+        key = (chain, token)
+        self._labels.pop(key, None)
+        self._latest.pop(key, None)
+        self._kept.pop(key, None)
+
+    def describe(self) -> list[GaugeMetricFamily]:
+        return [GaugeMetricFamily(name, doc, labels=[*_TOKEN, "signal"] if signal else _TOKEN)
+                for name, doc, signal in _TOKEN_FAMILIES]
+
+    def collect(self) -> list[GaugeMetricFamily]:
+        families = self.describe()
+        rating, tier, signal, deviation, price, staleness, stale = families
+        latest, kept = self._latest, self._kept
+        for key, labels in list(self._labels.items()):
+            snap = latest.get(key)
+            if snap is None:  # forgotten since the copy (a scrape from another thread)
+                continue
+            values = _values(snap, kept.get(key)) if key in kept else _values(snap, None)
+            rating.add_metric(labels, float(snap.rating))
+            tier.add_metric(labels, float(TIER_LEVEL.get(snap.tier, 0)))
+            for name, value in values.items():
+                if name == "deviation":
+                    deviation.add_metric(labels, value)
+                elif name == "price":
+                    price.add_metric(labels, value)
+                else:
+                    signal.add_metric([*labels, name], value)
+            staleness.add_metric(labels, float(snap.staleness_seconds))
+            stale.add_metric(labels, 1.0 if snap.metrics.get("stale") == 1.0 else 0.0)
+        return families
+
+
+_TOKEN: Final = ["chain", "symbol", "token"]
+_SIGNAL_NAMES: Final = list(SIGNALS)
+
+
+def _values(snap: RatingSnapshot, kept: dict[str, float] | None) -> dict[str, float]:
+    """The deviation, price and signal scores ``snap`` exports, over ``kept``."""
+    values = {} if kept is None else dict(kept)
+    if snap.deviation_pct is not None:
+        values["deviation"] = snap.deviation_pct / 100.0
+    if snap.price_usd is not None:
+        try:
+            values["price"] = float(snap.price_usd)
+        except ValueError:
+            pass
+    for s in snap.signals:
+        if s.name in SIGNALS:
+            values[s.name] = float(s.score)
+    return values
+
+
+#: The process-wide per-token exporter; the monitor calls ``token_series.observe(snapshot)``
+#: for every RatingSnapshot it publishes. ``set_token_cap`` applies ``metrics.token_series_cap``.
+token_series = TokenSeries()
+REGISTRY.register(token_series)
 TOKEN_SERIES_DROPPED = Counter(
     f"{NS}_token_series_dropped_total",
     "Snapshots not exported per token because the per-token series cap was reached.")
@@ -339,100 +437,6 @@ def set_stored_vaults(counts: list[tuple[str, str, int]]) -> None:
 def api_request(route: str, method: str, status: int, seconds: float) -> None:
     API_REQUESTS.labels(route, method, str(status)).inc()
     API_SECONDS.labels(route, method).observe(seconds)
-
-
-class _TokenGauges:
-    """One token's gauge children (see ``TokenSeries._children``)."""
-
-    __slots__ = ("deviation", "labels", "price", "rating", "signals", "stale", "staleness",
-                 "tier")
-
-    def __init__(self, labels: tuple[str, str, str]) -> None:
-        self.labels = labels
-        self.rating = TOKEN_RATING.labels(*labels)
-        self.tier = TOKEN_TIER_LEVEL.labels(*labels)
-        self.staleness = TOKEN_STALENESS.labels(*labels)
-        self.stale = TOKEN_STALE.labels(*labels)
-        # Created at their first value, as before: no series for a value never seen.
-        self.deviation: Gauge | None = None
-        self.price: Gauge | None = None
-        self.signals: dict[str, Gauge] = {}
-
-
-class TokenSeries:
-    """Per-token gauges for at most ``cap`` distinct tokens (first come, first kept).
-
-    The cap bounds the series count (about 11 per token) whatever the registry holds; the
-    token registry bounds it further in production. A dropped token still counts in every
-    aggregate metric; ``forget`` frees its slot when a token leaves the registry.
-    """
-
-    def __init__(self, cap: int = TOKEN_SERIES_CAP) -> None:
-        self.cap = cap
-        self._labels: dict[tuple[str, str], tuple[str, str, str]] = {}
-        #: The token's gauge children, looked up once: ``labels()`` hashes and locks on
-        #: every call, and a rating snapshot sets about 11 of them (the monitor's hot path).
-        self._children: dict[tuple[str, str], _TokenGauges] = {}
-
-    def observe(self, snap: RatingSnapshot) -> bool:
-        """Export one snapshot; False when the token is over the cap."""
-        key = (snap.chain, snap.token_address)
-        gauges = self._children.get(key)
-        if gauges is None:
-            labels = self._labels.get(key)
-            if labels is None:
-                if len(self._labels) >= self.cap:
-                    TOKEN_SERIES_DROPPED.inc()
-                    return False
-                labels = self._labels[key] = (snap.chain, snap.symbol, snap.token_address)
-            gauges = self._children[key] = _TokenGauges(labels)
-        gauges.rating.set(snap.rating)
-        gauges.tier.set(TIER_LEVEL.get(snap.tier, 0))
-        gauges.staleness.set(snap.staleness_seconds)
-        gauges.stale.set(1.0 if snap.metrics.get("stale") == 1.0 else 0.0)
-        if snap.deviation_pct is not None:
-            if gauges.deviation is None:
-                gauges.deviation = TOKEN_DEVIATION.labels(*gauges.labels)
-            gauges.deviation.set(snap.deviation_pct / 100.0)
-        if snap.price_usd is not None:
-            try:
-                price = float(snap.price_usd)
-            except ValueError:
-                price = None
-            if price is not None:
-                if gauges.price is None:
-                    gauges.price = TOKEN_PRICE.labels(*gauges.labels)
-                gauges.price.set(price)
-        signals = gauges.signals
-        for signal in snap.signals:
-            child = signals.get(signal.name)
-            if child is None and signal.name in SIGNALS:
-                child = signals[signal.name] = TOKEN_SIGNAL.labels(*gauges.labels, signal.name)
-            if child is not None:
-                child.set(signal.score)
-        return True
-
-    def forget(self, chain: str, token: str) -> None:
-        self._children.pop((chain, token), None)
-        labels = self._labels.pop((chain, token), None)
-        if labels is None:
-            return
-        for gauge in (TOKEN_RATING, TOKEN_TIER_LEVEL, TOKEN_STALENESS, TOKEN_STALE,
-                      TOKEN_DEVIATION, TOKEN_PRICE):
-            try:
-                gauge.remove(*labels)
-            except KeyError:
-                pass
-        for name in SIGNALS:
-            try:
-                TOKEN_SIGNAL.remove(*labels, name)
-            except KeyError:
-                pass
-
-
-#: The process-wide per-token exporter; the monitor calls ``token_series.observe(snapshot)``
-#: for every RatingSnapshot it publishes. ``set_token_cap`` applies ``metrics.token_series_cap``.
-token_series = TokenSeries()
 
 
 def set_token_cap(cap: int) -> None:

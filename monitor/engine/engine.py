@@ -380,7 +380,9 @@ class Engine:
         stamp = format_ts(now)
         deviation_pct = round(deviation * 100.0, 4)
         if snap:
-            metrics.update(rating_raw=raw, rating_floor=floor, calm=float(calm))
+            metrics["rating_raw"] = raw  # keys evaluate placed: no kwargs dict, no update
+            metrics["rating_floor"] = floor
+            metrics["calm"] = float(calm)
             out.append(self._snapshot(t, now, stamp, rating, signals, metrics,
                                       deviation_pct))
         if changed is not None:
@@ -402,20 +404,24 @@ class Engine:
                   deviation_pct: float | None) -> RatingSnapshot:
         c = self.config
         staleness = now - t.last_tick_ts if t.last_tick_ts is not None else 0.0
-        price_age = now - t.obs.price_ts if t.obs.price_ts is not None else staleness
+        price_ts = t.obs.price_ts
+        price_age = now - price_ts if price_ts is not None else staleness
         metrics["rating"] = rating
         metrics["staleness_seconds"] = staleness
         # Stale: the *price* is older than stale_after_seconds (slippage or oracle ticks
         # alone do not make a rating fresh); the rating is still the model's best estimate
         # from the last price held, and says so.
         metrics["stale"] = 1.0 if price_age >= c.stale_after_seconds else 0.0
-        metrics["seconds_in_tier"] = now - t.tier.since if t.tier.since is not None else None
-        metrics["observed_weight_pct"] = sum(s.weight for s in signals if s.observed)
+        since = t.tier.since
+        metrics["seconds_in_tier"] = now - since if since is not None else None
+        # ``observed_weight_pct``: figures_of set it. ``_value_``: the enum's value
+        # without the ``value`` property's Python-level getter. Positional fields: the
+        # struct's order (records.RatingSnapshot). A whole number of seconds (the usual
+        # staleness: tick and refresh times are) is its own ``round(x, 3)``.
         return RatingSnapshot(
-            chain=t.chain, token_address=t.token, symbol=t.symbol, timestamp=stamp,
-            rating=rating, tier=t.tier.tier.value, band_tier=tier_band(rating, self._p).value,
-            price_usd=t.price_text, peg_usd=t.peg_text, deviation_pct=deviation_pct,
-            staleness_seconds=round(staleness, 3), signals=signals, metrics=metrics,
+            t.chain, t.token, t.symbol, stamp, rating, t.tier.tier._value_,
+            tier_band(rating, self._p)._value_, t.price_text, t.peg_text, deviation_pct,
+            staleness if staleness.is_integer() else round(staleness, 3), signals, metrics,
         )
 
 

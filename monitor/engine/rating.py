@@ -15,6 +15,7 @@ from __future__ import annotations
 from ..config import ModelConfig, Weights
 from ..records import SignalValue
 from .params import Params, params
+from .readings import count_beyond
 from .saved import Held as Held  # re-exported: its old home
 from .signals import Signal
 from .windows import Windows
@@ -25,24 +26,33 @@ def weight_of(weights: Weights, name: str) -> float:
 
 
 def combine(signals: tuple[Signal, ...], table: dict[str, float], detail: bool = True,
-            ) -> tuple[float, list[SignalValue]]:
-    """The raw rating and, with ``detail``, the per-signal breakdown of the snapshot (a
-    replay that only wants transitions skips building it; the rating is the same).
+            ) -> tuple[float, list[SignalValue], int | float]:
+    """The raw rating, with ``detail`` the per-signal breakdown of the snapshot (a
+    replay that only wants transitions skips building it; the rating is the same), and
+    the weight of the observed signals (0, an int, when none is).
     ``table``: every signal's weight by name (``Params.weights``)."""
-    observed_weight = sum(table[s.name] for s in signals if s.observed)
+    # ``sum(table[s.name] for s in signals if s.observed)`` without the generator: the
+    # same additions in the same order, from the same int 0 (0 when none is observed).
+    observed_weight: int | float = 0
+    for s in signals:
+        if s.observed:
+            observed_weight += table[s.name]
     values: list[SignalValue] = []
     total = 0.0
     for s in signals:
         w = table[s.name]
         share = (w / observed_weight) if (s.observed and observed_weight > 0) else 0.0
-        points = 100.0 * share * s.score
+        score = s.score
+        points = 100.0 * share * score
         total += points
         if detail:
+            # 0.0 and 1.0 (unobserved, clamped, quiet signals: most of them) are their
+            # own roundings, sign included; ``round`` with digits costs a decimal
+            # conversion. Positional fields: the struct's order (records.SignalValue).
             values.append(SignalValue(
-                name=s.name, value=s.value, score=round(s.score, 6), weight=w,
-                contribution=round(points, 4), observed=s.observed,
-            ))
-    return round(min(100.0, max(0.0, total)), 2), values
+                s.name, s.value, score if score == 0.0 or score == 1.0 else round(score, 6),
+                w, points if points == 0.0 else round(points, 4), s.observed))
+    return round(min(100.0, max(0.0, total)), 2), values, observed_weight
 
 
 def floors(cfg: ModelConfig) -> tuple[tuple[float, int, float], ...]:
@@ -57,8 +67,8 @@ def floor_rating(windows: Windows, now: float, cfg: Params) -> float:
     agreeing oracle can soften the weighted rating but never pull a clear depeg below it.
     """
     # One pass over the buckets for all floors (the same counts as ``buckets_below``).
-    counts = windows.count_beyond(now, cfg.floor_window_seconds, cfg.floor_lines,
-                                  above=False)
+    counts = count_beyond(windows, now, cfg.floor_window_seconds, cfg.floor_lines,
+                          above=False)
     for (_, minutes, at), count in zip(cfg.floors, counts, strict=True):
         if count >= minutes:
             return at

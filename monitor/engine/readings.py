@@ -16,7 +16,7 @@ import math
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Final
 
-from .ringfields import _COV, _DEV, _EMPTY, _HIGH, _LOW, _MAX, _MIN
+from .ringfields import _COV, _EMPTY, _HIGH, _LOW, _MAX, _MIN
 
 if TYPE_CHECKING:  # these read a Windows' ring directly (its companion module)
     from .windows import Windows
@@ -82,17 +82,19 @@ def read_fields(w: Windows, now: float,
     end_b = int(now // bucket)
     if now == end_b * bucket:
         end_b -= 1
+    oldest = end_b - size + 1
     head = w.head
     dev = w.last_dev
     since = w.last_price_ts if dev is not None else None
     f = w._f
     below_low = dev is not None and dev < -w.low
     below_high = below_low and dev is not None and dev < -w.high
+    low_b, high_b = w.low_b, w.high_b
     out: list[float] = []
     for seconds, which in spec:
         first_b = math.ceil((now - seconds) / bucket)
-        if first_b < end_b - size + 1:
-            first_b = end_b - size + 1
+        if first_b < oldest:
+            first_b = oldest
         a = b = -1
         lo = NEVER
         if head is not None:
@@ -107,43 +109,72 @@ def read_fields(w: Windows, now: float,
                 start = since
             if now > start:
                 dt = now - start
+        held = dt != 0.0 and dev is not None
+        # What the held stretch adds to each additive field (0.0 when nothing is held:
+        # adding 0.0 changes no sum, as none is -0.0: ``sum`` starts from +0).
+        add = _NO_ADD if not held or dev is None else (
+            dev * dt, dt, dt if below_low else 0.0, dt if below_high else 0.0, 0.0, 0.0)
         for i in which:
             column = f[i]
             if i < _MIN:
-                acc = 0.0
                 # Nothing below the line since before the slice: every cell is 0.0 (these
                 # columns only ever get positive seconds added), and so is their sum.
-                if a < 0 or (i == _LOW and w.low_b < lo) or (i == _HIGH and w.high_b < lo):
-                    pass
-                elif a <= b:
-                    acc += sum(column[a:b + 1])
+                if a < 0 or (i == _LOW and low_b < lo) or (i == _HIGH and high_b < lo):
+                    out.append(0.0 + add[i])
                 else:
-                    acc += sum(column[a:])
-                    acc += sum(column[:b + 1])
-                if dt and dev is not None:
-                    if i == _DEV:
-                        acc += dev * dt
-                    elif i == _COV:
-                        acc += dt
-                    elif i == _LOW:
-                        if below_low:
-                            acc += dt
-                    elif i == _HIGH and below_high:
-                        acc += dt
-            else:
-                pick = min if i == _MIN else max
+                    # From a float 0.0, as ``window`` sums (the compiled build reads a
+                    # bare ``sum`` of floats as an int-or-float).
+                    acc = 0.0
+                    if a <= b:
+                        acc += sum(column[a:b + 1])
+                    else:
+                        acc += sum(column[a:])
+                        acc += sum(column[:b + 1])
+                    out.append(acc + add[i])
+            elif i == _MIN:
+                # ``min(acc, x)`` written as the builtin compares (the first of equal
+                # values wins): a two-argument builtin call iterates over a tuple.
                 acc = _EMPTY[i]
                 if a < 0:
                     pass
                 elif a <= b:
-                    acc = pick(acc, pick(column[a:b + 1]))
+                    x = min(column[a:b + 1])
+                    if x < acc:
+                        acc = x
                 else:
-                    acc = pick(acc, pick(column[a:]))
-                    acc = pick(acc, pick(column[:b + 1]))
-                if dt and dev is not None:
-                    acc = pick(acc, dev)
-            out.append(acc)
+                    x = min(column[a:])
+                    if x < acc:
+                        acc = x
+                    x = min(column[:b + 1])
+                    if x < acc:
+                        acc = x
+                if held and dev is not None and dev < acc:
+                    acc = dev
+                out.append(acc)
+            else:
+                acc = _EMPTY[i]
+                if a < 0:
+                    pass
+                elif a <= b:
+                    x = max(column[a:b + 1])
+                    if x > acc:
+                        acc = x
+                else:
+                    x = max(column[a:])
+                    if x > acc:
+                        acc = x
+                    x = max(column[:b + 1])
+                    if x > acc:
+                        acc = x
+                if held and dev is not None and dev > acc:
+                    acc = dev
+                out.append(acc)
     return out
+
+
+#: ``read_fields``' additions when no price is held over a window.
+_NO_ADD: Final = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+
 
 def count_beyond(w: Windows, now: float, seconds: float, lines: tuple[float, ...], *,
                  above: bool) -> list[int]:

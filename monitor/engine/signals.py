@@ -3,30 +3,34 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
+from operator import itemgetter
 
 from ..config import ModelConfig
 from .memo import per_config
 from .params import Params
+from .readings import read_fields
 from .windows import COV, DEV, HIGH, LOW, MAX, MIN, R2, TICKS, Windows
 
-#: The metric snapshot's TWAP windows, in minutes.
+#: The metric snapshot's TWAP windows, in minutes (``evaluate`` names their metrics).
 _TWAP_MINUTES = (1, 5, 15, 60)
-#: Their metric names, in the snapshot's key order (formatted once, not per snapshot).
-_TWAP_KEYS = tuple((f"deviation_twap_{m}m_pct", f"coverage_{m}m_seconds")
-                   for m in _TWAP_MINUTES)
+
+
+Picks = Callable[[list[float]], tuple[float, ...]]
 
 
 @per_config
 def _detail_reads(cfg: ModelConfig) -> tuple[tuple[tuple[float, tuple[int, ...]], ...],
-                                             tuple[int, ...]]:
+                                             Picks]:
     """The windows and fields a refresh with detail reads: the TWAP windows, then the
     deviation, persistence, volatility and calm windows (``evaluate`` unpacks them in this
     order). Only the fields used are summed, over the same slices as ``Windows.window``
     (the same floats): a snapshot read every field of five windows before.
 
     Returned as each distinct window once with the union of its fields, and per value
-    ``evaluate`` unpacks, its position in that read: with the defaults the deviation
+    ``evaluate`` unpacks, its position in that read (an ``itemgetter``, so the picking
+    is one C call): with the defaults the deviation
     window is the 5-minute TWAP's and the persistence and volatility windows share fields
     with the 60- and 15-minute TWAPs (16 sums instead of 19; a field of a window is the
     same float however often it is read)."""
@@ -44,14 +48,21 @@ def _detail_reads(cfg: ModelConfig) -> tuple[tuple[tuple[float, tuple[int, ...]]
     for seconds, which in spec:
         for i in which:
             at[(seconds, i)] = len(at)
-    return spec, tuple(at[(seconds, i)] for seconds, which in wanted for i in which)
+    picks = itemgetter(*(at[(seconds, i)] for seconds, which in wanted for i in which))
+    return spec, picks
 
 
 def _ramp(value: float, start: float, full: float) -> float:
     """0 at ``start``, 1 at ``full``, linear between, clamped."""
     if full <= start:
         return 1.0 if value >= full else 0.0
-    return min(1.0, max(0.0, (value - start) / (full - start)))
+    # ``min(1.0, max(0.0, x))`` as the comparisons the builtins make (the first of equal
+    # values wins: -0.0 and NaN give 0.0): a builtin called with two arguments iterates
+    # over a tuple of them, and a snapshot ramps four signals.
+    x = (value - start) / (full - start)
+    if not x > 0.0:
+        return 0.0
+    return x if x < 1.0 else 1.0
 
 
 @dataclass(slots=True)
@@ -103,67 +114,81 @@ def evaluate(w: Windows, obs: Observations, cfg: Params, now: float,
              detail: bool = True) -> Evaluation:
     """Score the signals at ``now``; ``detail`` adds the metric snapshot (a replay that
     only wants transitions skips it: it is most of the cost of a refresh)."""
-    has_price = w.last_dev is not None
-    metrics: dict[str, float | None] = {}
-
+    last_dev = w.last_dev
+    has_price = last_dev is not None
     if detail:
         spec, picks = _detail_reads(cfg.config)
-        read = w.reads(now, spec)
-        v = [read[n] for n in picks]
-        for n, (dev_key, cov_key) in enumerate(_TWAP_KEYS):
-            twap_dev, twap_cov = v[2 * n], v[2 * n + 1]
-            metrics[dev_key] = _pct(twap_dev / twap_cov if twap_cov > 0 else None)
-            metrics[cov_key] = twap_cov
-        (dev_dt, covered, cov_p, low_s, high_s, ticks_p, mn, mx, r2, ticks_v,
-         calm_min) = v[8:]
+        (dev_1, cov_1, dev_5, cov_5, dev_15, cov_15, dev_60, cov_60, dev_dt, covered,
+         cov_p, low_s, high_s, ticks_p, mn, mx, r2, ticks_v, calm_min,
+         ) = picks(read_fields(w, now, spec))
     else:
         # Only the fields the rating reads (the same floats as ``window``'s).
-        dev_dt, covered, low_s, high_s, r2, calm_min = w.reads(now, cfg.reads)
-    deviation = dev_dt / covered if covered > 0 else w.last_dev
+        dev_dt, covered, low_s, high_s, r2, calm_min = read_fields(w, now, cfg.reads)
+    deviation = dev_dt / covered if covered > 0 else last_dev
 
     recent_rate = r2 / cfg.volatility_window_seconds
     recent_vol = math.sqrt(recent_rate * 60.0)
     base_vol = math.sqrt(w.baseline_rate(now) * 60.0)
-    vol_ratio = recent_vol / max(base_vol, cfg.volatility_floor)
+    vol_floor = cfg.volatility_floor
+    vol_ratio = recent_vol / (vol_floor if vol_floor > base_vol else base_vol)  # max()
 
-    down = max(0.0, -deviation) if deviation is not None else 0.0
+    down = 0.0  # max(0.0, -deviation)
+    if deviation is not None and -deviation > 0.0:
+        down = -deviation
     minutes_low = low_s / 60.0
     minutes_high = high_s / 60.0
     window_minutes = cfg.persistence_window_seconds / 60.0
+    share_low = minutes_low / window_minutes
+    share_high = minutes_high / window_minutes
 
-    slip_obs = obs.slippage_ts is not None and now - obs.slippage_ts <= cfg.slippage_max_age_seconds
+    slippage_ts = obs.slippage_ts
+    slip_obs = slippage_ts is not None and now - slippage_ts <= cfg.slippage_max_age_seconds
+    oracle_ts = obs.oracle_ts
+    peg = obs.peg
     oracle_obs = (
-        obs.oracle_ts is not None and has_price and obs.peg is not None
-        and now - obs.oracle_ts <= cfg.oracle_max_age_seconds
+        oracle_ts is not None and has_price and peg is not None
+        and now - oracle_ts <= cfg.oracle_max_age_seconds
     )
     divergence = (
-        abs((obs.price or 0.0) - (obs.oracle_price or 0.0)) / obs.peg
-        if oracle_obs and obs.peg else None
+        abs((obs.price or 0.0) - (obs.oracle_price or 0.0)) / peg
+        if oracle_obs and peg else None
     )
 
     headroom = _headroom(obs, cfg, now, divergence if oracle_obs else None)
+    slippage = obs.slippage_bps
     signals = (
-        Signal("price_deviation", _pct(deviation), _ramp(down, 0.0, cfg.deviation_full), has_price),
-        Signal("slippage", obs.slippage_bps if slip_obs else None,
-               _ramp(obs.slippage_bps or 0.0, cfg.slippage_floor_bps, cfg.slippage_full_bps)
+        Signal("price_deviation", None if deviation is None else deviation * 100.0,
+               _ramp(down, 0.0, cfg.deviation_full), has_price),
+        Signal("slippage", slippage if slip_obs else None,
+               _ramp(slippage or 0.0, cfg.slippage_floor_bps, cfg.slippage_full_bps)
                if slip_obs else 0.0, slip_obs),
-        Signal("persistence_50bp", minutes_low, min(1.0, minutes_low / window_minutes),
+        Signal("persistence_50bp", minutes_low, share_low if share_low < 1.0 else 1.0,
+               has_price),  # min(1.0, share_low)
+        Signal("persistence_100bp", minutes_high, share_high if share_high < 1.0 else 1.0,
                has_price),
-        Signal("persistence_100bp", minutes_high,
-               min(1.0, minutes_high / window_minutes), has_price),
         Signal("volatility_burst", vol_ratio,
                _ramp(vol_ratio, cfg.burst_start, cfg.burst_full), has_price),
         headroom,
     )
     if not detail:
-        return Evaluation(signals=signals, deviation=deviation, metrics=metrics,
+        return Evaluation(signals=signals, deviation=deviation, metrics={},
                           calm_min=calm_min)
-    metrics.update({
+    # One dict in the snapshot's key order (its JSON order); ``x * 100.0`` is ``_pct``.
+    spread, spread_ts, price_ts = obs.spread, obs.spread_ts, obs.price_ts
+    metrics: dict[str, float | None] = {
+        "deviation_twap_1m_pct": dev_1 / cov_1 * 100.0 if cov_1 > 0 else None,
+        "coverage_1m_seconds": cov_1,
+        "deviation_twap_5m_pct": dev_5 / cov_5 * 100.0 if cov_5 > 0 else None,
+        "coverage_5m_seconds": cov_5,
+        "deviation_twap_15m_pct": dev_15 / cov_15 * 100.0 if cov_15 > 0 else None,
+        "coverage_15m_seconds": cov_15,
+        "deviation_twap_60m_pct": dev_60 / cov_60 * 100.0 if cov_60 > 0 else None,
+        "coverage_60m_seconds": cov_p,  # the persistence window's (the same read)
         "price_usd": obs.price,
-        "peg_usd": obs.peg,
-        "deviation_latest_pct": _pct(w.last_dev),
-        "deviation_min_60m_pct": _pct(mn) if math.isfinite(mn) else None,
-        "deviation_max_60m_pct": _pct(mx) if math.isfinite(mx) else None,
+        "peg_usd": peg,
+        "deviation_latest_pct": None if last_dev is None else last_dev * 100.0,
+        "deviation_min_60m_pct": mn * 100.0 if math.isfinite(mn) else None,
+        "deviation_max_60m_pct": mx * 100.0 if math.isfinite(mx) else None,
         "minutes_below_50bp_60m": minutes_low,
         "minutes_below_100bp_60m": minutes_high,
         "volatility_recent_per_min": recent_vol,
@@ -171,18 +196,27 @@ def evaluate(w: Windows, obs: Observations, cfg: Params, now: float,
         "volatility_ratio": vol_ratio,
         "ticks_60m": ticks_p,
         "ticks_15m": ticks_v,
-        "coverage_60m_seconds": cov_p,
-        "slippage_bps": obs.slippage_bps,
-        "slippage_age_seconds": None if obs.slippage_ts is None else now - obs.slippage_ts,
+        "slippage_bps": slippage,
+        "slippage_age_seconds": None if slippage_ts is None else now - slippage_ts,
         "oracle_price_usd": obs.oracle_price,
-        "oracle_divergence_pct": _pct(divergence),
-        "oracle_age_seconds": None if obs.oracle_ts is None else now - obs.oracle_ts,
-        "cross_chain_spread_pct": _pct(obs.spread),
-        "cross_chain_spread_age_seconds": None if obs.spread_ts is None else now - obs.spread_ts,
-        "price_age_seconds": None if obs.price_ts is None else now - obs.price_ts,
-    })
+        "oracle_divergence_pct": None if divergence is None else divergence * 100.0,
+        "oracle_age_seconds": None if oracle_ts is None else now - oracle_ts,
+        "cross_chain_spread_pct": None if spread is None else spread * 100.0,
+        "cross_chain_spread_age_seconds": None if spread_ts is None else now - spread_ts,
+        "price_age_seconds": None if price_ts is None else now - price_ts,
+        # Filled by figures_of and the engine; placed here so the dict is built once at
+        # its full size and these keep the snapshot's order (assigning keeps a key's place).
+        "rating_raw": None,
+        "rating_floor": None,
+        "calm": None,
+        "rating": None,
+        "staleness_seconds": None,
+        "stale": None,
+        "seconds_in_tier": None,
+        "observed_weight_pct": None,
+    }
     return Evaluation(signals=signals, deviation=deviation, metrics=metrics,
-                          calm_min=calm_min)
+                      calm_min=calm_min)
 
 
 def _headroom(obs: Observations, cfg: Params, now: float,
@@ -193,6 +227,8 @@ def _headroom(obs: Observations, cfg: Params, now: float,
     spread = obs.spread if (
         obs.spread is not None and obs.spread_ts is not None
         and now - obs.spread_ts <= cfg.cross_chain_spread_max_age_seconds) else None
+    if divergence is None and spread is None:  # a price-only feed: neither observed
+        return Signal("headroom", None, 0.0, False)
     scores = [_ramp(divergence, 0.0, cfg.oracle_divergence_full)] if divergence is not None \
         else []
     if spread is not None:
