@@ -168,6 +168,8 @@ _TOKEN_FAMILIES: Final = (
     (f"{NS}_token_stale", "1 while the price behind the token's rating is older than "
      "model.stale_after_seconds (the rating is the last known, not a fresh one).", False),
 )
+
+
 class TokenSeries:
     """Per-token gauges for at most ``cap`` distinct tokens (first come, first kept),
     exported at scrape time from each token's latest rating snapshot.
