@@ -182,8 +182,7 @@ class Engine:
         horizon = seen - self._lateness
         if self.spread_gated and key in self.spread_gated:
             horizon = min(horizon, t.spread_mark if t.spread_mark is not None else -math.inf)
-        if pending[0].ts <= horizon:  # else nothing to release (a token's first ticks)
-            self._release(t, horizon, out)
+        self._release(t, horizon, out)
         return out
 
     def advance(self, key: str, until: float) -> list[Output]:

@@ -113,7 +113,8 @@ class Windows:
             elif since < ts:
                 b = int(since // bucket)
                 stop = (b + 1) * bucket
-                if ts <= stop and b == self.head:
+                head = self.head
+                if ts <= stop and head is not None and b == head:
                     # The common case: a tick in the bucket of the one before it (an
                     # interval inside one bucket is shorter than the ring: no cut). The
                     # general loop below is inlined too: a call per tick cost more.
@@ -143,7 +144,6 @@ class Windows:
                         stop = (b + 1) * bucket
                     below_low = last_dev < -self.low
                     below_high = last_dev < -self.high
-                    head = self.head
                     while True:  # one pass per bucket covered
                         if stop > ts:
                             stop = ts
