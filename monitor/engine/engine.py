@@ -155,9 +155,9 @@ class Engine:
         if t is None or (symbol is not t.symbol and symbol and symbol != t.symbol):
             t = self._token(tick, key)  # rare: a new token, or a new symbol
         ts = tick.ts
-        if (t.last_applied is not None and ts < t.last_applied) or (
-            t.last_eval is not None and ts <= t.last_eval
-        ):
+        applied = t.last_applied
+        evaluated = t.last_eval
+        if (applied is not None and ts < applied) or (evaluated is not None and ts <= evaluated):
             self.stats.late += 1
             return []
         pending = t.pending
@@ -168,15 +168,18 @@ class Engine:
             while i > 0 and pending[i - 1].ts > ts:
                 i -= 1
             pending.insert(i, tick)
+        out: list[Output] = []
         if tick.cross_chain_chains is not None:
             if t.spread_mark is None or ts > t.spread_mark:
                 t.spread_mark = ts
-        elif t.max_seen is None or ts > t.max_seen:
-            t.max_seen = ts
-        out: list[Output] = []
-        if t.max_seen is None:
-            return out
-        horizon = t.max_seen - self._lateness
+            seen = t.max_seen
+            if seen is None:
+                return out
+        else:
+            seen = t.max_seen
+            if seen is None or ts > seen:
+                t.max_seen = seen = ts
+        horizon = seen - self._lateness
         if self.spread_gated and key in self.spread_gated:
             horizon = min(horizon, t.spread_mark if t.spread_mark is not None else -math.inf)
         self._release(t, horizon, out)
@@ -288,15 +291,62 @@ class Engine:
         return t
 
     def _release(self, t: _Token, horizon: float, out: list[Output]) -> None:
+        """Apply the held ticks up to ``horizon``, each after the refreshes it makes due.
+
+        Applying a tick is inlined here: it runs once per tick, and the ``self``/``t``
+        reads it repeated per tick are made once per release (docs/performance.md)."""
         pending = t.pending
+        every = self._every
+        stats = self.stats
+        obs = t.obs
+        windows = t.windows
         while pending and pending[0].ts <= horizon:
             tick = pending.popleft()
             ts = tick.ts
             due = t.next_refresh
             if due is not None and due < ts:  # else _refresh_until would do nothing
                 self._refresh_until(t, ts, out, inclusive=False)
-            self._apply(t, tick, ts)
-            if self._every <= 0:
+            price = tick.price
+            slippage = tick.slippage_bps
+            oracle = tick.oracle_price
+            chains = tick.cross_chain_chains
+            sig = (price, slippage, oracle, tick.cross_chain_spread_bps, chains)
+            if ts == t.last_applied and sig == t.last_sig:
+                stats.duplicates += 1
+            else:
+                stats.applied += 1
+                t.last_applied = ts
+                t.last_sig = sig
+                if chains is None:  # the spread stage's ticks are not the token's
+                    t.last_tick_ts = ts
+                peg = tick.peg
+                if peg is not None:
+                    obs.peg = peg
+                    t.peg_text = tick.peg_text
+                if price is not None:
+                    peg = obs.peg
+                    if peg is None:
+                        stats.no_peg += 1
+                    else:
+                        obs.price = price
+                        obs.price_ts = ts
+                        t.price_text = tick.price_text
+                        windows.add_price(ts, (price - peg) / peg)
+                if slippage is not None:
+                    obs.slippage_bps = slippage
+                    obs.slippage_ts = ts
+                if oracle is not None:
+                    obs.oracle_price = oracle
+                    obs.oracle_ts = ts
+                if chains is not None:
+                    spread = tick.cross_chain_spread_bps
+                    obs.spread = None if spread is None else spread / 1e4
+                    obs.spread_ts = ts
+                if due is None and every > 0:  # (no refresh ran, so still None)
+                    # The first boundary at or after the first tick (a tick exactly on a
+                    # boundary is part of that boundary's refresh, as for later ones).
+                    t.next_refresh = float(math.ceil(ts / every) * every)
+            if every <= 0:
                 self._evaluate(t, ts, out)
 
     def _refresh_until(self, t: _Token, ts: float, out: list[Output], *, inclusive: bool) -> None:
@@ -307,51 +357,6 @@ class Engine:
         while t.next_refresh < ts or (inclusive and t.next_refresh == ts):
             self._evaluate(t, t.next_refresh, out)
             t.next_refresh += every
-
-    def _apply(self, t: _Token, tick: Tick, ts: float) -> None:
-        """Apply ``tick`` (``ts`` is its time, already read by the caller)."""
-        price = tick.price
-        slippage = tick.slippage_bps
-        oracle = tick.oracle_price
-        chains = tick.cross_chain_chains
-        sig = (price, slippage, oracle, tick.cross_chain_spread_bps, chains)
-        if ts == t.last_applied and sig == t.last_sig:
-            self.stats.duplicates += 1
-            return
-        self.stats.applied += 1
-        t.last_applied = ts
-        t.last_sig = sig
-        if chains is None:  # the spread stage's ticks are not the token's
-            t.last_tick_ts = ts
-        obs = t.obs
-        peg = tick.peg
-        if peg is not None:
-            obs.peg = peg
-            t.peg_text = tick.peg_text
-        if price is not None:
-            peg = obs.peg
-            if peg is None:
-                self.stats.no_peg += 1
-            else:
-                obs.price = price
-                obs.price_ts = ts
-                t.price_text = tick.price_text
-                t.windows.add_price(ts, (price - peg) / peg)
-        if slippage is not None:
-            obs.slippage_bps = slippage
-            obs.slippage_ts = ts
-        if oracle is not None:
-            obs.oracle_price = oracle
-            obs.oracle_ts = ts
-        if chains is not None:
-            spread = tick.cross_chain_spread_bps
-            obs.spread = None if spread is None else spread / 1e4
-            obs.spread_ts = ts
-        every = self._every
-        if t.next_refresh is None and every > 0:
-            # The first boundary at or after the first tick (a tick exactly on a boundary
-            # is part of that boundary's refresh, as it is for every later boundary).
-            t.next_refresh = float(math.ceil(ts / every) * every)
 
     def _evaluate(self, t: _Token, now: float, out: list[Output]) -> None:
         c = self._p

@@ -100,58 +100,82 @@ class Windows:
             self.head = b
         return b % size
 
-    def _hold(self, dev: float, start: float, end: float) -> None:
-        """Account ``dev`` as held over [start, end) into the buckets it covers."""
-        horizon = end - self.size * self.bucket
-        if start < horizon:
-            start = horizon
-        if end <= start:
-            return
-        f = self._f
-        dev_dt, covered, low_s, high_s, mn, mx = f[_DEV], f[_COV], f[_LOW], f[_HIGH], f[_MIN], \
-            f[_MAX]
-        below_low = dev < -self.low
-        below_high = dev < -self.high
-        bucket = self.bucket
-        size = self.size
-        t = start
-        b = NEVER
-        while t < end:
-            b = int(t // bucket)
-            stop = (b + 1) * bucket
-            if stop > end:
-                stop = end
-            dt = stop - t
-            head = self.head  # rolling the ring forward is the rare case
-            slot = b % size if head is not None and b <= head else self._slot(b)
-            dev_dt[slot] += dev * dt
-            covered[slot] += dt
-            if below_low:
-                low_s[slot] += dt
-                if below_high:
-                    high_s[slot] += dt
-            if dev < mn[slot]:
-                mn[slot] = dev
-            if dev > mx[slot]:
-                mx[slot] = dev
-            t = stop
-        # ``b`` is the last (newest) bucket written: time below the lines went up to it.
-        if below_low and b > self.low_b:
-            self.low_b = b
-        if below_high and b > self.high_b:
-            self.high_b = b
-
     def add_price(self, ts: float, dev: float) -> None:
         """A new price observation at ``ts`` (ticks arrive in time order)."""
         last_dev = self.last_dev
-        if last_dev is not None and self.last_price_ts is not None:
-            if ts < self.last_price_ts:
-                self._flags.clear()  # out of order (never from the engine): rework them
-            self._hold(last_dev, self.last_price_ts, ts)
-        b = int(ts // self.bucket)
-        head = self.head
-        slot = b % self.size if head is not None and b <= head else self._slot(b)
+        since = self.last_price_ts
+        bucket = self.bucket
+        size = self.size
         f = self._f
+        if last_dev is not None and since is not None:
+            if ts < since:
+                self._flags.clear()  # out of order (never from the engine): rework them
+            elif since < ts:
+                b = int(since // bucket)
+                stop = (b + 1) * bucket
+                head = self.head
+                if ts <= stop and head is not None and b == head:
+                    # The common case: a tick in the bucket of the one before it (an
+                    # interval inside one bucket is shorter than the ring: no cut). The
+                    # general loop below is inlined too: a call per tick cost more.
+                    slot = b % size
+                    dt = ts - since
+                    f[_DEV][slot] += last_dev * dt
+                    f[_COV][slot] += dt
+                    below_high = last_dev < -self.high
+                    if last_dev < -self.low:
+                        f[_LOW][slot] += dt
+                        if below_high:
+                            f[_HIGH][slot] += dt
+                        if b > self.low_b:
+                            self.low_b = b
+                    if below_high and b > self.high_b:
+                        self.high_b = b
+                    if last_dev < f[_MIN][slot]:
+                        f[_MIN][slot] = last_dev
+                    if last_dev > f[_MAX][slot]:
+                        f[_MAX][slot] = last_dev
+                else:  # [since, ts) from bucket ``b`` on, one pass per bucket
+                    t = since
+                    horizon = ts - size * bucket
+                    if t < horizon:  # a gap longer than the ring: its newest stretch only
+                        t = horizon
+                        b = int(t // bucket)
+                        stop = (b + 1) * bucket
+                    below_low = last_dev < -self.low
+                    below_high = last_dev < -self.high
+                    while True:  # one pass per bucket covered
+                        if stop > ts:
+                            stop = ts
+                        dt = stop - t
+                        if head is not None and b <= head:
+                            slot = b % size
+                        else:  # rolling the ring forward
+                            slot = self._slot(b)
+                            head = b
+                        f[_DEV][slot] += last_dev * dt
+                        f[_COV][slot] += dt
+                        if below_low:
+                            f[_LOW][slot] += dt
+                            if below_high:
+                                f[_HIGH][slot] += dt
+                        if last_dev < f[_MIN][slot]:
+                            f[_MIN][slot] = last_dev
+                        if last_dev > f[_MAX][slot]:
+                            f[_MAX][slot] = last_dev
+                        t = stop
+                        if t >= ts:
+                            break
+                        b = int(t // bucket)
+                        stop = (b + 1) * bucket
+                    # ``b`` is the newest bucket written: time below the lines reached it.
+                    if below_low and b > self.low_b:
+                        self.low_b = b
+                    if below_high and b > self.high_b:
+                        self.high_b = b
+        b = int(ts // bucket)
+        head = self.head
+        slot = b % size if head is not None and b <= head else self._slot(b)
         if last_dev is not None:
             change = dev - last_dev
             r2 = change * change
