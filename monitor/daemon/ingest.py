@@ -274,7 +274,7 @@ class MonitorDaemon(Assignment):
                         continue
                 ticks += 1
                 late_before_tick = engine_stats.late
-                outputs = process(tick)
+                outputs = process(tick, key)  # its key string, checked above
                 spread = tick.cross_chain_chains is not None
                 if engine_stats.late != late_before_tick:
                     # A late spread observation is a copy the restarted spread stage sent

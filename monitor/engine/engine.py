@@ -141,15 +141,19 @@ class Engine:
     def keys(self) -> Iterable[str]:
         return self._tokens.keys()
 
-    def process(self, tick: Tick) -> list[Output]:
-        """Take one tick; returns the refreshes and tier changes it made due."""
+    def process(self, tick: Tick, key: str | None = None) -> list[Output]:
+        """Take one tick; returns the refreshes and tier changes it made due.
+
+        ``key``: the tick's key (``tick.key``) when the caller holds it already (the daemon
+        keeps one string per token: no string built and hashed per tick)."""
         self.stats.ticks += 1
-        chain, token = tick.chain, tick.token
-        if chain is self._last_chain and token is self._last_token:
-            key = self._last_key  # a run of one token's ticks from one reader: built once
-        else:
-            key = f"{chain}:{token}"  # Tick.key, without a property call per tick
-            self._last_chain, self._last_token, self._last_key = chain, token, key
+        if key is None:
+            chain, token = tick.chain, tick.token
+            if chain is self._last_chain and token is self._last_token:
+                key = self._last_key  # a run of one token's ticks from one reader
+            else:
+                key = f"{chain}:{token}"  # Tick.key, without a property call per tick
+                self._last_chain, self._last_token, self._last_key = chain, token, key
         t = self._tokens.get(key)
         symbol = tick.symbol  # a reader hands out its token's symbol object again and again
         if t is None or (symbol is not t.symbol and symbol and symbol != t.symbol):
