@@ -43,15 +43,10 @@ def backoff_delay(attempt: int, config: DeliveryConfig, rand: Callable[[], float
     return max(0.0, base * (1.0 + config.backoff_jitter * (2.0 * rand() - 1.0)))
 
 
-def _status_moved(d: DueDelivery, status: str, recorded: bool, now: float) -> bool:
+def _status_moved(d: DueDelivery, status: str, recorded: bool) -> bool:
     """Whether an outcome counts in the status counter (the caller counts it, alone or
-    per cycle): only a written one, every failure, any other status when it changed. A
-    success also observes its delivery time here."""
-    if not recorded or (status != "failed" and status == d.status):
-        return False
-    if status == "success":
-        metrics.delivered(now - d.created_at)
-    return True
+    per cycle): only a written one, every failure, any other status when it changed."""
+    return recorded and (status == "failed" or status != d.status)
 
 
 @dataclass
@@ -104,7 +99,9 @@ class DeliveryAttempts:
     def report(self, d: DueDelivery, attempt: int, manual: bool, result: AttemptResult,
                status: str, recorded: bool, now: float) -> None:
         """Metrics and the log line of one attempt whose outcome was written (or not)."""
-        if _status_moved(d, status, recorded, now):
+        if _status_moved(d, status, recorded):
+            if status == "success":
+                metrics.delivered(now - d.created_at)
             metrics.status(status)
         self.log_attempt(d, attempt, manual, result, status, recorded)
 
@@ -118,7 +115,9 @@ class DeliveryAttempts:
         for o in outcomes:
             d, status = o.delivery, o.new_status
             written = d.id in recorded
-            if _status_moved(d, status, written, o.now):
+            if _status_moved(d, status, written):
+                if status == "success":
+                    metrics.delivered(o.now - d.created_at)
                 statuses[status] = statuses.get(status, 0) + 1
             if info or status != "success":
                 self.log_attempt(d, o.attempt, False,
