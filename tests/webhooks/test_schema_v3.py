@@ -135,3 +135,8 @@ async def test_due_index_holds_only_rows_a_due_read_can_return(webhook_db: Datab
             "EXPLAIN QUERY PLAN SELECT id FROM webhook_deliveries WHERE status = 'pending'"
             " AND next_attempt_at <= 5 ORDER BY next_attempt_at LIMIT 3")
         assert any("webhook_deliveries_due" in str(r["detail"]) for r in plan)
+        plan = await webhook_db.fetch(
+            "EXPLAIN QUERY PLAN UPDATE webhook_deliveries SET status = 'cancelled',"
+            " next_attempt_at = NULL WHERE subscription_id = 'x'"
+            " AND status IN ('pending', 'failed') AND next_attempt_at IS NOT NULL")
+        assert any("webhook_deliveries_due" in str(r["detail"]) for r in plan)
