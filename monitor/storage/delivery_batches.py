@@ -107,6 +107,21 @@ def _outcome_row(o: Outcome) -> tuple[Any, ...]:
             o.status_code, o.error, float(o.now), completed)
 
 
+def _outcome_columns(outcomes: Sequence[Outcome]) -> list[list[Any]]:
+    """The PostgreSQL cycle's outcome arrays: :func:`_outcome_row` plus the history's
+    started_at and latency, one list per column (built column by column, not as rows
+    then transposed)."""
+    completed = ("success", "max_retries_exceeded")
+    return [[o.delivery.id for o in outcomes], [o.token for o in outcomes],
+            [o.new_status for o in outcomes], [o.attempt for o in outcomes],
+            [None if o.next_attempt_at is None else float(o.next_attempt_at)
+             for o in outcomes],
+            [o.status_code for o in outcomes], [o.error for o in outcomes],
+            [float(o.now) for o in outcomes],
+            [float(o.now) if o.new_status in completed else None for o in outcomes],
+            [float(o.started_at) for o in outcomes], [float(o.latency_ms) for o in outcomes]]
+
+
 def _history_row(o: Outcome) -> tuple[Any, ...]:
     return (o.delivery.id, o.attempt, float(o.started_at), o.status_code,
             float(o.latency_ms), o.error)
@@ -251,8 +266,7 @@ async def run_cycle(db: Database, outcomes: Sequence[Outcome], claim: ClaimReque
         result: CycleResult = await run_sync(lambda conn: _sqlite_cycle(conn, outcomes, claim))
         return result
     assert isinstance(db, PostgresDatabase)
-    outcome_rows = [(*_outcome_row(o), float(o.started_at), float(o.latency_ms))
-                    for o in outcomes]
+    outcome_columns = _outcome_columns(outcomes)
     pg_claim = None
     if claim is not None and claim.limit <= 0:
         claim = None
@@ -261,7 +275,7 @@ async def run_cycle(db: Database, outcomes: Sequence[Outcome], claim: ClaimReque
         pg_claim = (claim.now, claim.limit * READ_SLACK, _full(claim), [e for e, _ in room],
                     [n for _, n in room], claim.default_room, claim.limit, claim.token,
                     claim.lease_until, claim.max_attempts)
-    recorded, picked, pending, failed = await pg_cycle(db, outcome_rows, pg_claim)
+    recorded, picked, pending, failed = await pg_cycle(db, outcome_columns, pg_claim)
     result = CycleResult(recorded=recorded)
     if claim is not None:
         result.more_due = max(pending, failed) >= claim.limit * READ_SLACK

@@ -93,23 +93,24 @@ def columns(rows: Sequence[tuple[Any, ...]], width: int) -> list[list[Any]]:
     return [[r[i] for r in rows] for i in range(width)] if rows else [[] for _ in range(width)]
 
 
-async def pg_cycle(db: PostgresDatabase, outcome_rows: Sequence[tuple[Any, ...]],
+async def pg_cycle(db: PostgresDatabase, outcome_columns: Sequence[Sequence[Any]],
                    claim: tuple[Any, ...] | None
                    ) -> tuple[set[str], list[tuple[float, DueDelivery]], int, int]:
-    """Run one cycle. ``outcome_rows``: (id, token, status, attempt, next_at, code, error,
-    now, completed, started, latency) per outcome; ``claim``: (now, read, full endpoints,
+    """Run one cycle. ``outcome_columns``: the outcomes' ids, tokens, statuses, attempts,
+    next attempt times, codes, errors, times, completion times, start times and
+    latencies, one sequence per column; ``claim``: (now, read, full endpoints,
     room endpoints, room values, default room, limit, token, lease_until, max_attempts),
     or None. Returns (recorded ids, picked (next attempt time, delivery) oldest first,
     pending rows read, failed rows read)."""
     if claim is None:
         # LIMIT 0 reads nothing; the other values are never used.
         claim = (0.0, 0, [], [], [], 0, 0, "", 0.0, 0)
-    rows = await db.fetch_pinned(CYCLE_SQL, *columns(outcome_rows, 11), *claim, INTERRUPTED)
+    rows = await db.fetch_pinned(CYCLE_SQL, *outcome_columns, *claim, INTERRUPTED)
     first = rows[0]
     recorded = set(first["recorded"] or ())
-    picked = [(float(r["next_attempt_at"]), DueDelivery(
-        r["id"], r["subscription_id"], r["api_key_id"], r["event_id"], r["event_type"],
-        r["status"], r["attempts"], r["created_at"], r["webhook_url"], r["endpoint"],
-        r["secret_sealed"], r["previous_secret_sealed"], r["rotated_at"],
-        r["payload"].encode("utf-8"))) for r in rows if r["id"] is not None]
+    # By position (the final SELECT: recorded, pending, failed, then _COLUMNS in order):
+    # fifteen lookups by name per delivery cost more than building the delivery.
+    picked = [(float(r[11]), DueDelivery(
+        r[3], r[4], r[5], r[6], r[7], r[8], r[9], r[10], r[12], r[13], r[14], r[15], r[16],
+        r[17].encode("utf-8"))) for r in rows if r[3] is not None]
     return recorded, picked, int(first["pending"]), int(first["failed"])

@@ -111,18 +111,20 @@ class DeliveryAttempts:
         metrics.attempts_finished((o.status_code, o.error, o.latency_ms / 1000.0)
                                   for o in outcomes)
         statuses: dict[str, int] = {}
+        delivered: list[float] = []
         info = _level.isEnabledFor(logging.INFO)
         for o in outcomes:
             d, status = o.delivery, o.new_status
             written = d.id in recorded
             if _status_moved(d, status, written):
                 if status == "success":
-                    metrics.delivered(o.now - d.created_at)
+                    delivered.append(o.now - d.created_at)
                 statuses[status] = statuses.get(status, 0) + 1
             if info or status != "success":
                 self.log_attempt(d, o.attempt, False,
                                  AttemptResult(o.status_code, o.latency_ms, o.error),
                                  status, written)
+        metrics.delivered_many(delivered)
         for status, n in statuses.items():
             metrics.status(status, n)
 
@@ -164,9 +166,14 @@ class DeliveryAttempts:
 
     async def send(self, d: DueDelivery, secrets: tuple[str, str | None],
                    count: bool = True) -> AttemptResult:
-        """The POST itself, counted in the attempt metrics (``count=False``: the caller
-        counts it later, as the worker does per cycle with :meth:`report_cycle`)."""
+        """The POST itself, counted in the attempt metrics and the in-flight gauge
+        (``count=False``: the caller counts it, as the worker's dispatcher does per cycle
+        with :meth:`report_cycle` and :func:`~monitor.webhooks.metrics.in_flight`)."""
         secret, previous = secrets
+        if not count:
+            return await self.sender.send(
+                d.webhook_url, d.payload, event_type=d.event_type, event_id=d.event_id,
+                secret=secret, previous_secret=previous, delivered_at=self.clock())
         metrics.send_started()
         try:
             result = await self.sender.send(
@@ -174,8 +181,7 @@ class DeliveryAttempts:
                 secret=secret, previous_secret=previous, delivered_at=self.clock())
         finally:
             metrics.send_finished()
-        if count:
-            metrics.attempt(result.status_code, result.error, result.latency_ms / 1000.0)
+        metrics.attempt(result.status_code, result.error, result.latency_ms / 1000.0)
         return result
 
     async def send_counted(self, d: DueDelivery, token: str, attempts: int, started: float,

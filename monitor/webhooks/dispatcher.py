@@ -153,6 +153,7 @@ class Dispatcher:
         outcomes, self._outcomes = self._outcomes, []
         claim = None if self._stopping else self._claim_request(look)
         if not outcomes and claim is None:
+            metrics.in_flight(self._busy)
             return False
         try:
             result = await run_cycle(self.attempts.store.db, outcomes, claim)
@@ -167,6 +168,7 @@ class Dispatcher:
         if outcomes:
             self.attempts.report_cycle(outcomes, result.recorded)
         await self._accept(result, claim)
+        metrics.in_flight(self._busy)
         if claim is not None:
             # Endpoints this claim filled up may have due rows left behind too (the read
             # stops taking an endpoint's rows at its room): a slot freed at any of them
@@ -264,10 +266,16 @@ class Dispatcher:
 
     async def _send(self, r: _Ready) -> None:
         d = r.delivery
+        attempts = self.attempts
         try:
-            result = await self.attempts.send(d, r.secrets, count=False)
-            now = self.attempts.clock()
-            status, next_at = self.attempts.next_state(d, r.attempt, result, False, now)
+            # DeliveryAttempts.send(count=False) without its coroutine frame: the attempt
+            # is counted with the cycle's report, the in-flight gauge set per cycle.
+            secret, previous = r.secrets
+            result = await attempts.sender.send(
+                d.webhook_url, d.payload, event_type=d.event_type, event_id=d.event_id,
+                secret=secret, previous_secret=previous, delivered_at=attempts.clock())
+            now = attempts.clock()
+            status, next_at = attempts.next_state(d, r.attempt, result, False, now)
             self._outcomes.append(Outcome(d, r.token, r.attempt, r.started, result.status_code,
                                           result.latency_ms, result.error, status, next_at,
                                           now))
@@ -339,4 +347,5 @@ class Dispatcher:
             # Their claims expire and they are retried (as interrupted attempts).
             log.error("webhook.stop_bookkeeping_failed", error=str(exc),
                       outcomes=len(self._outcomes), unsent=len(unsent))
+        metrics.in_flight(self._busy)
 
