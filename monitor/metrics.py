@@ -278,7 +278,8 @@ TOKEN_SERIES_DROPPED = Counter(
 #: and a retry is scheduled, then success or max_retries_exceeded.
 DELIVERIES = Counter(
     f"{NS}_deliveries_total", "Delivery records entering a status.", ["status"])
-#: Webhook POSTs in flight now (``DELIVERIES_IN_FLIGHT.track_inprogress()``).
+#: Webhook POSTs in flight now: the worker's dispatcher sets it once per cycle, a send from
+#: the API (a test delivery) counts itself in and out.
 DELIVERIES_IN_FLIGHT = Gauge(f"{NS}_delivery_in_flight", "Webhook POSTs in flight.")
 #: HTTP delivery attempts by outcome; everything but success is an endpoint failure.
 DELIVERY_ATTEMPTS = Counter(

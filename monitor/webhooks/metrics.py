@@ -62,7 +62,7 @@ def observe_many(histogram: Any, amounts: Sequence[float]) -> None:
     per value, twice per delivery in the worker. This uses the (unlabelled) histogram's
     bucket bounds and values, which prometheus_client keeps as ``_upper_bounds``,
     ``_buckets`` and ``_sum`` (0.x); a histogram without them is observed value by value.
-    tests/webhooks/test_metrics_batch.py checks the exposition against ``observe``."""
+    tests/webhooks/test_send_path_batching.py checks the exposition against ``observe``."""
     bounds = getattr(histogram, "_upper_bounds", None)
     buckets = getattr(histogram, "_buckets", None)
     total = getattr(histogram, "_sum", None)

@@ -46,7 +46,7 @@ class KeyedSigner:
     secret is keyed once and every
     signature starts from a copy of that state (~1.6 µs against ~3.2 µs per signature
     for a ~0.5 kB event). The signatures are the same bytes as :func:`sign`'s
-    (tests/webhooks/test_signing.py). At most ``max_keys`` secrets are kept (opened
+    (tests/webhooks/test_send_path_batching.py). At most ``max_keys`` secrets are kept (opened
     secrets are kept in memory by the worker anyway); past that the cache is dropped
     whole, as a rotation leaves old secrets unused."""
 
