@@ -136,6 +136,10 @@ class Engine:
         # The last tick's chain and token objects and their key (the same objects again
         # mean the same key; held, so no other string can take their identity).
         self._last_chain = self._last_token = self._last_key = ""
+        # The last refresh time stamped and its text: every token refreshes at the same
+        # boundaries, so consecutive refreshes nearly always share one (``_evaluate``).
+        self._stamp_at = math.nan  # equal to no time
+        self._stamp = ""
 
     # -- public ----------------------------------------------------------------------
     def keys(self) -> Iterable[str]:
@@ -386,7 +390,11 @@ class Engine:
         changed = step_tier(t.tier, rating, deviation, above, now, c)
         if not snap and changed is None:
             return
-        stamp = format_ts(now)
+        if now == self._stamp_at:
+            stamp = self._stamp
+        else:
+            self._stamp = stamp = format_ts(now)
+            self._stamp_at = now
         deviation_pct = round(deviation * 100.0, 4)
         if snap:
             metrics["rating_raw"] = raw  # keys evaluate placed: no kwargs dict, no update

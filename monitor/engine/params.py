@@ -11,9 +11,16 @@ go through :func:`params`.
 
 from __future__ import annotations
 
+import math
+from typing import Final
+
 from ..config import ModelConfig
 from .memo import per_config
 from .ringfields import _COV, _DEV, _HIGH, _LOW, _MIN, _R2
+
+#: The signals of the rating, in the order they are scored, combined and published.
+SIGNAL_NAMES: Final = ("price_deviation", "slippage", "persistence_50bp", "persistence_100bp",
+                       "volatility_burst", "headroom")
 
 
 class Params:
@@ -51,6 +58,8 @@ class Params:
         #: Every signal's weight by name.
         self.weights: dict[str, float] = {
             name: float(getattr(weights, name)) for name in weights.__struct_fields__}
+        #: The weights of the six signals, in the order ``signals.evaluate`` makes them.
+        self.signal_weights: tuple[float, ...] = tuple(self.weights[n] for n in SIGNAL_NAMES)
         #: ``(fraction below peg, whole minutes, rating floor)`` per hard floor, worst
         #: first (the floors that are on), and the deviation each one's buckets must stay
         #: under.
@@ -62,6 +71,9 @@ class Params:
             ) if minutes > 0
         )
         self.floor_lines: tuple[float, ...] = tuple(-below for below, _, _ in self.floors)
+        #: The highest floor line (a held price at or above it meets no floor; -inf
+        #: with no floor on, when every floor rating is 0.0 anyway).
+        self.floor_top: float = max(self.floor_lines) if self.floor_lines else -math.inf
         #: The premium count's one line (a tuple built once: it keys the ring's flags).
         self.premium_lines: tuple[float, ...] = (cfg.premium_enter,)
         #: The windows and fields a refresh without detail reads, in ``evaluate``'s order

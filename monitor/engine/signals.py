@@ -6,8 +6,10 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from operator import itemgetter
+from typing import Final
 
 from ..config import ModelConfig
+from ..records import SignalValue
 from .memo import per_config
 from .params import Params
 from .readings import read_fields
@@ -82,28 +84,20 @@ class Observations:
     spread_ts: float | None = None
 
 
-class Signal:
-    """One scored signal. A plain class with slots: six are made per refresh, a frozen
-    dataclass costs several times as much to build, and in the compiled build a
-    ``NamedTuple`` is still built by its Python ``__new__`` where this is a native class."""
-
-    __slots__ = ("name", "observed", "score", "value")
-
-    def __init__(self, name: str, value: float | None, score: float, observed: bool) -> None:
-        self.name = name
-        self.value = value
-        self.score = score
-        self.observed = observed
+#: One scored signal: ``(name, value, score, observed)``. A tuple: six are made per
+#: refresh, and building a tuple is a fraction of calling a class (compiled, it is a
+#: native tuple of unboxed fields).
+Signal = tuple[str, float | None, float, bool]
 
 
-@dataclass(slots=True)
-class Evaluation:
-    signals: tuple[Signal, ...]
-    #: Time-weighted mean deviation over the deviation window (fraction, signed).
-    deviation: float | None
-    metrics: dict[str, float | None]
-    #: Lowest deviation held over the calm window (inf when no price is known there).
-    calm_min: float
+#: What ``evaluate`` works out: the raw rating (``combine`` of the signals); with detail
+#: the per-signal breakdown of the snapshot (else empty); the weight of the observed
+#: signals (0, an int, when none is); the time-weighted mean deviation over the deviation
+#: window (fraction, signed); the metrics (with detail); the lowest deviation held over
+#: the calm window (inf when no price is known there). A plain tuple: a named one is
+#: built by a Python-level ``__new__``, once per refresh.
+Evaluation = tuple[float, list[SignalValue], int | float, float | None,
+                   dict[str, float | None], float]
 
 
 def _pct(x: float | None) -> float | None:
@@ -156,23 +150,24 @@ def evaluate(w: Windows, obs: Observations, cfg: Params, now: float,
 
     headroom = _headroom(obs, cfg, now, divergence if oracle_obs else None)
     slippage = obs.slippage_bps
+    # In ``params.SIGNAL_NAMES`` order (``combine`` pairs them with ``signal_weights``).
     signals = (
-        Signal("price_deviation", None if deviation is None else deviation * 100.0,
-               _ramp(down, 0.0, cfg.deviation_full), has_price),
-        Signal("slippage", slippage if slip_obs else None,
-               _ramp(slippage or 0.0, cfg.slippage_floor_bps, cfg.slippage_full_bps)
-               if slip_obs else 0.0, slip_obs),
-        Signal("persistence_50bp", minutes_low, share_low if share_low < 1.0 else 1.0,
-               has_price),  # min(1.0, share_low)
-        Signal("persistence_100bp", minutes_high, share_high if share_high < 1.0 else 1.0,
-               has_price),
-        Signal("volatility_burst", vol_ratio,
-               _ramp(vol_ratio, cfg.burst_start, cfg.burst_full), has_price),
+        ("price_deviation", None if deviation is None else deviation * 100.0,
+         _ramp(down, 0.0, cfg.deviation_full), has_price),
+        ("slippage", slippage if slip_obs else None,
+         _ramp(slippage or 0.0, cfg.slippage_floor_bps, cfg.slippage_full_bps)
+         if slip_obs else 0.0, slip_obs),
+        ("persistence_50bp", minutes_low, share_low if share_low < 1.0 else 1.0,
+         has_price),  # min(1.0, share_low)
+        ("persistence_100bp", minutes_high, share_high if share_high < 1.0 else 1.0,
+         has_price),
+        ("volatility_burst", vol_ratio,
+         _ramp(vol_ratio, cfg.burst_start, cfg.burst_full), has_price),
         headroom,
     )
+    raw, values, observed_weight = combine(signals, cfg.signal_weights, detail)
     if not detail:
-        return Evaluation(signals=signals, deviation=deviation, metrics={},
-                          calm_min=calm_min)
+        return raw, values, observed_weight, deviation, {}, calm_min
     # One dict in the snapshot's key order (its JSON order); ``x * 100.0`` is ``_pct``.
     spread, spread_ts, price_ts = obs.spread, obs.spread_ts, obs.price_ts
     metrics: dict[str, float | None] = {
@@ -215,8 +210,7 @@ def evaluate(w: Windows, obs: Observations, cfg: Params, now: float,
         "seconds_in_tier": None,
         "observed_weight_pct": None,
     }
-    return Evaluation(signals=signals, deviation=deviation, metrics=metrics,
-                      calm_min=calm_min)
+    return raw, values, observed_weight, deviation, metrics, calm_min
 
 
 def _headroom(obs: Observations, cfg: Params, now: float,
@@ -228,11 +222,53 @@ def _headroom(obs: Observations, cfg: Params, now: float,
         obs.spread is not None and obs.spread_ts is not None
         and now - obs.spread_ts <= cfg.cross_chain_spread_max_age_seconds) else None
     if divergence is None and spread is None:  # a price-only feed: neither observed
-        return Signal("headroom", None, 0.0, False)
+        return _NO_HEADROOM
     scores = [_ramp(divergence, 0.0, cfg.oracle_divergence_full)] if divergence is not None \
         else []
     if spread is not None:
         scores.append(_ramp(spread, 0.0, cfg.cross_chain_spread_full))
     values = [v for v in (divergence, spread) if v is not None]
-    return Signal("headroom", _pct(max(values)) if values else None,
-                  max(scores) if scores else 0.0, bool(scores))
+    return ("headroom", _pct(max(values)) if values else None,
+            max(scores) if scores else 0.0, bool(scores))
+
+
+_NO_HEADROOM: Final[Signal] = ("headroom", None, 0.0, False)
+
+
+def combine(signals: tuple[Signal, ...], weights: tuple[float, ...], detail: bool = True,
+            ) -> tuple[float, list[SignalValue], int | float]:
+    """The raw rating, with ``detail`` the per-signal breakdown of the snapshot (a
+    replay that only wants transitions skips building it; the rating is the same), and
+    the weight of the observed signals (0, an int, when none is).
+    ``weights``: each signal's weight, in the signals' order (``Params.signal_weights``).
+
+    The raw rating is the weighted mean over the observed signals: each observed one's
+    share of the observed weight times its score, in percent, summed in signal order."""
+    # ``sum(w for s, w in zip(signals, weights) if s.observed)`` without the generator:
+    # the same additions in the same order, from the same int 0 (0 when none is observed).
+    observed_weight: int | float = 0
+    n = 0
+    for s in signals:
+        if s[3]:
+            observed_weight += weights[n]
+        n += 1
+    values: list[SignalValue] = []
+    total = 0.0
+    n = 0
+    for name, value, score, observed in signals:
+        w = weights[n]
+        n += 1
+        share = (w / observed_weight) if (observed and observed_weight > 0) else 0.0
+        points = 100.0 * share * score
+        total += points
+        if detail:
+            # 0.0 and 1.0 (unobserved, clamped, quiet signals: most of them) are their
+            # own roundings, sign included; ``round`` with digits costs a decimal
+            # conversion. Positional fields: the struct's order (records.SignalValue).
+            values.append(SignalValue(
+                name, value, score if score == 0.0 or score == 1.0 else round(score, 6),
+                w, points if points == 0.0 else round(points, 4), observed))
+    # ``min(100.0, max(0.0, total))`` as the builtins compare (the first of equal values
+    # wins: -0.0 and NaN give 0.0).
+    clamped = total if total > 0.0 else 0.0
+    return round(clamped if clamped < 100.0 else 100.0, 2), values, observed_weight
