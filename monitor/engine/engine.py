@@ -371,7 +371,13 @@ class Engine:
         self.stats.refreshes += 1
         # Due before last_eval moves: the first refresh of its snapshot period (the period
         # of the previous refresh is in the saved state, so a restore keeps the cadence).
-        snap = self.snapshots and _snapshot_due(c.snapshot_seconds, t.last_eval, now)
+        # A snapshot at ``now``? Always with no cadence (0) or no earlier refresh; otherwise
+        # only when ``now`` is in a later epoch-aligned period of ``every`` seconds than
+        # the previous refresh.
+        every = c.snapshot_seconds
+        previous = t.last_eval
+        snap = self.snapshots and (every <= 0 or previous is None
+                                   or now // every != previous // every)
         t.last_eval = now
         if t.windows.last_dev is None:
             # No price with a peg yet: the token is unrated. Rating it from slippage or
@@ -444,12 +450,3 @@ class Engine:
 
 def _tick_ts(tick: Tick) -> float:
     return tick.ts
-
-
-def _snapshot_due(every: int, previous: float | None, now: float) -> bool:
-    """A rating snapshot at ``now``? Always with no cadence (0) or no earlier refresh;
-    otherwise only when ``now`` is in a later epoch-aligned period of ``every`` seconds
-    than the token's previous refresh."""
-    if every <= 0 or previous is None:
-        return True
-    return now // every != previous // every

@@ -12,11 +12,13 @@ go through :func:`params`.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from operator import itemgetter
 from typing import Final
 
 from ..config import ModelConfig
 from .memo import per_config
-from .ringfields import _COV, _DEV, _HIGH, _LOW, _MIN, _R2
+from .ringfields import _COV, _DEV, _HIGH, _LOW, _MAX, _MIN, _R2, _TICKS
 
 #: The signals of the rating, in the order they are scored, combined and published.
 SIGNAL_NAMES: Final = ("price_deviation", "slippage", "persistence_50bp", "persistence_100bp",
@@ -83,9 +85,49 @@ class Params:
             (float(cfg.persistence_window_seconds), (_LOW, _HIGH)),
             (float(cfg.volatility_window_seconds), (_R2,)),
             (float(cfg.calm_window_seconds), (_MIN,)))
+        #: The windows and fields a refresh with detail reads (``signals._detail_reads``).
+        self.detail_reads = _detail_reads(cfg)
         #: Every window length a refresh without detail reads (reads, floors, premium).
         self.lengths: tuple[float, ...] = tuple(sorted(
             {s for s, _ in self.reads} | {float(cfg.floor_window_seconds), 3600.0}))
+
+
+#: The metric snapshot's TWAP windows, in minutes (``evaluate`` names their metrics).
+_TWAP_MINUTES = (1, 5, 15, 60)
+
+
+Picks = Callable[[list[float]], tuple[float, ...]]
+
+
+def _detail_reads(cfg: ModelConfig) -> tuple[tuple[tuple[float, tuple[int, ...]], ...],
+                                             Picks]:
+    """The windows and fields a refresh with detail reads: the TWAP windows, then the
+    deviation, persistence, volatility and calm windows (``signals.evaluate`` unpacks them in
+    this order). Only the fields used are summed, over the same slices as ``Windows.window``
+    (the same floats): a snapshot read every field of five windows before.
+
+    Returned as each distinct window once with the union of its fields, and per value
+    ``evaluate`` unpacks, its position in that read (an ``itemgetter``, so the picking
+    is one C call): with the defaults the deviation
+    window is the 5-minute TWAP's and the persistence and volatility windows share fields
+    with the 60- and 15-minute TWAPs (16 sums instead of 19; a field of a window is the
+    same float however often it is read)."""
+    wanted = (*((m * 60.0, (_DEV, _COV)) for m in _TWAP_MINUTES),
+              (float(cfg.deviation_window_seconds), (_DEV, _COV)),
+              (float(cfg.persistence_window_seconds), (_COV, _LOW, _HIGH, _TICKS, _MIN, _MAX)),
+              (float(cfg.volatility_window_seconds), (_R2, _TICKS)),
+              (float(cfg.calm_window_seconds), (_MIN,)))
+    fields: dict[float, list[int]] = {}
+    for seconds, which in wanted:
+        have = fields.setdefault(seconds, [])
+        have += [i for i in which if i not in have]
+    spec = tuple((seconds, tuple(which)) for seconds, which in fields.items())
+    at: dict[tuple[float, int], int] = {}
+    for seconds, which in spec:
+        for i in which:
+            at[(seconds, i)] = len(at)
+    picks = itemgetter(*(at[(seconds, i)] for seconds, which in wanted for i in which))
+    return spec, picks
 
 
 @per_config

@@ -3,55 +3,13 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from dataclasses import dataclass
-from operator import itemgetter
 from typing import Final
 
-from ..config import ModelConfig
 from ..records import SignalValue
-from .memo import per_config
 from .params import Params
 from .readings import read_fields
-from .windows import COV, DEV, HIGH, LOW, MAX, MIN, R2, TICKS, Windows
-
-#: The metric snapshot's TWAP windows, in minutes (``evaluate`` names their metrics).
-_TWAP_MINUTES = (1, 5, 15, 60)
-
-
-Picks = Callable[[list[float]], tuple[float, ...]]
-
-
-@per_config
-def _detail_reads(cfg: ModelConfig) -> tuple[tuple[tuple[float, tuple[int, ...]], ...],
-                                             Picks]:
-    """The windows and fields a refresh with detail reads: the TWAP windows, then the
-    deviation, persistence, volatility and calm windows (``evaluate`` unpacks them in this
-    order). Only the fields used are summed, over the same slices as ``Windows.window``
-    (the same floats): a snapshot read every field of five windows before.
-
-    Returned as each distinct window once with the union of its fields, and per value
-    ``evaluate`` unpacks, its position in that read (an ``itemgetter``, so the picking
-    is one C call): with the defaults the deviation
-    window is the 5-minute TWAP's and the persistence and volatility windows share fields
-    with the 60- and 15-minute TWAPs (16 sums instead of 19; a field of a window is the
-    same float however often it is read)."""
-    wanted = (*((m * 60.0, (DEV, COV)) for m in _TWAP_MINUTES),
-              (float(cfg.deviation_window_seconds), (DEV, COV)),
-              (float(cfg.persistence_window_seconds), (COV, LOW, HIGH, TICKS, MIN, MAX)),
-              (float(cfg.volatility_window_seconds), (R2, TICKS)),
-              (float(cfg.calm_window_seconds), (MIN,)))
-    fields: dict[float, list[int]] = {}
-    for seconds, which in wanted:
-        have = fields.setdefault(seconds, [])
-        have += [i for i in which if i not in have]
-    spec = tuple((seconds, tuple(which)) for seconds, which in fields.items())
-    at: dict[tuple[float, int], int] = {}
-    for seconds, which in spec:
-        for i in which:
-            at[(seconds, i)] = len(at)
-    picks = itemgetter(*(at[(seconds, i)] for seconds, which in wanted for i in which))
-    return spec, picks
+from .windows import Windows
 
 
 def _ramp(value: float, start: float, full: float) -> float:
@@ -111,7 +69,7 @@ def evaluate(w: Windows, obs: Observations, cfg: Params, now: float,
     last_dev = w.last_dev
     has_price = last_dev is not None
     if detail:
-        spec, picks = _detail_reads(cfg.config)
+        spec, picks = cfg.detail_reads  # _detail_reads(cfg.config), kept on the Params
         (dev_1, cov_1, dev_5, cov_5, dev_15, cov_15, dev_60, cov_60, dev_dt, covered,
          cov_p, low_s, high_s, ticks_p, mn, mx, r2, ticks_v, calm_min,
          ) = picks(read_fields(w, now, spec))
@@ -122,7 +80,17 @@ def evaluate(w: Windows, obs: Observations, cfg: Params, now: float,
 
     recent_rate = r2 / cfg.volatility_window_seconds
     recent_vol = math.sqrt(recent_rate * 60.0)
-    base_vol = math.sqrt(w.baseline_rate(now) * 60.0)
+    # ``w.baseline_rate(now)`` inline (the same operations; a method call per refresh).
+    base_ts = w.base_ts
+    if base_ts is None:
+        base_rate = 0.0
+    else:
+        elapsed = now - base_ts
+        if not elapsed > 0.0:  # max(0.0, now - base_ts), as the builtin compares
+            elapsed = 0.0
+        base_tau = w.base_tau
+        base_rate = w.base_s * math.exp(-elapsed / base_tau) / base_tau
+    base_vol = math.sqrt(base_rate * 60.0)
     vol_floor = cfg.volatility_floor
     vol_ratio = recent_vol / (vol_floor if vol_floor > base_vol else base_vol)  # max()
 
