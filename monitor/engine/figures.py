@@ -3,8 +3,6 @@ steps (the published rating's memory and the tier) that the engine runs on top."
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 from ..config import ModelConfig
 from ..records import SignalValue
 from .params import Params, params
@@ -13,17 +11,15 @@ from .readings import count_beyond
 from .signals import Observations, evaluate
 from .windows import Windows
 
-
-class Figures(NamedTuple):
-    """A refresh's inputs to ``publish`` and ``step``: functions of the windows, the
-    observations, the configuration and the refresh time only (no per-token memory)."""
-
-    raw: float          # the weighted rating of the observed signals
-    floor: float        # the hard floor the price alone guarantees
-    deviation: float    # mean deviation over the deviation window (or the last one)
-    calm: bool          # no price below the persistence line in the calm window
-    above: int          # whole buckets of the last hour above the premium line (0, not
-    #                     counted, while deviation < premium_enter: no tier reads it then)
+#: A refresh's inputs to ``publish`` and ``step``: functions of the windows, the
+#: observations, the configuration and the refresh time only (no per-token memory):
+#: ``(raw, floor, deviation, calm, above)``, the weighted rating of the observed signals;
+#: the hard floor the price alone guarantees; the mean deviation over the deviation window
+#: (or the last one); no price below the persistence line in the calm window; whole
+#: buckets of the last hour above the premium line (0, not counted, while deviation <
+#: premium_enter: no tier reads it then). A plain tuple: a named one is built by a
+#: Python-level ``__new__``, once per refresh.
+Figures = tuple[float, float, float, bool, int]
 
 
 def refresh_figures(w: Windows, obs: Observations, cfg: ModelConfig, now: float,
@@ -53,4 +49,4 @@ def figures_of(w: Windows, obs: Observations, cfg: Params, now: float,
         # The sum ``sum(s.weight for s in signals if s.observed)`` gave: the same weights
         # in the same order.
         metrics["observed_weight_pct"] = observed_weight
-    return Figures(raw, floor, deviation, calm, above), signals, metrics
+    return (raw, floor, deviation, calm, above), signals, metrics
