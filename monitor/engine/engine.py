@@ -371,9 +371,8 @@ class Engine:
         self.stats.refreshes += 1
         # Due before last_eval moves: the first refresh of its snapshot period (the period
         # of the previous refresh is in the saved state, so a restore keeps the cadence).
-        # A snapshot at ``now``? Always with no cadence (0) or no earlier refresh; otherwise
-        # only when ``now`` is in a later epoch-aligned period of ``every`` seconds than
-        # the previous refresh.
+        # Always with no cadence (0) or no earlier refresh; otherwise only when ``now`` is
+        # in a later epoch-aligned period of ``every`` seconds than the previous refresh.
         every = c.snapshot_seconds
         previous = t.last_eval
         snap = self.snapshots and (every <= 0 or previous is None
