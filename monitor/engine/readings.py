@@ -130,6 +130,8 @@ def read_fields(w: Windows, now: float,
                 elif wrap:
                     column = f[i]
                     append(sum(column[a:], 0.0) + sum(column[:b + 1], 0.0) + add[i])
+                elif a == b:  # one bucket (the 1-minute TWAP): ``sum`` of it is 0.0 + it
+                    append(0.0 + f[i][a] + add[i])
                 else:
                     append(sum(f[i][sl], 0.0) + add[i])
             elif i == _MIN:
