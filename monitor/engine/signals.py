@@ -237,6 +237,10 @@ def combine(signals: tuple[Signal, ...], weights: tuple[float, ...], detail: boo
                 name, value, score if score == 0.0 or score == 1.0 else round(score, 6),
                 w, points if points == 0.0 else round(points, 4), observed))
     # ``min(100.0, max(0.0, total))`` as the builtins compare (the first of equal values
-    # wins: -0.0 and NaN give 0.0).
-    clamped = total if total > 0.0 else 0.0
-    return round(clamped if clamped < 100.0 else 100.0, 2), values, observed_weight
+    # wins: -0.0 and NaN give 0.0); the bounds (+0.0 and 100.0: a quiet token's rating,
+    # a clamped one) are their own ``round(x, 2)``, which costs a decimal conversion.
+    if not total > 0.0:
+        return 0.0, values, observed_weight
+    if not total < 100.0:
+        return 100.0, values, observed_weight
+    return round(total, 2), values, observed_weight
