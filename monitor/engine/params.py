@@ -85,7 +85,8 @@ class Params:
             (float(cfg.persistence_window_seconds), (_LOW, _HIGH)),
             (float(cfg.volatility_window_seconds), (_R2,)),
             (float(cfg.calm_window_seconds), (_MIN,)))
-        #: The windows and fields a refresh with detail reads (``signals._detail_reads``).
+        #: The windows and fields a refresh with detail reads, and where ``evaluate`` picks
+        #: its values (:func:`_detail_reads`: made once per configuration, here).
         self.detail_reads = _detail_reads(cfg)
         #: Every window length a refresh without detail reads (reads, floors, premium).
         self.lengths: tuple[float, ...] = tuple(sorted(

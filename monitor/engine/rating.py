@@ -38,11 +38,12 @@ def floor_rating(windows: Windows, now: float, cfg: Params) -> float:
     agreeing oracle can soften the weighted rating but never pull a clear depeg below it.
     """
     # No floor can be met while the held price is at or above every floor's line and no
-    # bucket of the floor window had time below the low persistence line (at or above
-    # every line too): a bucket counts only when its highest price was below a line, so
-    # all the time it held went into the low column and moved ``low_b`` to it or later
-    # (the test ``count_beyond`` makes for its ring part), and the held stretch's buckets
-    # hold ``dev``. Then every count is 0 (tests/engine/test_floor_shortcut.py).
+    # bucket of the floor window had time below the low persistence line, when that line
+    # lies at or above every floor line: a bucket counts only when its highest price was
+    # below a floor line, so all the time it held went into the low column and moved
+    # ``low_b`` to it or later (the test ``count_beyond`` makes for its ring part), and
+    # the held stretch's buckets hold ``dev``. Then every count is 0 and no call is made
+    # (tests/engine/test_floor_shortcut.py).
     dev = windows.last_dev
     top = cfg.floor_top
     if dev is not None and dev >= top and top <= -windows.low \
