@@ -107,7 +107,10 @@ class Publisher:
                         # No partitions known yet, or unkeyed: the producer picks.
                         groups.setdefault((topic, -1), []).append(rec)
                         continue
-                    partition = self._keyed.of(topic, rec.key, known)
+                    # ``KeyPartitions.of``'s cache read inline (a call per record).
+                    cached = known.get(rec.key)
+                    partition = cached if cached is not None \
+                        else self._keyed.of(topic, rec.key, known)
                 group = groups.get((rec.topic, partition))
                 if group is None:
                     groups[(rec.topic, partition)] = [rec]

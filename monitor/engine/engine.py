@@ -136,6 +136,10 @@ class Engine:
         # The last tick's chain and token objects and their key (the same objects again
         # mean the same key; held, so no other string can take their identity).
         self._last_chain = self._last_token = self._last_key = ""
+        # The last refresh time stamped and its text: every token refreshes at the same
+        # boundaries, so consecutive refreshes nearly always share one (``_evaluate``).
+        self._stamp_at = math.nan  # equal to no time
+        self._stamp = ""
 
     # -- public ----------------------------------------------------------------------
     def keys(self) -> Iterable[str]:
@@ -367,7 +371,12 @@ class Engine:
         self.stats.refreshes += 1
         # Due before last_eval moves: the first refresh of its snapshot period (the period
         # of the previous refresh is in the saved state, so a restore keeps the cadence).
-        snap = self.snapshots and _snapshot_due(c.snapshot_seconds, t.last_eval, now)
+        # Always with no cadence (0) or no earlier refresh; otherwise only when ``now`` is
+        # in a later epoch-aligned period of ``every`` seconds than the previous refresh.
+        every = c.snapshot_seconds
+        previous = t.last_eval
+        snap = self.snapshots and (every <= 0 or previous is None
+                                   or now // every != previous // every)
         t.last_eval = now
         if t.windows.last_dev is None:
             # No price with a peg yet: the token is unrated. Rating it from slippage or
@@ -386,7 +395,11 @@ class Engine:
         changed = step_tier(t.tier, rating, deviation, above, now, c)
         if not snap and changed is None:
             return
-        stamp = format_ts(now)
+        if now == self._stamp_at:
+            stamp = self._stamp
+        else:
+            self._stamp = stamp = format_ts(now)
+            self._stamp_at = now
         deviation_pct = round(deviation * 100.0, 4)
         if snap:
             metrics["rating_raw"] = raw  # keys evaluate placed: no kwargs dict, no update
@@ -436,12 +449,3 @@ class Engine:
 
 def _tick_ts(tick: Tick) -> float:
     return tick.ts
-
-
-def _snapshot_due(every: int, previous: float | None, now: float) -> bool:
-    """A rating snapshot at ``now``? Always with no cadence (0) or no earlier refresh;
-    otherwise only when ``now`` is in a later epoch-aligned period of ``every`` seconds
-    than the token's previous refresh."""
-    if every <= 0 or previous is None:
-        return True
-    return now // every != previous // every

@@ -3,27 +3,23 @@ steps (the published rating's memory and the tier) that the engine runs on top."
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 from ..config import ModelConfig
 from ..records import SignalValue
 from .params import Params, params
-from .rating import combine, floor_rating
+from .rating import floor_rating
 from .readings import count_beyond
 from .signals import Observations, evaluate
 from .windows import Windows
 
-
-class Figures(NamedTuple):
-    """A refresh's inputs to ``publish`` and ``step``: functions of the windows, the
-    observations, the configuration and the refresh time only (no per-token memory)."""
-
-    raw: float          # the weighted rating of the observed signals
-    floor: float        # the hard floor the price alone guarantees
-    deviation: float    # mean deviation over the deviation window (or the last one)
-    calm: bool          # no price below the persistence line in the calm window
-    above: int          # whole buckets of the last hour above the premium line (0, not
-    #                     counted, while deviation < premium_enter: no tier reads it then)
+#: A refresh's inputs to ``publish`` and ``step``: functions of the windows, the
+#: observations, the configuration and the refresh time only (no per-token memory):
+#: ``(raw, floor, deviation, calm, above)``, the weighted rating of the observed signals;
+#: the hard floor the price alone guarantees; the mean deviation over the deviation window
+#: (or the last one); no price below the persistence line in the calm window; whole
+#: buckets of the last hour above the premium line (0, not counted, while deviation <
+#: premium_enter: no tier reads it then). A plain tuple: a named one is built by a
+#: Python-level ``__new__``, once per refresh.
+Figures = tuple[float, float, float, bool, int]
 
 
 def refresh_figures(w: Windows, obs: Observations, cfg: ModelConfig, now: float,
@@ -36,21 +32,21 @@ def refresh_figures(w: Windows, obs: Observations, cfg: ModelConfig, now: float,
 def figures_of(w: Windows, obs: Observations, cfg: Params, now: float,
                detail: bool) -> tuple[Figures, list[SignalValue], dict[str, float | None]]:
     """:func:`refresh_figures` with the settings already looked up (the engine's call)."""
-    ev = evaluate(w, obs, cfg, now, detail=detail)
-    raw, signals, observed_weight = combine(ev.signals, cfg.weights, detail=detail)
+    raw, signals, observed_weight, deviation, metrics, calm_min = evaluate(
+        w, obs, cfg, now, detail=detail)
     floor = floor_rating(w, now, cfg)
-    deviation = ev.deviation if ev.deviation is not None else w.last_dev
+    if deviation is None:
+        deviation = w.last_dev
     if deviation is None:
         raise ValueError("a refresh of a token without a price has no figures")
     # Calm: no price more than persistence_low below peg in the calm window.
-    calm = ev.calm_min >= -cfg.persistence_low
+    calm = calm_min >= -cfg.persistence_low
     # The premium count is read only by a token at least premium_enter above peg
     # (``tiers.target_tier`` enters premium only then): below that it is not counted.
     above = count_beyond(w, now, 3600, cfg.premium_lines, above=True)[0] \
         if deviation >= cfg.premium_enter else 0
-    metrics = ev.metrics
     if detail:
         # The sum ``sum(s.weight for s in signals if s.observed)`` gave: the same weights
         # in the same order.
         metrics["observed_weight_pct"] = observed_weight
-    return Figures(raw, floor, deviation, calm, above), signals, metrics
+    return (raw, floor, deviation, calm, above), signals, metrics

@@ -11,9 +11,18 @@ go through :func:`params`.
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
+from operator import itemgetter
+from typing import Final
+
 from ..config import ModelConfig
 from .memo import per_config
-from .ringfields import _COV, _DEV, _HIGH, _LOW, _MIN, _R2
+from .ringfields import _COV, _DEV, _HIGH, _LOW, _MAX, _MIN, _R2, _TICKS
+
+#: The signals of the rating, in the order they are scored, combined and published.
+SIGNAL_NAMES: Final = ("price_deviation", "slippage", "persistence_50bp", "persistence_100bp",
+                       "volatility_burst", "headroom")
 
 
 class Params:
@@ -51,6 +60,8 @@ class Params:
         #: Every signal's weight by name.
         self.weights: dict[str, float] = {
             name: float(getattr(weights, name)) for name in weights.__struct_fields__}
+        #: The weights of the six signals, in the order ``signals.evaluate`` makes them.
+        self.signal_weights: tuple[float, ...] = tuple(self.weights[n] for n in SIGNAL_NAMES)
         #: ``(fraction below peg, whole minutes, rating floor)`` per hard floor, worst
         #: first (the floors that are on), and the deviation each one's buckets must stay
         #: under.
@@ -62,6 +73,9 @@ class Params:
             ) if minutes > 0
         )
         self.floor_lines: tuple[float, ...] = tuple(-below for below, _, _ in self.floors)
+        #: The highest floor line (a held price at or above it meets no floor; -inf
+        #: with no floor on, when every floor rating is 0.0 anyway).
+        self.floor_top: float = max(self.floor_lines) if self.floor_lines else -math.inf
         #: The premium count's one line (a tuple built once: it keys the ring's flags).
         self.premium_lines: tuple[float, ...] = (cfg.premium_enter,)
         #: The windows and fields a refresh without detail reads, in ``evaluate``'s order
@@ -71,9 +85,50 @@ class Params:
             (float(cfg.persistence_window_seconds), (_LOW, _HIGH)),
             (float(cfg.volatility_window_seconds), (_R2,)),
             (float(cfg.calm_window_seconds), (_MIN,)))
+        #: The windows and fields a refresh with detail reads, and where ``evaluate`` picks
+        #: its values (:func:`_detail_reads`: made once per configuration, here).
+        self.detail_reads = _detail_reads(cfg)
         #: Every window length a refresh without detail reads (reads, floors, premium).
         self.lengths: tuple[float, ...] = tuple(sorted(
             {s for s, _ in self.reads} | {float(cfg.floor_window_seconds), 3600.0}))
+
+
+#: The metric snapshot's TWAP windows, in minutes (``evaluate`` names their metrics).
+_TWAP_MINUTES = (1, 5, 15, 60)
+
+
+Picks = Callable[[list[float]], tuple[float, ...]]
+
+
+def _detail_reads(cfg: ModelConfig) -> tuple[tuple[tuple[float, tuple[int, ...]], ...],
+                                             Picks]:
+    """The windows and fields a refresh with detail reads: the TWAP windows, then the
+    deviation, persistence, volatility and calm windows (``signals.evaluate`` unpacks them in
+    this order). Only the fields used are summed, over the same slices as ``Windows.window``
+    (the same floats): a snapshot read every field of five windows before.
+
+    Returned as each distinct window once with the union of its fields, and per value
+    ``evaluate`` unpacks, its position in that read (an ``itemgetter``, so the picking
+    is one C call): with the defaults the deviation
+    window is the 5-minute TWAP's and the persistence and volatility windows share fields
+    with the 60- and 15-minute TWAPs (16 sums instead of 19; a field of a window is the
+    same float however often it is read)."""
+    wanted = (*((m * 60.0, (_DEV, _COV)) for m in _TWAP_MINUTES),
+              (float(cfg.deviation_window_seconds), (_DEV, _COV)),
+              (float(cfg.persistence_window_seconds), (_COV, _LOW, _HIGH, _TICKS, _MIN, _MAX)),
+              (float(cfg.volatility_window_seconds), (_R2, _TICKS)),
+              (float(cfg.calm_window_seconds), (_MIN,)))
+    fields: dict[float, list[int]] = {}
+    for seconds, which in wanted:
+        have = fields.setdefault(seconds, [])
+        have += [i for i in which if i not in have]
+    spec = tuple((seconds, tuple(which)) for seconds, which in fields.items())
+    at: dict[tuple[float, int], int] = {}
+    for seconds, which in spec:
+        for i in which:
+            at[(seconds, i)] = len(at)
+    picks = itemgetter(*(at[(seconds, i)] for seconds, which in wanted for i in which))
+    return spec, picks
 
 
 @per_config

@@ -12,47 +12,18 @@ over observed signals only.
 
 from __future__ import annotations
 
+import math
+
 from ..config import ModelConfig, Weights
-from ..records import SignalValue
 from .params import Params, params
 from .readings import count_beyond
 from .saved import Held as Held  # re-exported: its old home
-from .signals import Signal
+from .signals import combine as combine  # re-exported: its old home
 from .windows import Windows
 
 
 def weight_of(weights: Weights, name: str) -> float:
     return float(getattr(weights, name))
-
-
-def combine(signals: tuple[Signal, ...], table: dict[str, float], detail: bool = True,
-            ) -> tuple[float, list[SignalValue], int | float]:
-    """The raw rating, with ``detail`` the per-signal breakdown of the snapshot (a
-    replay that only wants transitions skips building it; the rating is the same), and
-    the weight of the observed signals (0, an int, when none is).
-    ``table``: every signal's weight by name (``Params.weights``)."""
-    # ``sum(table[s.name] for s in signals if s.observed)`` without the generator: the
-    # same additions in the same order, from the same int 0 (0 when none is observed).
-    observed_weight: int | float = 0
-    for s in signals:
-        if s.observed:
-            observed_weight += table[s.name]
-    values: list[SignalValue] = []
-    total = 0.0
-    for s in signals:
-        w = table[s.name]
-        share = (w / observed_weight) if (s.observed and observed_weight > 0) else 0.0
-        score = s.score
-        points = 100.0 * share * score
-        total += points
-        if detail:
-            # 0.0 and 1.0 (unobserved, clamped, quiet signals: most of them) are their
-            # own roundings, sign included; ``round`` with digits costs a decimal
-            # conversion. Positional fields: the struct's order (records.SignalValue).
-            values.append(SignalValue(
-                s.name, s.value, score if score == 0.0 or score == 1.0 else round(score, 6),
-                w, points if points == 0.0 else round(points, 4), s.observed))
-    return round(min(100.0, max(0.0, total)), 2), values, observed_weight
 
 
 def floors(cfg: ModelConfig) -> tuple[tuple[float, int, float], ...]:
@@ -66,6 +37,18 @@ def floor_rating(windows: Windows, now: float, cfg: Params) -> float:
     Built on prices only (never slippage or oracle ticks), so adding healthy liquidity or an
     agreeing oracle can soften the weighted rating but never pull a clear depeg below it.
     """
+    # No floor can be met while the held price is at or above every floor's line and no
+    # bucket of the floor window had time below the low persistence line, when that line
+    # lies at or above every floor line: a bucket counts only when its highest price was
+    # below a floor line, so all the time it held went into the low column and moved
+    # ``low_b`` to it or later (the test ``count_beyond`` makes for its ring part), and
+    # the held stretch's buckets hold ``dev``. Then every count is 0 and no call is made
+    # (tests/engine/test_floor_shortcut.py).
+    dev = windows.last_dev
+    top = cfg.floor_top
+    if dev is not None and dev >= top and top <= -windows.low \
+            and windows.low_b < math.ceil((now - cfg.floor_window_seconds) / windows.bucket):
+        return 0.0
     # One pass over the buckets for all floors (the same counts as ``buckets_below``).
     counts = count_beyond(windows, now, cfg.floor_window_seconds, cfg.floor_lines,
                           above=False)

@@ -16,7 +16,7 @@ import math
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Final
 
-from .ringfields import _COV, _EMPTY, _HIGH, _LOW, _MAX, _MIN
+from .ringfields import _COV, _HIGH, _LOW, _MAX, _MIN
 
 if TYPE_CHECKING:  # these read a Windows' ring directly (its companion module)
     from .windows import Windows
@@ -91,6 +91,7 @@ def read_fields(w: Windows, now: float,
     below_high = below_low and dev is not None and dev < -w.high
     low_b, high_b = w.low_b, w.high_b
     out: list[float] = []
+    append = out.append
     for seconds, which in spec:
         first_b = math.ceil((now - seconds) / bucket)
         if first_b < oldest:
@@ -114,61 +115,65 @@ def read_fields(w: Windows, now: float,
         # adding 0.0 changes no sum, as none is -0.0: ``sum`` starts from +0).
         add = _NO_ADD if not held or dev is None else (
             dev * dt, dt, dt if below_low else 0.0, dt if below_high else 0.0, 0.0, 0.0)
+        # The slice(s) of the window, worked out once for all its fields. A sum is
+        # ``sum(slice, 0.0)``: from a float 0.0, as ``window`` sums (the same additions
+        # as the builtin from int 0 for a non-empty slice, and a float for an empty one,
+        # which the compiled build needs), each slice's sum from zero, then the two added.
+        wrap = a > b
+        sl = slice(a, b + 1)
         for i in which:
-            column = f[i]
             if i < _MIN:
                 # Nothing below the line since before the slice: every cell is 0.0 (these
                 # columns only ever get positive seconds added), and so is their sum.
                 if a < 0 or (i == _LOW and low_b < lo) or (i == _HIGH and high_b < lo):
-                    out.append(0.0 + add[i])
+                    append(0.0 + add[i])
+                elif wrap:
+                    column = f[i]
+                    append(sum(column[a:], 0.0) + sum(column[:b + 1], 0.0) + add[i])
+                elif a == b:  # one bucket (the 1-minute TWAP): ``sum`` of it is 0.0 + it
+                    append(0.0 + f[i][a] + add[i])
                 else:
-                    # From a float 0.0, as ``window`` sums (the compiled build reads a
-                    # bare ``sum`` of floats as an int-or-float).
-                    acc = 0.0
-                    if a <= b:
-                        acc += sum(column[a:b + 1])
-                    else:
-                        acc += sum(column[a:])
-                        acc += sum(column[:b + 1])
-                    out.append(acc + add[i])
+                    append(sum(f[i][sl], 0.0) + add[i])
             elif i == _MIN:
                 # ``min(acc, x)`` written as the builtin compares (the first of equal
                 # values wins): a two-argument builtin call iterates over a tuple.
-                acc = _EMPTY[i]
+                acc = math.inf
                 if a < 0:
                     pass
-                elif a <= b:
-                    x = min(column[a:b + 1])
-                    if x < acc:
-                        acc = x
-                else:
+                elif wrap:
+                    column = f[i]
                     x = min(column[a:])
                     if x < acc:
                         acc = x
                     x = min(column[:b + 1])
                     if x < acc:
                         acc = x
+                else:
+                    x = min(f[i][sl])
+                    if x < acc:
+                        acc = x
                 if held and dev is not None and dev < acc:
                     acc = dev
-                out.append(acc)
+                append(acc)
             else:
-                acc = _EMPTY[i]
+                acc = -math.inf
                 if a < 0:
                     pass
-                elif a <= b:
-                    x = max(column[a:b + 1])
-                    if x > acc:
-                        acc = x
-                else:
+                elif wrap:
+                    column = f[i]
                     x = max(column[a:])
                     if x > acc:
                         acc = x
                     x = max(column[:b + 1])
                     if x > acc:
                         acc = x
+                else:
+                    x = max(f[i][sl])
+                    if x > acc:
+                        acc = x
                 if held and dev is not None and dev > acc:
                     acc = dev
-                out.append(acc)
+                append(acc)
     return out
 
 

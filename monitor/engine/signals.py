@@ -3,53 +3,13 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from dataclasses import dataclass
-from operator import itemgetter
+from typing import Final
 
-from ..config import ModelConfig
-from .memo import per_config
+from ..records import SignalValue
 from .params import Params
 from .readings import read_fields
-from .windows import COV, DEV, HIGH, LOW, MAX, MIN, R2, TICKS, Windows
-
-#: The metric snapshot's TWAP windows, in minutes (``evaluate`` names their metrics).
-_TWAP_MINUTES = (1, 5, 15, 60)
-
-
-Picks = Callable[[list[float]], tuple[float, ...]]
-
-
-@per_config
-def _detail_reads(cfg: ModelConfig) -> tuple[tuple[tuple[float, tuple[int, ...]], ...],
-                                             Picks]:
-    """The windows and fields a refresh with detail reads: the TWAP windows, then the
-    deviation, persistence, volatility and calm windows (``evaluate`` unpacks them in this
-    order). Only the fields used are summed, over the same slices as ``Windows.window``
-    (the same floats): a snapshot read every field of five windows before.
-
-    Returned as each distinct window once with the union of its fields, and per value
-    ``evaluate`` unpacks, its position in that read (an ``itemgetter``, so the picking
-    is one C call): with the defaults the deviation
-    window is the 5-minute TWAP's and the persistence and volatility windows share fields
-    with the 60- and 15-minute TWAPs (16 sums instead of 19; a field of a window is the
-    same float however often it is read)."""
-    wanted = (*((m * 60.0, (DEV, COV)) for m in _TWAP_MINUTES),
-              (float(cfg.deviation_window_seconds), (DEV, COV)),
-              (float(cfg.persistence_window_seconds), (COV, LOW, HIGH, TICKS, MIN, MAX)),
-              (float(cfg.volatility_window_seconds), (R2, TICKS)),
-              (float(cfg.calm_window_seconds), (MIN,)))
-    fields: dict[float, list[int]] = {}
-    for seconds, which in wanted:
-        have = fields.setdefault(seconds, [])
-        have += [i for i in which if i not in have]
-    spec = tuple((seconds, tuple(which)) for seconds, which in fields.items())
-    at: dict[tuple[float, int], int] = {}
-    for seconds, which in spec:
-        for i in which:
-            at[(seconds, i)] = len(at)
-    picks = itemgetter(*(at[(seconds, i)] for seconds, which in wanted for i in which))
-    return spec, picks
+from .windows import Windows
 
 
 def _ramp(value: float, start: float, full: float) -> float:
@@ -82,28 +42,20 @@ class Observations:
     spread_ts: float | None = None
 
 
-class Signal:
-    """One scored signal. A plain class with slots: six are made per refresh, a frozen
-    dataclass costs several times as much to build, and in the compiled build a
-    ``NamedTuple`` is still built by its Python ``__new__`` where this is a native class."""
-
-    __slots__ = ("name", "observed", "score", "value")
-
-    def __init__(self, name: str, value: float | None, score: float, observed: bool) -> None:
-        self.name = name
-        self.value = value
-        self.score = score
-        self.observed = observed
+#: One scored signal: ``(name, value, score, observed)``. A tuple: six are made per
+#: refresh, and building a tuple is a fraction of calling a class (compiled, it is a
+#: native tuple of unboxed fields).
+Signal = tuple[str, float | None, float, bool]
 
 
-@dataclass(slots=True)
-class Evaluation:
-    signals: tuple[Signal, ...]
-    #: Time-weighted mean deviation over the deviation window (fraction, signed).
-    deviation: float | None
-    metrics: dict[str, float | None]
-    #: Lowest deviation held over the calm window (inf when no price is known there).
-    calm_min: float
+#: What ``evaluate`` works out: the raw rating (``combine`` of the signals); with detail
+#: the per-signal breakdown of the snapshot (else empty); the weight of the observed
+#: signals (0, an int, when none is); the time-weighted mean deviation over the deviation
+#: window (fraction, signed); the metrics (with detail); the lowest deviation held over
+#: the calm window (inf when no price is known there). A plain tuple: a named one is
+#: built by a Python-level ``__new__``, once per refresh.
+Evaluation = tuple[float, list[SignalValue], int | float, float | None,
+                   dict[str, float | None], float]
 
 
 def _pct(x: float | None) -> float | None:
@@ -117,7 +69,7 @@ def evaluate(w: Windows, obs: Observations, cfg: Params, now: float,
     last_dev = w.last_dev
     has_price = last_dev is not None
     if detail:
-        spec, picks = _detail_reads(cfg.config)
+        spec, picks = cfg.detail_reads  # _detail_reads(cfg.config), kept on the Params
         (dev_1, cov_1, dev_5, cov_5, dev_15, cov_15, dev_60, cov_60, dev_dt, covered,
          cov_p, low_s, high_s, ticks_p, mn, mx, r2, ticks_v, calm_min,
          ) = picks(read_fields(w, now, spec))
@@ -128,7 +80,17 @@ def evaluate(w: Windows, obs: Observations, cfg: Params, now: float,
 
     recent_rate = r2 / cfg.volatility_window_seconds
     recent_vol = math.sqrt(recent_rate * 60.0)
-    base_vol = math.sqrt(w.baseline_rate(now) * 60.0)
+    # ``w.baseline_rate(now)`` inline (the same operations; a method call per refresh).
+    base_ts = w.base_ts
+    if base_ts is None:
+        base_rate = 0.0
+    else:
+        elapsed = now - base_ts
+        if not elapsed > 0.0:  # max(0.0, now - base_ts), as the builtin compares
+            elapsed = 0.0
+        base_tau = w.base_tau
+        base_rate = w.base_s * math.exp(-elapsed / base_tau) / base_tau
+    base_vol = math.sqrt(base_rate * 60.0)
     vol_floor = cfg.volatility_floor
     vol_ratio = recent_vol / (vol_floor if vol_floor > base_vol else base_vol)  # max()
 
@@ -156,23 +118,24 @@ def evaluate(w: Windows, obs: Observations, cfg: Params, now: float,
 
     headroom = _headroom(obs, cfg, now, divergence if oracle_obs else None)
     slippage = obs.slippage_bps
+    # In ``params.SIGNAL_NAMES`` order (``combine`` pairs them with ``signal_weights``).
     signals = (
-        Signal("price_deviation", None if deviation is None else deviation * 100.0,
-               _ramp(down, 0.0, cfg.deviation_full), has_price),
-        Signal("slippage", slippage if slip_obs else None,
-               _ramp(slippage or 0.0, cfg.slippage_floor_bps, cfg.slippage_full_bps)
-               if slip_obs else 0.0, slip_obs),
-        Signal("persistence_50bp", minutes_low, share_low if share_low < 1.0 else 1.0,
-               has_price),  # min(1.0, share_low)
-        Signal("persistence_100bp", minutes_high, share_high if share_high < 1.0 else 1.0,
-               has_price),
-        Signal("volatility_burst", vol_ratio,
-               _ramp(vol_ratio, cfg.burst_start, cfg.burst_full), has_price),
+        ("price_deviation", None if deviation is None else deviation * 100.0,
+         _ramp(down, 0.0, cfg.deviation_full), has_price),
+        ("slippage", slippage if slip_obs else None,
+         _ramp(slippage or 0.0, cfg.slippage_floor_bps, cfg.slippage_full_bps)
+         if slip_obs else 0.0, slip_obs),
+        ("persistence_50bp", minutes_low, share_low if share_low < 1.0 else 1.0,
+         has_price),  # min(1.0, share_low)
+        ("persistence_100bp", minutes_high, share_high if share_high < 1.0 else 1.0,
+         has_price),
+        ("volatility_burst", vol_ratio,
+         _ramp(vol_ratio, cfg.burst_start, cfg.burst_full), has_price),
         headroom,
     )
+    raw, values, observed_weight = combine(signals, cfg.signal_weights, detail)
     if not detail:
-        return Evaluation(signals=signals, deviation=deviation, metrics={},
-                          calm_min=calm_min)
+        return raw, values, observed_weight, deviation, {}, calm_min
     # One dict in the snapshot's key order (its JSON order); ``x * 100.0`` is ``_pct``.
     spread, spread_ts, price_ts = obs.spread, obs.spread_ts, obs.price_ts
     metrics: dict[str, float | None] = {
@@ -215,8 +178,7 @@ def evaluate(w: Windows, obs: Observations, cfg: Params, now: float,
         "seconds_in_tier": None,
         "observed_weight_pct": None,
     }
-    return Evaluation(signals=signals, deviation=deviation, metrics=metrics,
-                      calm_min=calm_min)
+    return raw, values, observed_weight, deviation, metrics, calm_min
 
 
 def _headroom(obs: Observations, cfg: Params, now: float,
@@ -228,11 +190,57 @@ def _headroom(obs: Observations, cfg: Params, now: float,
         obs.spread is not None and obs.spread_ts is not None
         and now - obs.spread_ts <= cfg.cross_chain_spread_max_age_seconds) else None
     if divergence is None and spread is None:  # a price-only feed: neither observed
-        return Signal("headroom", None, 0.0, False)
+        return _NO_HEADROOM
     scores = [_ramp(divergence, 0.0, cfg.oracle_divergence_full)] if divergence is not None \
         else []
     if spread is not None:
         scores.append(_ramp(spread, 0.0, cfg.cross_chain_spread_full))
     values = [v for v in (divergence, spread) if v is not None]
-    return Signal("headroom", _pct(max(values)) if values else None,
-                  max(scores) if scores else 0.0, bool(scores))
+    return ("headroom", _pct(max(values)) if values else None,
+            max(scores) if scores else 0.0, bool(scores))
+
+
+_NO_HEADROOM: Final[Signal] = ("headroom", None, 0.0, False)
+
+
+def combine(signals: tuple[Signal, ...], weights: tuple[float, ...], detail: bool = True,
+            ) -> tuple[float, list[SignalValue], int | float]:
+    """The raw rating, with ``detail`` the per-signal breakdown of the snapshot (a
+    replay that only wants transitions skips building it; the rating is the same), and
+    the weight of the observed signals (0, an int, when none is).
+    ``weights``: each signal's weight, in the signals' order (``Params.signal_weights``).
+
+    The raw rating is the weighted mean over the observed signals: each observed one's
+    share of the observed weight times its score, in percent, summed in signal order."""
+    # ``sum(w for s, w in zip(signals, weights) if s.observed)`` without the generator:
+    # the same additions in the same order, from the same int 0 (0 when none is observed).
+    observed_weight: int | float = 0
+    n = 0
+    for s in signals:
+        if s[3]:
+            observed_weight += weights[n]
+        n += 1
+    values: list[SignalValue] = []
+    total = 0.0
+    n = 0
+    for name, value, score, observed in signals:
+        w = weights[n]
+        n += 1
+        share = (w / observed_weight) if (observed and observed_weight > 0) else 0.0
+        points = 100.0 * share * score
+        total += points
+        if detail:
+            # 0.0 and 1.0 (unobserved, clamped, quiet signals: most of them) are their
+            # own roundings, sign included; ``round`` with digits costs a decimal
+            # conversion. Positional fields: the struct's order (records.SignalValue).
+            values.append(SignalValue(
+                name, value, score if score == 0.0 or score == 1.0 else round(score, 6),
+                w, points if points == 0.0 else round(points, 4), observed))
+    # ``min(100.0, max(0.0, total))`` as the builtins compare (the first of equal values
+    # wins: -0.0 and NaN give 0.0); the bounds (+0.0 and 100.0: a quiet token's rating,
+    # a clamped one) are their own ``round(x, 2)``, which costs a decimal conversion.
+    if not total > 0.0:
+        return 0.0, values, observed_weight
+    if not total < 100.0:
+        return 100.0, values, observed_weight
+    return round(total, 2), values, observed_weight
