@@ -225,7 +225,6 @@ class MonitorDaemon(Assignment):
             uncovered = part.uncovered
             counts, counts_of = uncovered.count, uncovered.count.get
             resume_at = part.resume_at
-            held, held_of = part.held, part.held.get
             # No tick can be past its future bound below this (the bound is max(wall,
             # newest) + tolerance, never lower): most ticks skip the exact check.
             future_from = wall + tolerance
@@ -274,7 +273,9 @@ class MonitorDaemon(Assignment):
                         continue
                 ticks += 1
                 late_before_tick = engine_stats.late
-                outputs = process(tick, key)  # its key string, checked above
+                # Its key string, checked above; its offset, kept beside the tick while the
+                # engine holds it for lateness (what a compact state lists instead of it).
+                outputs = process(tick, key, offset)
                 spread = tick.cross_chain_chains is not None
                 if engine_stats.late != late_before_tick:
                     # A late spread observation is a copy the restarted spread stage sent
@@ -290,13 +291,6 @@ class MonitorDaemon(Assignment):
                     seen = newest_of(key)
                     if seen is None or ts > seen:
                         newest[key] = ts
-                # The engine may hold the tick for lateness: its offset goes into the
-                # token's compact state while it does (PartitionState.took, inlined).
-                mine = held_of(key)
-                if mine is None:
-                    held[key] = {id(tick): offset}
-                else:
-                    mine[id(tick)] = offset
                 n = counts_of(key)
                 if n is None:
                     uncovered.took(key, offset, started)
