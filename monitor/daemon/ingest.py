@@ -194,8 +194,6 @@ class MonitorDaemon(Assignment):
         # The batch's outputs, handed to the producer together after the engine ran: no
         # producer call (nor its await) between ticks; acknowledged in bulk at checkpoint.
         produced: list[Output] = []
-        record_keys = self._record_keys
-        keys_of = record_keys.get
         for tp, recs in batch.items():
             part = self._parts.get(tp.partition)
             if part is None:  # revoked while this batch was in flight: not ours any more
@@ -225,6 +223,8 @@ class MonitorDaemon(Assignment):
             uncovered = part.uncovered
             counts, counts_of = uncovered.count, uncovered.count.get
             resume_at = part.resume_at
+            token_keys = part.token_keys
+            keys_of = token_keys.get
             # No tick can be past its future bound below this (the bound is max(wall,
             # newest) + tolerance, never lower): most ticks skip the exact check.
             future_from = wall + tolerance
@@ -240,15 +240,15 @@ class MonitorDaemon(Assignment):
                     continue  # read again after a restore, but inside the restored states
                 try:
                     tick = decode_tick(rec.value)
-                    # The record key must be the tick's key. A record key seen before maps
-                    # to its key string and (chain, token): two compares of (usually the
-                    # same) strings instead of formatting, encoding and comparing the key;
-                    # and the one key string per token keeps its hash for the dict lookups
-                    # below.
+                    # The record key must be the tick's key. The tick's token string (the
+                    # decoder's cached object, its hash kept) maps to its key string, chain
+                    # and record key once seen: an identity compare and a compare of bytes,
+                    # instead of formatting and encoding the key (or hashing the record
+                    # key's new bytes per tick); and the one key string per token keeps its
+                    # hash for the dict lookups below.
                     rkey = rec.key
-                    known = keys_of(rkey)
-                    if (known is not None and known[1] == tick.chain
-                            and known[2] == tick.token):
+                    known = keys_of(tick.token)
+                    if known is not None and known[1] == tick.chain and known[2] == rkey:
                         key = known[0]
                     else:
                         key = tick.key
@@ -256,7 +256,8 @@ class MonitorDaemon(Assignment):
                             raise BadTick("bad_key", f"record key {rkey!r:.80} is not "
                                           f"{key!r}: a token's ticks must share one "
                                           "partition")
-                        record_keys[rkey] = (key, tick.chain, tick.token)
+                        # The first chain seen keeps an address found on two chains.
+                        token_keys.setdefault(tick.token, (key, tick.chain, rkey))
                 except BadTick as exc:
                     await out.dead_letter(rec, exc)
                     continue

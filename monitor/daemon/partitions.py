@@ -36,6 +36,9 @@ class PartitionState:
     #: Where the group's committed offset stood at restore; below it only ``refeed``
     #: offsets are processed (everything else there is inside the restored states).
     resume_at: int = 0
+    #: Token address -> (its key, chain, record key) once a record of it matched its
+    #: tick (``ingest.py``'s record key check); an address on two chains keeps the first.
+    token_keys: dict[str, tuple[str, str, bytes]] = field(default_factory=dict)
     #: Offset -> key of ticks a restored compact state left out
     #: (``StateRecord.pending_offsets``) and not read again yet.
     refeed: dict[int, str] = field(default_factory=dict)

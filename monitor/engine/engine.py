@@ -161,8 +161,10 @@ class Engine:
                 key = f"{chain}:{token}"  # Tick.key, without a property call per tick
                 self._last_chain, self._last_token, self._last_key = chain, token, key
         t = self._tokens.get(key)
-        symbol = tick.symbol  # a reader hands out its token's symbol object again and again
-        if t is None or (symbol is not t.symbol and symbol and symbol != t.symbol):
+        # A reader hands out its token's symbol object again and again (a str's ``!=``
+        # checks identity first); a decoder a new equal one.
+        symbol = tick.symbol
+        if t is None or (symbol != t.symbol and symbol):
             t = self._token(tick, key)  # rare: a new token, or a new symbol
         ts = tick.ts
         applied = t.last_applied

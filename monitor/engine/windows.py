@@ -108,9 +108,7 @@ class Windows:
         size = self.size
         f = self._f
         if last_dev is not None and since is not None:
-            if ts < since:
-                self._flags.clear()  # out of order (never from the engine): rework them
-            elif since < ts:
+            if since < ts:  # tested first: the engine's case
                 b = int(since // bucket)
                 stop = (b + 1) * bucket
                 head = self.head
@@ -173,6 +171,8 @@ class Windows:
                         self.low_b = b
                     if below_high and b > self.high_b:
                         self.high_b = b
+            elif ts < since:
+                self._flags.clear()  # out of order (never from the engine): rework them
         b = int(ts // bucket)
         head = self.head
         slot = b % size if head is not None and b <= head else self._slot(b)
