@@ -228,7 +228,9 @@ class MonitorDaemon(Assignment):
             # No tick can be past its future bound below this (the bound is max(wall,
             # newest) + tolerance, never lower): most ticks skip the exact check.
             future_from = wall + tolerance
-            late_before = engine_stats.late
+            # Counted by the engine, one per process call: the partition's ticks and late
+            # ones are its counters' moves over the batch (no count kept per tick here).
+            ticks_before, late_before = engine_stats.ticks, engine_stats.late
             # Each token's newest event time in this batch, handed to the live clock once
             # per partition batch (LiveClock.ticked), not per tick: the wall stamp it
             # takes is the same to within the batch.
@@ -272,7 +274,6 @@ class MonitorDaemon(Assignment):
                     except BadTick as exc:
                         await out.dead_letter(rec, exc)
                         continue
-                ticks += 1
                 late_before_tick = engine_stats.late
                 # Its key string, checked above; its offset, kept beside the tick while the
                 # engine holds it for lateness (what a compact state lists instead of it).
@@ -302,6 +303,7 @@ class MonitorDaemon(Assignment):
             clock.ticked(newest, tp.partition)
             # Nothing in the loop reads the position: it moves once per partition.
             part.next_offset = recs[-1].offset + 1
+            ticks += engine_stats.ticks - ticks_before
             late += engine_stats.late - late_before
             highwater = self._consumer.highwater(tp) if self._consumer else None
             if highwater is not None:

@@ -74,6 +74,8 @@ def test_an_address_on_two_chains_and_wrong_record_keys() -> None:
 
     asyncio.run(feed())
     assert writer.dead == [(offset, "bad_key") for offset in wrong]
+    assert daemon.stats.records == len(records)
+    assert daemon.stats.ticks == len(records) - len(wrong) == truth.stats.ticks
     assert expected and writer.outputs == expected
     assert part.engine.export_state(f"eth:{ADDRESS}") == truth.export_state(f"eth:{ADDRESS}")
     assert part.engine.export_state(f"arb:{ADDRESS}") == truth.export_state(f"arb:{ADDRESS}")
