@@ -194,8 +194,6 @@ class MonitorDaemon(Assignment):
         # The batch's outputs, handed to the producer together after the engine ran: no
         # producer call (nor its await) between ticks; acknowledged in bulk at checkpoint.
         produced: list[Output] = []
-        record_keys = self._record_keys
-        keys_of = record_keys.get
         for tp, recs in batch.items():
             part = self._parts.get(tp.partition)
             if part is None:  # revoked while this batch was in flight: not ours any more
@@ -225,11 +223,14 @@ class MonitorDaemon(Assignment):
             uncovered = part.uncovered
             counts, counts_of = uncovered.count, uncovered.count.get
             resume_at = part.resume_at
-            held, held_of = part.held, part.held.get
+            token_keys = part.token_keys
+            keys_of = token_keys.get
             # No tick can be past its future bound below this (the bound is max(wall,
             # newest) + tolerance, never lower): most ticks skip the exact check.
             future_from = wall + tolerance
-            late_before = engine_stats.late
+            # Counted by the engine, one per process call: the partition's ticks and late
+            # ones are its counters' moves over the batch (no count kept per tick here).
+            ticks_before, late_before = engine_stats.ticks, engine_stats.late
             # Each token's newest event time in this batch, handed to the live clock once
             # per partition batch (LiveClock.ticked), not per tick: the wall stamp it
             # takes is the same to within the batch.
@@ -241,15 +242,15 @@ class MonitorDaemon(Assignment):
                     continue  # read again after a restore, but inside the restored states
                 try:
                     tick = decode_tick(rec.value)
-                    # The record key must be the tick's key. A record key seen before maps
-                    # to its key string and (chain, token): two compares of (usually the
-                    # same) strings instead of formatting, encoding and comparing the key;
-                    # and the one key string per token keeps its hash for the dict lookups
-                    # below.
+                    # The record key must be the tick's key. The tick's token string (the
+                    # decoder's cached object, its hash kept) maps to its key string, chain
+                    # and record key once seen: an identity compare and a compare of bytes,
+                    # instead of formatting and encoding the key (or hashing the record
+                    # key's new bytes per tick); and the one key string per token keeps its
+                    # hash for the dict lookups below.
                     rkey = rec.key
-                    known = keys_of(rkey)
-                    if (known is not None and known[1] == tick.chain
-                            and known[2] == tick.token):
+                    known = keys_of(tick.token)
+                    if known is not None and known[1] == tick.chain and known[2] == rkey:
                         key = known[0]
                     else:
                         key = tick.key
@@ -257,7 +258,8 @@ class MonitorDaemon(Assignment):
                             raise BadTick("bad_key", f"record key {rkey!r:.80} is not "
                                           f"{key!r}: a token's ticks must share one "
                                           "partition")
-                        record_keys[rkey] = (key, tick.chain, tick.token)
+                        # The first chain seen keeps an address found on two chains.
+                        token_keys.setdefault(tick.token, (key, tick.chain, rkey))
                 except BadTick as exc:
                     await out.dead_letter(rec, exc)
                     continue
@@ -272,9 +274,10 @@ class MonitorDaemon(Assignment):
                     except BadTick as exc:
                         await out.dead_letter(rec, exc)
                         continue
-                ticks += 1
                 late_before_tick = engine_stats.late
-                outputs = process(tick, key)  # its key string, checked above
+                # Its key string, checked above; its offset, kept beside the tick while the
+                # engine holds it for lateness (what a compact state lists instead of it).
+                outputs = process(tick, key, offset)
                 spread = tick.cross_chain_chains is not None
                 if engine_stats.late != late_before_tick:
                     # A late spread observation is a copy the restarted spread stage sent
@@ -290,13 +293,6 @@ class MonitorDaemon(Assignment):
                     seen = newest_of(key)
                     if seen is None or ts > seen:
                         newest[key] = ts
-                # The engine may hold the tick for lateness: its offset goes into the
-                # token's compact state while it does (PartitionState.took, inlined).
-                mine = held_of(key)
-                if mine is None:
-                    held[key] = {id(tick): offset}
-                else:
-                    mine[id(tick)] = offset
                 n = counts_of(key)
                 if n is None:
                     uncovered.took(key, offset, started)
@@ -307,6 +303,7 @@ class MonitorDaemon(Assignment):
             clock.ticked(newest, tp.partition)
             # Nothing in the loop reads the position: it moves once per partition.
             part.next_offset = recs[-1].offset + 1
+            ticks += engine_stats.ticks - ticks_before
             late += engine_stats.late - late_before
             highwater = self._consumer.highwater(tp) if self._consumer else None
             if highwater is not None:

@@ -11,7 +11,6 @@ from dataclasses import dataclass, field
 
 from ..config import ModelConfig
 from ..engine import Engine
-from ..ticks import Tick
 from .coverage import Uncovered
 from .state import StateRecord
 
@@ -34,20 +33,12 @@ class PartitionState:
     #: Tokens whose state changed since their last written state, and since when
     #: (``coverage.py``: which are due, how far the offset may be committed).
     uncovered: Uncovered = field(default_factory=Uncovered)
-    #: key -> {id(tick): offset} of ticks handed to the engine that it may still hold for
-    #: lateness; ``pending_offsets`` drops the entries of released ticks once they
-    #: outnumber the held ones. Only the offset is kept, not the tick: a released tick is
-    #: freed at once (keeping every tick alive until the next checkpoint cost a tuple per
-    #: tick, memory, and the checkpoint their freeing).
-    #: A listed id may then belong to a freed tick, but never wrongly to a tick the engine
-    #: holds: a held tick was listed when taken, while alive, and an id can be given to
-    #: another object only after its tick was freed (released), so the last entry under a
-    #: held tick's id is its own. The one kind of held tick never taken, one restored
-    #: inside a version 1 state, was alive before any entry of this partition was made.
-    held: dict[str, dict[int, int]] = field(default_factory=dict)
     #: Where the group's committed offset stood at restore; below it only ``refeed``
     #: offsets are processed (everything else there is inside the restored states).
     resume_at: int = 0
+    #: Token address -> (its key, chain, record key) once a record of it matched its
+    #: tick (``ingest.py``'s record key check); an address on two chains keeps the first.
+    token_keys: dict[str, tuple[str, str, bytes]] = field(default_factory=dict)
     #: Offset -> key of ticks a restored compact state left out
     #: (``StateRecord.pending_offsets``) and not read again yet.
     refeed: dict[int, str] = field(default_factory=dict)
@@ -81,14 +72,6 @@ class PartitionState:
         the restored states (or was dead-lettered) already, so it is passed over whole."""
         return offset < self.resume_at and offset not in self.refeed
 
-    def took(self, key: str, offset: int, tick: Tick) -> None:
-        """The engine took ``tick`` (read at ``offset``); it may hold it for lateness."""
-        held = self.held.get(key)
-        if held is None:
-            self.held[key] = {id(tick): offset}
-        else:
-            held[id(tick)] = offset
-
     def state_offset(self, key: str) -> int:
         """The offset a state of ``key`` written now is exact at: the position, or the
         restored state's own when the partition is still being read again below it."""
@@ -97,26 +80,18 @@ class PartitionState:
     def pending_offsets(self, key: str) -> list[int] | None:
         """Offsets of the ticks the engine holds for ``key``, in offset order; None when
         it holds one whose offset is unknown (restored inside an old, version 1 state):
-        that state is then written whole, held ticks included."""
-        # Left out by the restored state and not read again yet: still left out.
-        unread = sorted(o for o, k in self.refeed.items() if k == key) if self.refeed else []
-        pending = self.engine.pending(key)
-        if not pending:
-            self.held.pop(key, None)
-            return unread
-        held = self.held.get(key, {})
-        try:  # the common case, every held tick's offset known: one comprehension
-            offsets = [held[i] for i in map(id, pending)]
-        except KeyError:
-            self.held[key] = {i: held[i] for i in map(id, pending) if i in held}
+        that state is then written whole, held ticks included.
+
+        The ingest loop hands the engine each tick's offset as its tag
+        (``Engine.process``), so the engine keeps them beside its held ticks: nothing per
+        tick here (a map of tick ids to offsets cost a lookup and a store per tick, and
+        its pruning at every state written)."""
+        tags = self.engine.pending_tags(key)
+        offsets = [o for o in tags if o is not None]
+        if len(offsets) != len(tags):
             return None
-        if len(held) > 2 * len(offsets) + 32:
-            # Entries of released ticks are dropped only once they outnumber the held ones
-            # (rebuilding the dict at every state write cost more than the lookups): stale
-            # entries are harmless, as above, and this bounds them.
-            self.held[key] = dict(zip(map(id, pending), offsets, strict=True))
-        if unread:
-            offsets += unread
+        if self.refeed:  # left out by the restored state and not read again yet
+            offsets += [o for o, k in self.refeed.items() if k == key]
         offsets.sort()
         return offsets
 

@@ -67,7 +67,7 @@ class _Token:
 
     __slots__ = ("chain", "held", "last_applied", "last_eval", "last_sig", "last_tick_ts",
                  "max_seen", "next_refresh", "obs", "peg_text", "pending", "price_text",
-                 "spread_mark", "steady", "symbol", "tier", "token", "windows")
+                 "spread_mark", "steady", "symbol", "tags", "tier", "token", "windows")
 
     def __init__(self, chain: str, token: str, symbol: str, windows: Windows,
                  tier: TierState | None = None, obs: Observations | None = None,
@@ -95,6 +95,9 @@ class _Token:
         #: time order, so taking one is an append and releasing one a popleft (a heap
         #: cost two tuple-comparing sifts per tick); a late one is inserted in place.
         self.pending: deque[Tick] = deque()
+        #: The caller's tag of each held tick, in the same order (``process``'s ``tag``:
+        #: the daemon's record offset, what a compact state lists instead of the tick).
+        self.tags: deque[int | None] = deque()
         self.held = held if held is not None else Held()
         self.spread_mark = spread_mark
         #: The last refresh's figures, reused while provably unchanged (never saved).
@@ -145,11 +148,14 @@ class Engine:
     def keys(self) -> Iterable[str]:
         return self._tokens.keys()
 
-    def process(self, tick: Tick, key: str | None = None) -> list[Output]:
+    def process(self, tick: Tick, key: str | None = None, tag: int | None = None
+                ) -> list[Output]:
         """Take one tick; returns the refreshes and tier changes it made due.
 
         ``key``: the tick's key (``tick.key``) when the caller holds it already (the daemon
-        keeps one string per token: no string built and hashed per tick)."""
+        keeps one string per token: no string built and hashed per tick). ``tag``: kept
+        beside the tick while it is held for lateness (``pending_tags``); the daemon's
+        record offset, so it need not map every tick to its offset itself."""
         self.stats.ticks += 1
         if key is None:
             chain, token = tick.chain, tick.token
@@ -159,8 +165,10 @@ class Engine:
                 key = f"{chain}:{token}"  # Tick.key, without a property call per tick
                 self._last_chain, self._last_token, self._last_key = chain, token, key
         t = self._tokens.get(key)
-        symbol = tick.symbol  # a reader hands out its token's symbol object again and again
-        if t is None or (symbol is not t.symbol and symbol and symbol != t.symbol):
+        # A reader hands out its token's symbol object again and again (a str's ``!=``
+        # checks identity first); a decoder a new equal one.
+        symbol = tick.symbol
+        if t is None or (symbol != t.symbol and symbol):
             t = self._token(tick, key)  # rare: a new token, or a new symbol
         ts = tick.ts
         applied = t.last_applied
@@ -171,11 +179,13 @@ class Engine:
         pending = t.pending
         if not pending or pending[-1].ts <= ts:
             pending.append(tick)
+            t.tags.append(tag)
         else:  # out of order: after every held tick not later than it (arrival order)
             i = len(pending) - 1
             while i > 0 and pending[i - 1].ts > ts:
                 i -= 1
             pending.insert(i, tick)
+            t.tags.insert(i, tag)
         out: list[Output] = []
         if tick.cross_chain_chains is not None:
             if t.spread_mark is None or ts > t.spread_mark:
@@ -261,6 +271,7 @@ class Engine:
                    spread_mark=s.spread_mark)
         # Saved in order; sorted again (stably: ties keep their saved order) all the same.
         t.pending.extend(sorted(s.pending, key=_tick_ts))
+        t.tags.extend([None] * len(s.pending))  # saved whole: no tag
         key = f"{s.chain}:{s.token}"
         self._tokens[key] = t
         return key
@@ -269,6 +280,12 @@ class Engine:
         """The ticks of ``key`` held for lateness (taken, not applied yet), in release order."""
         t = self._tokens.get(key)
         return list(t.pending) if t is not None else []
+
+    def pending_tags(self, key: str) -> list[int | None]:
+        """The tags ``process`` was given with the ticks of ``key`` held for lateness,
+        in the order of :meth:`pending` (None: given none, or restored with the state)."""
+        t = self._tokens.get(key)
+        return list(t.tags) if t is not None else []
 
     def forget(self, key: str) -> None:
         """Drop a token (its partition moved to another instance)."""
@@ -304,12 +321,14 @@ class Engine:
         Applying a tick is inlined here: it runs once per tick, and the ``self``/``t``
         reads it repeated per tick are made once per release (docs/performance.md)."""
         pending = t.pending
+        tags = t.tags
         every = self._every
         stats = self.stats
         obs = t.obs
         windows = t.windows
         while pending and pending[0].ts <= horizon:
             tick = pending.popleft()
+            tags.popleft()
             ts = tick.ts
             due = t.next_refresh
             if due is not None and due < ts:  # else _refresh_until would do nothing

@@ -108,9 +108,7 @@ class Windows:
         size = self.size
         f = self._f
         if last_dev is not None and since is not None:
-            if ts < since:
-                self._flags.clear()  # out of order (never from the engine): rework them
-            elif since < ts:
+            if since < ts:  # tested first: the engine's case
                 b = int(since // bucket)
                 stop = (b + 1) * bucket
                 head = self.head
@@ -131,10 +129,10 @@ class Windows:
                             self.low_b = b
                     if below_high and b > self.high_b:
                         self.high_b = b
-                    if last_dev < f[_MIN][slot]:
-                        f[_MIN][slot] = last_dev
-                    if last_dev > f[_MAX][slot]:
-                        f[_MAX][slot] = last_dev
+                    # No min/max store: ``last_dev`` is already within this bucket's
+                    # extremes. The call that took it wrote it into its bucket, ``b``
+                    # (then the head: ticks come in time order); extremes only widen
+                    # since, and nothing empties the head bucket while it is the head.
                 else:  # [since, ts) from bucket ``b`` on, one pass per bucket
                     t = since
                     horizon = ts - size * bucket
@@ -173,6 +171,8 @@ class Windows:
                         self.low_b = b
                     if below_high and b > self.high_b:
                         self.high_b = b
+            elif ts < since:
+                self._flags.clear()  # out of order (never from the engine): rework them
         b = int(ts // bucket)
         head = self.head
         slot = b % size if head is not None and b <= head else self._slot(b)
@@ -180,9 +180,11 @@ class Windows:
             change = dev - last_dev
             r2 = change * change
             f[_R2][slot] += r2
-            if self.base_ts is not None:
-                self.base_s *= math.exp(-(ts - self.base_ts) / self.base_tau)
-            self.base_s += r2
+            base_ts = self.base_ts  # the decay then the change: the same two roundings
+            if base_ts is None:
+                self.base_s += r2
+            else:
+                self.base_s = self.base_s * math.exp(-(ts - base_ts) / self.base_tau) + r2
         self.base_ts = ts
         f[_TICKS][slot] += 1.0
         if dev < f[_MIN][slot]:

@@ -98,10 +98,7 @@ def _feed(part: PartitionState, ticks: list[Tick], upto: int) -> list[bytes]:
         tick = ticks[offset]
         if part.should_skip(tick.key, offset):
             continue
-        late = part.engine.stats.late
-        made = part.engine.process(tick)
-        if part.engine.stats.late == late:
-            part.took(tick.key, offset, tick)
+        made = part.engine.process(tick, None, offset)  # the offset: the held tick's tag
         out += [encode(o) for o in made]
     return out
 
@@ -212,11 +209,11 @@ async def test_sweep_refreshes_a_token_quiet_for_one_refresh_interval() -> None:
 
 
 def test_held_offsets_stay_exact_when_released_ticks_are_freed() -> None:
-    """``PartitionState.held`` keeps offsets by ``id(tick)`` without keeping the ticks: a
-    released tick is freed and its id handed to later ticks (of this token or another).
-    The offsets a checkpoint lists must still be exactly those of the ticks the engine
-    holds; the truth here is independent of ``held``: each tick's price text carries its
-    offset."""
+    """The engine keeps each held tick's offset (its ``process`` tag) beside it, through
+    out-of-order inserts and releases, while released ticks are freed (and their ids
+    handed to later ticks). The offsets a checkpoint lists must be exactly those of the
+    ticks the engine holds; the truth here is independent of the tags: each tick's price
+    text carries its offset."""
     base = 1_678_000_000
     other = "0x" + "3" * 40
     part = PartitionState.restore(0, ModelConfig(), 0, {})
@@ -228,10 +225,7 @@ def test_held_offsets_stay_exact_when_released_ticks_are_freed() -> None:
         token = TOKEN if offset % 3 else other
         # Only the engine keeps the tick; its price text says its offset.
         tick = make_tick(ts, "eth", token, "T", f"0.9{offset:05d}", "1")
-        late = part.engine.stats.late
-        part.engine.process(tick)
-        if part.engine.stats.late == late:
-            part.took(tick.key, offset, tick)
+        part.engine.process(tick, None, offset)
         del tick
         if offset % 997 == 996:  # a checkpoint now and then, as the daemon's
             for key in (KEY, f"eth:{other}"):

@@ -90,3 +90,32 @@ def test_saved_pending_ticks_are_in_time_then_arrival_order(
     again = Engine(ModelConfig(lateness_seconds=LATENESS))
     again.restore_state(engine.export_state(KEY))
     assert [encode_tick(t) for t in again.pending(KEY)] == [encode_tick(t) for t in held]
+
+
+@settings(max_examples=300, deadline=None)
+@given(feeds, st.integers(0, 60))
+def test_tags_stay_beside_their_ticks(parts: list[tuple[int, int, str]], cut: int) -> None:
+    """``process``'s tag (the daemon's record offset) is kept beside its tick through
+    in-place inserts and releases: ``pending_tags`` names exactly the held ticks, in
+    ``pending`` order; ticks restored with a saved state have none (None)."""
+    _, arrival = build(parts)
+    engine = Engine(ModelConfig(lateness_seconds=LATENESS))
+    arrived: dict[int, int] = {}  # id of a tick in ``arrival`` (all alive) -> its tag
+    restored: set[bytes] = set()  # the ticks held when the state was restored
+    for n, tick in enumerate(arrival):
+        if n == cut and n > 0:
+            blob = engine.export_state(KEY)
+            engine = Engine(ModelConfig(lateness_seconds=LATENESS))
+            engine.restore_state(blob)
+            restored = {encode_tick(t) for t in engine.pending(KEY)}
+        engine.process(tick, None, 1000 + n)
+        arrived[id(tick)] = 1000 + n
+        held, tags = engine.pending(KEY), engine.pending_tags(KEY)
+        assert len(tags) == len(held)
+        for t, tag in zip(held, tags, strict=True):
+            if tag is None:  # a tick decoded from the saved state: a new object
+                assert encode_tick(t) in restored
+            else:
+                assert arrived[id(t)] == tag
+    engine.flush()
+    assert engine.pending_tags(KEY) == []
