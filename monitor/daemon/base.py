@@ -67,10 +67,6 @@ class MonitorBase:
         self._seeks = 0
         self._seeked: dict[int, int] = {}
         self._lag_gauges: dict[int, Gauge] = {}
-        #: Tick record key -> (its key string, chain, token), for keys that matched their
-        #: tick (``ingest.py``). One entry per token that ever sent a valid tick, as the
-        #: live clock holds.
-        self._record_keys: dict[bytes, tuple[str, str, str]] = {}
 
     def _describe(self) -> str:
         tokens = sum(len(list(part.engine.keys())) for part in self._parts.values())
