@@ -182,12 +182,16 @@ class Engine:
             else:
                 key = f"{chain}:{token}"  # Tick.key, without a property call per tick
                 self._last_chain, self._last_token, self._last_key = chain, token, key
-        t = self._tokens.get(key)
-        # A reader hands out its token's symbol object again and again (a str's ``!=``
-        # checks identity first); a decoder a new equal one.
-        symbol = tick.symbol
-        if t is None or (symbol != t.symbol and symbol):
-            t = self._token(tick, key)  # rare: a new token, or a new symbol
+        try:  # a subscript, not ``.get``: no method call per tick (a miss is rare)
+            t = self._tokens[key]
+        except KeyError:
+            t = self._token(tick, key)  # a new token
+        else:
+            # A reader hands out its token's symbol object again and again (a str's
+            # ``!=`` checks identity first); a decoder a new equal one.
+            symbol = tick.symbol
+            if symbol != t.symbol and symbol:
+                t = self._token(tick, key)  # rare: a new symbol
         ts = tick.ts
         applied = t.last_applied
         evaluated = t.last_eval
