@@ -65,9 +65,10 @@ class _Token:
     (generated and compiled methods) cost ~1 ms of every process start, for methods the
     engine never calls (repr, ==)."""
 
-    __slots__ = ("chain", "held", "last_applied", "last_eval", "last_sig", "last_tick_ts",
-                 "max_seen", "next_refresh", "obs", "peg_text", "pending", "price_text",
-                 "spread_mark", "steady", "symbol", "tags", "tier", "token", "windows")
+    __slots__ = ("_sig", "_sig_of", "chain", "held", "last_applied", "last_eval",
+                 "last_tick_ts", "max_seen", "next_refresh", "obs", "peg_text", "pending",
+                 "price_text", "sig_tick", "spread_mark", "steady", "symbol", "tags", "tier",
+                 "token", "windows")
 
     def __init__(self, chain: str, token: str, symbol: str, windows: Windows,
                  tier: TierState | None = None, obs: Observations | None = None,
@@ -90,7 +91,11 @@ class _Token:
         self.last_eval = last_eval        # event time of the last refresh
         self.max_seen = max_seen  # newest event time seen (drives the lateness buffer)
         self.last_tick_ts = last_tick_ts
-        self.last_sig = last_sig
+        #: The last tick applied (None: none since the token was made or restored, then
+        #: ``_sig`` is the restored signature). ``last_sig`` derives the signature from it.
+        self.sig_tick: Tick | None = None
+        self._sig_of: Tick | None = None  # the tick ``_sig`` was built from
+        self._sig = last_sig
         #: Ticks held for lateness, in (ts, arrival) order: ticks nearly always come in
         #: time order, so taking one is an append and releasing one a popleft (a heap
         #: cost two tuple-comparing sifts per tick); a late one is inserted in place.
@@ -102,6 +107,19 @@ class _Token:
         self.spread_mark = spread_mark
         #: The last refresh's figures, reused while provably unchanged (never saved).
         self.steady: Steady | None = None
+
+    @property
+    def last_sig(self) -> tuple[float | None, ...] | None:
+        """What the duplicate rule compares of the last tick applied: its price, slippage,
+        oracle price, spread and spread chains. Built when asked for (a refresh, a state),
+        not per tick; once per tick applied, so while no tick is applied it is the very
+        same object (``steady_figures_of`` relies on that)."""
+        tick = self.sig_tick
+        if tick is not None and tick is not self._sig_of:
+            self._sig_of = tick
+            self._sig = (tick.price, tick.slippage_bps, tick.oracle_price,
+                         tick.cross_chain_spread_bps, tick.cross_chain_chains)
+        return self._sig
 
 
 class Engine:
@@ -164,12 +182,16 @@ class Engine:
             else:
                 key = f"{chain}:{token}"  # Tick.key, without a property call per tick
                 self._last_chain, self._last_token, self._last_key = chain, token, key
-        t = self._tokens.get(key)
-        # A reader hands out its token's symbol object again and again (a str's ``!=``
-        # checks identity first); a decoder a new equal one.
-        symbol = tick.symbol
-        if t is None or (symbol != t.symbol and symbol):
-            t = self._token(tick, key)  # rare: a new token, or a new symbol
+        try:  # a subscript, not ``.get``: no method call per tick (a miss is rare)
+            t = self._tokens[key]
+        except KeyError:
+            t = self._token(tick, key)  # a new token
+        else:
+            # A reader hands out its token's symbol object again and again (a str's
+            # ``!=`` checks identity first); a decoder a new equal one.
+            symbol = tick.symbol
+            if symbol != t.symbol and symbol:
+                t = self._token(tick, key)  # rare: a new symbol
         ts = tick.ts
         applied = t.last_applied
         evaluated = t.last_eval
@@ -337,13 +359,15 @@ class Engine:
             slippage = tick.slippage_bps
             oracle = tick.oracle_price
             chains = tick.cross_chain_chains
-            sig = (price, slippage, oracle, tick.cross_chain_spread_bps, chains)
-            if ts == t.last_applied and sig == t.last_sig:
+            # The signature tuple is built only for a tick at the time of the last one
+            # (rare); the last one's is built from it when asked for (``last_sig``).
+            if ts == t.last_applied and (price, slippage, oracle, tick.cross_chain_spread_bps,
+                                         chains) == t.last_sig:
                 stats.duplicates += 1
             else:
                 stats.applied += 1
                 t.last_applied = ts
-                t.last_sig = sig
+                t.sig_tick = tick
                 if chains is None:  # the spread stage's ticks are not the token's
                     t.last_tick_ts = ts
                 peg = tick.peg

@@ -51,8 +51,8 @@ class Windows:
     """
 
     __slots__ = (
-        "_f", "_flags", "base_s", "base_tau", "base_ts", "bucket", "head", "high", "high_b",
-        "last_dev", "last_price_ts", "low", "low_b", "size",
+        "_f", "_flags", "_neg_high", "_neg_low", "_open", "base_s", "base_tau", "base_ts",
+        "bucket", "head", "high", "high_b", "last_dev", "last_price_ts", "low", "low_b", "size",
     )
 
     def __init__(self, bucket_seconds: int, size: int, low: float, high: float,
@@ -61,6 +61,9 @@ class Windows:
         self.size = size
         self.low = low
         self.high = high
+        # The lines as the per-tick compares use them (negating is exact: same compares).
+        self._neg_low = -low
+        self._neg_high = -high
         self.base_tau = float(baseline_seconds)
         self._f = [column([empty] * size) for empty in _EMPTY]
         #: Derived from the ring, never saved (rebuilt on demand after ``load``).
@@ -76,6 +79,11 @@ class Windows:
         # Exponentially decayed sum of squared deviation changes: the volatility baseline.
         self.base_s = 0.0
         self.base_ts: float | None = None
+        #: The head bucket, while the last price lies in it (then ``last_dev`` is set and
+        #: ``base_ts == last_price_ts``); else NEVER. Only ``add_price`` sets it, at the
+        #: end of its general path; ``load`` resets it. A tick in this bucket after the
+        #: last price takes the short path (docs/performance.md, eleventh pass).
+        self._open = NEVER
 
     # -- updates ---------------------------------------------------------------------
     def _slot(self, b: int) -> int:
@@ -102,20 +110,57 @@ class Windows:
 
     def add_price(self, ts: float, dev: float) -> None:
         """A new price observation at ``ts`` (ticks arrive in time order)."""
+        bucket = self.bucket
+        new_b = int(ts // bucket)
         last_dev = self.last_dev
         since = self.last_price_ts
-        bucket = self.bucket
-        size = self.size
         f = self._f
+        if new_b == self._open and since is not None and last_dev is not None and since < ts:
+            # The common case, for a token ticking more than once a bucket: the held price
+            # and the new one both in the head bucket (so is all of [since, ts)). One
+            # bucket index, one slot; ``base_ts`` is ``since`` here (see ``_open``).
+            slot = new_b % self.size
+            dt = ts - since
+            f[_DEV][slot] += last_dev * dt
+            f[_COV][slot] += dt
+            if last_dev < self._neg_low:
+                f[_LOW][slot] += dt
+                if last_dev < self._neg_high:
+                    f[_HIGH][slot] += dt
+                    if new_b > self.high_b:
+                        self.high_b = new_b
+                if new_b > self.low_b:
+                    self.low_b = new_b
+            elif last_dev < self._neg_high and new_b > self.high_b:
+                self.high_b = new_b
+            # No min/max store for ``last_dev``: it is already within this bucket's
+            # extremes (the call that took it wrote it into this bucket, the head then as
+            # now; extremes only widen, and nothing empties the head while it is the head).
+            change = dev - last_dev
+            r2 = change * change
+            f[_R2][slot] += r2
+            # The decay then the change: the same two roundings as the general path.
+            self.base_s = self.base_s * math.exp(-dt / self.base_tau) + r2
+            self.base_ts = ts
+            f[_TICKS][slot] += 1.0
+            if dev < f[_MIN][slot]:
+                f[_MIN][slot] = dev
+            if dev > f[_MAX][slot]:
+                f[_MAX][slot] = dev
+            self.last_price_ts = ts
+            self.last_dev = dev
+            return
+        size = self.size
         if last_dev is not None and since is not None:
             if since < ts:  # tested first: the engine's case
                 b = int(since // bucket)
                 stop = (b + 1) * bucket
                 head = self.head
                 if ts <= stop and head is not None and b == head:
-                    # The common case: a tick in the bucket of the one before it (an
-                    # interval inside one bucket is shorter than the ring: no cut). The
-                    # general loop below is inlined too: a call per tick cost more.
+                    # A tick in the bucket of the one before it that the short path
+                    # above did not take (on the bucket's end, or the first after a
+                    # ``load``). An interval inside one bucket is shorter than the ring:
+                    # no cut. The general loop below is inlined too: a call cost more.
                     slot = b % size
                     dt = ts - since
                     f[_DEV][slot] += last_dev * dt
@@ -173,9 +218,16 @@ class Windows:
                         self.high_b = b
             elif ts < since:
                 self._flags.clear()  # out of order (never from the engine): rework them
-        b = int(ts // bucket)
+        b = new_b
         head = self.head
-        slot = b % size if head is not None and b <= head else self._slot(b)
+        # The new price's bucket is the head now unless it came before the head (a tick
+        # out of order, never from the engine): then the short path stays shut.
+        if head is not None and b <= head:
+            slot = b % size
+            self._open = b if b == head else NEVER
+        else:
+            slot = self._slot(b)
+            self._open = b
         if last_dev is not None:
             change = dev - last_dev
             r2 = change * change
@@ -320,6 +372,7 @@ class Windows:
         if len(sizes) != 1 or not 0 < (old := sizes.pop()) <= self.size:
             raise ValueError("window state was saved with a larger ring")
         self.head = state.head
+        self._open = NEVER  # the general path first (it sets the mark again)
         self._flags.clear()
         if old == self.size:
             self._f = [column(v) for v in state.values]
