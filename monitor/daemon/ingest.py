@@ -348,3 +348,12 @@ async def _bounded(closing: Awaitable[None], what: str) -> None:
         await asyncio.wait_for(closing, SHUTDOWN_MARGIN_SECONDS)
     except (TimeoutError, KafkaError, OSError) as exc:
         log.warning("monitor.close_failed", client=what, error=type(exc).__name__)
+    except asyncio.CancelledError:
+        # aiokafka's consumer.stop() cancels its fetcher's pending requests and awaits
+        # them, so one caught in its retry sleep (a broker that went away) comes out of
+        # stop() as a CancelledError though nobody cancelled this task. Swallowed, that
+        # keeps what ended the loop (BrokerLost: exit code 3); a real cancel still ends it.
+        task = asyncio.current_task()
+        if task is not None and task.cancelling():
+            raise
+        log.warning("monitor.close_failed", client=what, error="CancelledError")
