@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable
 from functools import partial
 from typing import Any
 
@@ -39,7 +38,7 @@ from ..timefmt import format_ts
 from ..timesanity import check_not_future
 from .assignment import Assignment
 from .base import LOGGER
-from .clients import start_group_consumer, start_producer
+from .clients import close_bounded, start_group_consumer, start_producer
 from .lost import BrokerLost
 from .outputs import OutputWriter
 from .publisher import Publisher
@@ -126,9 +125,11 @@ class MonitorDaemon(Assignment):
             health.unregister_check(self.check_name)
             metrics.ASSIGNED_PARTITIONS.labels("monitor").set(0)
             if consumer:
-                await _bounded(consumer.stop(), "consumer_stop")
+                await close_bounded(consumer.stop(), "consumer_stop", "monitor.close_failed",
+                                    SHUTDOWN_MARGIN_SECONDS)
             if producer:
-                await _bounded(producer.stop(), "producer_stop")
+                await close_bounded(producer.stop(), "producer_stop", "monitor.close_failed",
+                                    SHUTDOWN_MARGIN_SECONDS)
 
     def alive(self) -> tuple[bool, str]:
         """Liveness for ``/healthz``: the loop finished an iteration recently."""
@@ -340,20 +341,3 @@ class MonitorDaemon(Assignment):
         return {"records": s.records, "ticks": s.ticks, "dead_letters": s.dead_letters,
                 "tier_changes": s.tier_changes, "ratings": s.ratings,
                 "checkpoints": s.checkpoints, "restored_tokens": s.restored_tokens}
-
-
-async def _bounded(closing: Awaitable[None], what: str) -> None:
-    """Close a client, but never wait forever for a broker that is gone."""
-    try:
-        await asyncio.wait_for(closing, SHUTDOWN_MARGIN_SECONDS)
-    except (TimeoutError, KafkaError, OSError) as exc:
-        log.warning("monitor.close_failed", client=what, error=type(exc).__name__)
-    except asyncio.CancelledError:
-        # aiokafka's consumer.stop() cancels its fetcher's pending requests and awaits
-        # them, so one caught in its retry sleep (a broker that went away) comes out of
-        # stop() as a CancelledError though nobody cancelled this task. Swallowed, that
-        # keeps what ended the loop (BrokerLost: exit code 3); a real cancel still ends it.
-        task = asyncio.current_task()
-        if task is not None and task.cancelling():
-            raise
-        log.warning("monitor.close_failed", client=what, error="CancelledError")

@@ -31,7 +31,7 @@ from aiokafka.errors import KafkaError
 from .. import health, metrics
 from ..config import Config
 from ..daemon.brokercalls import BrokerCalls
-from ..daemon.clients import start_assigned_consumer, start_producer
+from ..daemon.clients import close_bounded, start_assigned_consumer, start_producer
 from ..daemon.publisher import Publisher
 from ..daemon.retry import Aborted
 from ..gcpolicy import service_started
@@ -154,9 +154,9 @@ class SpreadDaemon:
         finally:
             health.unregister_check("spread")
             if consumer is not None:
-                await consumer.stop()
+                await close_bounded(consumer.stop(), "consumer_stop", "spread.close_failed")
             if producer is not None:
-                await producer.stop()
+                await close_bounded(producer.stop(), "producer_stop", "spread.close_failed")
 
     async def check(self) -> tuple[bool, str]:
         if self.registry_error:

@@ -35,7 +35,12 @@ from aiokafka.errors import KafkaError
 from .. import health, metrics
 from ..config import Config
 from ..daemon.brokercalls import BrokerCalls
-from ..daemon.clients import commit_unless_fenced, start_group_consumer, start_producer
+from ..daemon.clients import (
+    close_bounded,
+    commit_unless_fenced,
+    start_group_consumer,
+    start_producer,
+)
 from ..daemon.deadletter import dead_letter
 from ..daemon.publisher import Publisher
 from ..daemon.readiness import Readiness
@@ -134,9 +139,11 @@ class VaultDaemon:
                 probe.cancel()
             health.unregister_check(self.check_name)
             metrics.ASSIGNED_PARTITIONS.labels(CONSUMER).set(0)
-            for client in (self._consumer, self._follower, producer):
+            for what, client in (("consumer_stop", self._consumer),
+                                 ("follower_stop", self._follower),
+                                 ("producer_stop", producer)):
                 if client is not None:
-                    await client.stop()
+                    await close_bounded(client.stop(), what, "vaults.close_failed")
 
     # -- the loop ---------------------------------------------------------------------
     async def _loop(self, consumer: AIOKafkaConsumer, follower: AIOKafkaConsumer) -> None:

@@ -9,7 +9,7 @@ import asyncio
 
 import pytest
 
-from monitor.daemon.ingest import _bounded
+from monitor.daemon.clients import close_bounded
 
 
 async def _stop_that_raises_cancelled() -> None:
@@ -21,7 +21,7 @@ async def _stop_that_raises_cancelled() -> None:
 
 async def test_a_client_stop_raising_cancelled_error_is_a_failed_close() -> None:
     # Returns (so the daemon re-raises what ended its loop) instead of propagating.
-    await _bounded(_stop_that_raises_cancelled(), "consumer_stop")
+    await close_bounded(_stop_that_raises_cancelled(), "consumer_stop", "test.close_failed")
     task = asyncio.current_task()
     assert task is not None and task.cancelling() == 0
 
@@ -33,7 +33,8 @@ async def test_a_real_cancel_of_the_closing_task_still_ends_it() -> None:
         started.set()
         await asyncio.sleep(3600)
 
-    closing = asyncio.create_task(_bounded(slow_stop(), "producer_stop"))
+    closing = asyncio.create_task(close_bounded(slow_stop(), "producer_stop",
+                                                "test.close_failed"))
     await started.wait()
     closing.cancel()
     with pytest.raises(asyncio.CancelledError):
