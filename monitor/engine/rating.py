@@ -14,21 +14,11 @@ from __future__ import annotations
 
 import math
 
-from ..config import ModelConfig, Weights
+from ..config import ModelConfig
 from .params import Params, params
 from .readings import count_beyond
 from .saved import Held as Held  # re-exported: its old home
-from .signals import combine as combine  # re-exported: its old home
 from .windows import Windows
-
-
-def weight_of(weights: Weights, name: str) -> float:
-    return float(getattr(weights, name))
-
-
-def floors(cfg: ModelConfig) -> tuple[tuple[float, int, float], ...]:
-    """``(fraction below peg, whole minutes, rating floor)`` per hard floor, worst first."""
-    return params(cfg).floors
 
 
 def floor_rating(windows: Windows, now: float, cfg: Params) -> float:
