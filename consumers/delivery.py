@@ -25,6 +25,7 @@ from aiokafka.errors import KafkaError
 from monitor import health
 from monitor.config import Config
 from monitor.gcpolicy import service_started
+from monitor.kafka.closing import close_bounded
 from monitor.logs import get_logger
 from monitor.records import TierChangeEvent, decode_event, encode
 from monitor.services import Service
@@ -186,8 +187,7 @@ async def run_worker(config: Config, stop: asyncio.Event, clock: Clock = time.ti
             await asyncio.gather(*tasks)
     finally:
         if consumer is not None:
-            with contextlib.suppress(Exception):
-                await consumer.stop()
+            await close_bounded(consumer.stop(), "consumer_stop", "delivery.close_failed")
         await sender.close()
         if own_db:
             await db.close()

@@ -28,6 +28,7 @@ from monitor import health, metrics
 from monitor.chains import is_chain, normalize_address
 from monitor.config import Config
 from monitor.gcpolicy import service_started
+from monitor.kafka.closing import close_bounded
 from monitor.kafka.topics import TopicError, ensure_topics, ensure_vault_topics
 from monitor.logs import get_logger
 from monitor.metrics import STORE_WRITE_ERRORS, STORE_WRITE_SECONDS, STORE_WRITES
@@ -304,7 +305,7 @@ class StoreWriter:
                 if vault_batch:
                     await self.vaults.written(vault_batch)
         finally:
-            await consumer.stop()
+            await close_bounded(consumer.stop(), "consumer_stop", "store_writer.close_failed")
             log.info("store_writer.stopped", records=self.stats.records,
                      undecodable=self.stats.undecodable + self.vaults.undecodable)
 

@@ -88,6 +88,7 @@ async def read_lag(config: Config, report: Report) -> None:
     subscribing, so it never joins the group or disturbs its members."""
     from aiokafka import TopicPartition
 
+    from .kafka.closing import close_bounded
     from .kafka.topics import make_consumer
 
     k = config.kafka
@@ -109,7 +110,7 @@ async def read_lag(config: Config, report: Report) -> None:
                              for p in sorted(consumer.partitions_for_topic(topic) or ())]
                     committed = {tp: await consumer.committed(tp) for tp in parts}
                 finally:
-                    await consumer.stop()
+                    await close_bounded(consumer.stop(), "consumer_stop", "status.close_failed")
                 ends = await _true_ends(k, parts)
                 known = {tp: off for tp, off in committed.items() if off is not None}
                 # Never committed: the group has not run (or is new).
@@ -123,6 +124,7 @@ async def _true_ends(k: KafkaConfig, parts: list[TopicPartition]) -> dict[TopicP
     """End offsets read to the fetch high watermark: ``end_offsets`` stops short on the
     embedded broker (monitor/kafka/readall.py), which made lag read 0 after a restore.
     A group-less reader, so the groups' members are never disturbed."""
+    from .kafka.closing import close_bounded
     from .kafka.readall import true_end_offsets
     from .kafka.topics import make_consumer
 
@@ -133,7 +135,7 @@ async def _true_ends(k: KafkaConfig, parts: list[TopicPartition]) -> dict[TopicP
     try:
         return await true_end_offsets(reader, parts, stall_seconds=BROKER_TIMEOUT_SECONDS)
     finally:
-        await reader.stop()
+        await close_bounded(reader.stop(), "reader_stop", "status.close_failed")
 
 
 def render(report: Report, config: Config, colour: bool) -> str:

@@ -29,6 +29,7 @@ from typing import Any
 
 from monitor import health, metrics
 from monitor.config import ChainConfig, ChainsConfig, Config
+from monitor.kafka.closing import close_bounded
 from monitor.logs import get_logger
 from monitor.ticks import BadTick, Tick, make_tick
 from monitor.tokenlist import CHAIN_BY_ID, check_tokenlist
@@ -294,7 +295,7 @@ class Publisher:
 
     async def close(self) -> None:
         if self._facts is not None:
-            await self._facts.stop()
+            await close_bounded(self._facts.stop(), "producer_stop", "chain.close_failed")
         if self._ticks is not None:
             await self._ticks.close()
 

@@ -18,6 +18,7 @@ from typing import Any
 from aiokafka import TopicPartition
 
 from monitor.config import Config, KafkaConfig
+from monitor.kafka.closing import close_bounded
 from monitor.kafka.readall import true_end_offsets
 from monitor.kafka.topics import (
     KafkaError,
@@ -155,7 +156,7 @@ class TickSender:
             tps = [TopicPartition(self.topic, p) for p in sorted(self._acked)]
             ends = await true_end_offsets(reader, tps, stall_seconds=10.0)
         finally:
-            await reader.stop()
+            await close_bounded(reader.stop(), "reader_stop", "produce.close_failed")
         for tp, end in ends.items():
             if end <= self._acked[tp.partition]:
                 self._lost_by_broker += self._acked[tp.partition] + 1 - end

@@ -16,6 +16,7 @@ from typing import Any
 from aiokafka import TopicPartition
 
 from monitor.config import KafkaConfig
+from monitor.kafka.closing import close_bounded
 from monitor.kafka.readall import read_to_end
 from monitor.kafka.topics import admin_client, make_consumer, partition_counts
 from monitor.tickfiles import Row
@@ -50,7 +51,7 @@ async def newest_per_token(bootstrap: str, kafka: KafkaConfig) -> dict[str, floa
         await reader.seek_to_beginning(*tps)
         await read_to_end(reader, tps, keep)
     finally:
-        await reader.stop()
+        await close_bounded(reader.stop(), "reader_stop", "produce.close_failed")
     return newest
 
 

@@ -11,50 +11,23 @@ so nothing is lost; it is logged and reported as not committed.
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Awaitable
-
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
-from aiokafka.errors import CommitFailedError, IllegalStateError, KafkaError
+from aiokafka.errors import CommitFailedError, IllegalStateError
 
 from ..config import KafkaConfig
+from ..kafka.closing import close_bounded
 from ..kafka.topics import make_consumer, make_producer
 from ..logs import get_logger
 from .rebalance import Listener
 
 log = get_logger(__name__)
 
-#: How long stopping one client may take after the loop ended (a broker that is gone
-#: would otherwise keep a stop waiting for ever).
-CLOSE_SECONDS = 5.0
-
-
-async def close_bounded(closing: Awaitable[None], what: str, event: str,
-                        seconds: float = CLOSE_SECONDS) -> None:
-    """Stop a client (``closing``: its ``stop()``), but never wait forever for a broker
-    that is gone; a failure is logged as ``event`` (``<component>.close_failed``)."""
-    try:
-        await asyncio.wait_for(closing, seconds)
-    except (TimeoutError, KafkaError, OSError) as exc:
-        log.warning(event, client=what, error=type(exc).__name__)
-    except asyncio.CancelledError:
-        # aiokafka's consumer.stop() cancels its fetcher's pending requests and awaits
-        # them, so one caught in its retry sleep (a broker that went away) comes out of
-        # stop() as a CancelledError though nobody cancelled this task. Swallowed, that
-        # keeps what ended the loop (the monitor's BrokerLost: exit code 3); a real cancel
-        # still ends it.
-        task = asyncio.current_task()
-        if task is not None and task.cancelling():
-            raise
-        log.warning(event, client=what, error="CancelledError")
-
-
 async def start_producer(kafka: KafkaConfig) -> AIOKafkaProducer:
     producer = make_producer(kafka)
     try:
         await producer.start()
     except BaseException:
-        await producer.stop()
+        await close_bounded(producer.stop(), "producer_stop", "kafka.start_cleanup_failed")
         raise
     return producer
 
@@ -67,7 +40,7 @@ async def start_group_consumer(kafka: KafkaConfig, group: str, topic: str,
         await consumer.start()
         consumer.subscribe([topic], listener=listener)
     except BaseException:
-        await consumer.stop()
+        await close_bounded(consumer.stop(), "consumer_stop", "kafka.start_cleanup_failed")
         raise
     return consumer
 
@@ -79,7 +52,7 @@ async def start_assigned_consumer(kafka: KafkaConfig, client_id: str) -> AIOKafk
     try:
         await consumer.start()
     except BaseException:
-        await consumer.stop()
+        await close_bounded(consumer.stop(), "consumer_stop", "kafka.start_cleanup_failed")
         raise
     return consumer
 

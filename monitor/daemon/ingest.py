@@ -31,6 +31,7 @@ from prometheus_client import Gauge
 
 from .. import health, metrics
 from ..engine import Output
+from ..kafka.closing import close_bounded
 from ..kafka.topics import ensure_topics
 from ..logs import get_logger
 from ..ticks import BadTick, Tick, decode_tick
@@ -38,7 +39,7 @@ from ..timefmt import format_ts
 from ..timesanity import check_not_future
 from .assignment import Assignment
 from .base import LOGGER
-from .clients import close_bounded, start_group_consumer, start_producer
+from .clients import start_group_consumer, start_producer
 from .lost import BrokerLost
 from .outputs import OutputWriter
 from .publisher import Publisher

@@ -51,6 +51,7 @@ from typing import Any
 import msgspec
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
+from ..kafka.closing import close_bounded
 from ..kafka.readall import read_to_end
 from ..logs import get_logger
 
@@ -157,5 +158,5 @@ async def read_states(
         await reader.seek_to_beginning(*tps)
         await read_to_end(reader, tps, keep, fetch_max_records=fetch_max_records)
     finally:
-        await reader.stop()
+        await close_bounded(reader.stop(), "reader_stop", "state.close_failed")
     return found

@@ -37,6 +37,7 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 from ..config import KafkaConfig
 from ..logs import get_logger
 from ..vaults.config import VaultsConfig
+from .closing import close_bounded
 from .readall import read_to_end
 from .topics import admin_client, make_consumer, make_producer, partition_counts
 
@@ -157,7 +158,7 @@ class Journal:
                             f"{meta.offset}; the broker was not empty")
                 count += len(expected)
         finally:
-            await producer.stop()
+            await close_bounded(producer.stop(), "producer_stop", "journal.close_failed")
         await self._commit_offsets(await asyncio.to_thread(self.store.offsets))
         return count
 
@@ -173,7 +174,7 @@ class Journal:
                 consumer.assign(list(commits))
                 await consumer.commit(commits)
             finally:
-                await consumer.stop()
+                await close_bounded(consumer.stop(), "consumer_stop", "journal.close_failed")
 
     # -- copying ------------------------------------------------------------------------
     async def cycle(self) -> int:
@@ -193,7 +194,7 @@ class Journal:
             for topic in self.topics:
                 rows += await self._read_topic(reader, topic, counts[topic])
         finally:
-            await reader.stop()
+            await close_bounded(reader.stop(), "reader_stop", "journal.close_failed")
         await asyncio.to_thread(self.store.save, rows, offsets)
         for topic, part, off, *_ in rows:
             self._next[(topic, part)] = max(self._next.get((topic, part), 0), off + 1)
@@ -216,7 +217,7 @@ class Journal:
                         if offset is not None and offset >= 0:
                             found[(group, topic, p)] = int(offset)
             finally:
-                await consumer.stop()
+                await close_bounded(consumer.stop(), "consumer_stop", "journal.close_failed")
         return found
 
     async def _read_topic(self, reader: AIOKafkaConsumer, topic: str,

@@ -31,10 +31,11 @@ from aiokafka.errors import KafkaError
 from .. import health, metrics
 from ..config import Config
 from ..daemon.brokercalls import BrokerCalls
-from ..daemon.clients import close_bounded, start_assigned_consumer, start_producer
+from ..daemon.clients import start_assigned_consumer, start_producer
 from ..daemon.publisher import Publisher
 from ..daemon.retry import Aborted
 from ..gcpolicy import service_started
+from ..kafka.closing import close_bounded
 from ..kafka.topics import admin_client, ensure_topics
 from ..logs import get_logger
 from ..registry import RegistryError
@@ -300,7 +301,7 @@ class SpreadDaemon:
                                   error=str(exc)[:200])
             return newest
         finally:
-            await reader.stop()
+            await close_bounded(reader.stop(), "reader_stop", "spread.close_failed")
 
     async def _ensure_state_topic(self) -> None:
         k = self.kafka

@@ -35,12 +35,7 @@ from aiokafka.errors import KafkaError
 from .. import health, metrics
 from ..config import Config
 from ..daemon.brokercalls import BrokerCalls
-from ..daemon.clients import (
-    close_bounded,
-    commit_unless_fenced,
-    start_group_consumer,
-    start_producer,
-)
+from ..daemon.clients import commit_unless_fenced, start_group_consumer, start_producer
 from ..daemon.deadletter import dead_letter
 from ..daemon.publisher import Publisher
 from ..daemon.readiness import Readiness
@@ -48,6 +43,7 @@ from ..daemon.rebalance import Listener, restore_or_failure, start_offset
 from ..daemon.retry import Aborted
 from ..daemon.state import STATE_VERSION, StateRecord, encode_state, read_states
 from ..gcpolicy import service_started
+from ..kafka.closing import close_bounded
 from ..kafka.topics import ensure_topics, ensure_vault_topics, make_consumer
 from ..logs import get_logger
 from ..services import Service

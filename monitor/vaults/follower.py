@@ -17,6 +17,7 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from .. import metrics
 from ..config import KafkaConfig
+from ..kafka.closing import close_bounded
 from ..kafka.readall import read_to_end
 from ..kafka.topics import make_consumer
 from ..logs import get_logger
@@ -50,7 +51,7 @@ async def start_follower(kafka: KafkaConfig, table: DepegTable) -> AIOKafkaConsu
 
         await read_to_end(reader, tps, load)
     except BaseException:
-        await reader.stop()
+        await close_bounded(reader.stop(), "reader_stop", "vaults.close_failed")
         raise
     log.info("vaults.depeg_loaded", tokens=len(table), partitions=len(tps))
     return reader

@@ -9,7 +9,7 @@ import asyncio
 
 import pytest
 
-from monitor.daemon.clients import close_bounded
+from monitor.kafka.closing import close_bounded
 
 
 async def _stop_that_raises_cancelled() -> None:
@@ -39,3 +39,24 @@ async def test_a_real_cancel_of_the_closing_task_still_ends_it() -> None:
     closing.cancel()
     with pytest.raises(asyncio.CancelledError):
         await closing
+
+
+async def test_a_stop_that_never_ends_is_abandoned_after_the_bound() -> None:
+    # A broker that is gone keeps aiokafka's stop() waiting; the caller must go on.
+    abandoned = asyncio.Event()
+
+    async def hanging_stop() -> None:
+        try:
+            await asyncio.Event().wait()
+        finally:
+            abandoned.set()
+
+    await close_bounded(hanging_stop(), "reader_stop", "test.close_failed", seconds=0.05)
+    assert abandoned.is_set()
+
+
+async def test_any_other_error_of_a_stop_is_logged_not_raised() -> None:
+    async def broken_stop() -> None:
+        raise RuntimeError("connection table corrupted")
+
+    await close_bounded(broken_stop(), "producer_stop", "test.close_failed")
