@@ -14,12 +14,20 @@ What the CTEs do, in the order of the SQLite cycle:
 
 * ``recorded``/``history``: every outcome is written where the claim is still held and
   the delivery is not a success (``RETURNING`` says which), with its history row;
-* ``pending``/``failed``: the due rows of each status, oldest first, walking the
-  ``(status, next_attempt_at)`` index, locked ``FOR UPDATE OF d SKIP LOCKED`` (two workers
-  never claim the same row). Deliveries with an outcome in this cycle are left out: all
-  CTEs see one snapshot, and one statement must not update a row twice;
-* ``picked``: Python's ``_pick`` in SQL: a row is taken when its rank within its endpoint
-  is within that endpoint's room and it is among the first ``limit`` such rows;
+* ``pending``/``failed``: the due candidates of each status (id, time, endpoint),
+  oldest first, walking the ``(status, next_attempt_at)`` index, not locked. Deliveries
+  with an outcome in this cycle are left out: all CTEs see one snapshot, and one
+  statement must not update a row twice;
+* ``ranked``/``chosen``: Python's ``_pick`` in SQL: a row is taken when its rank within
+  its endpoint is within that endpoint's room and it is among the first ``limit`` such
+  rows;
+* ``picked``: the chosen rows in full (subscription, event payload), locked
+  ``FOR UPDATE OF d SKIP LOCKED`` (two workers never claim the same row) with the row's
+  own due tests again: a row another transaction holds is skipped, one another worker
+  claimed since this statement's snapshot is re-tested in its newest version and left
+  out. Only these rows are locked and joined: a read returns ~3 candidates per delivery
+  claimed, and locking every one (a WAL record each) and joining its event cost the
+  server as much for the rows left behind as for those taken;
 * ``begun``/``gave_up``/``interrupted``: one attempt counted for each picked delivery
   before anything is sent, or ``max_retries_exceeded`` when its attempts were all used by
   interrupted sends; the last counted attempt of a delivery taken again gets its
@@ -42,13 +50,23 @@ from .deliveries import _DUE_SELECT, INTERRUPTED, DueDelivery
 #: whose lease is still running is left out by the lease test already. A never-claimed
 #: row (``lease_until IS NULL``, every row of a backlog) skips the comparison with each of
 #: the cycle's ~40 outcome ids (a generic plan cannot hash a parameter array).
-_DUE_WHERE = (
+_DUE_ROW = (
     " AND d.next_attempt_at <= $12"
     " AND (d.lease_until IS NULL OR (d.lease_until < $12 AND d.id <> ALL($1::text[])))"
+)
+_DUE_SUBSCRIPTION = (
     " AND s.is_active = 1 AND s.deleted_at IS NULL"
     " AND d.api_key_id IN (SELECT id FROM api_keys WHERE revoked_at IS NULL)"
-    " AND s.endpoint <> ALL($14::text[])"
-    " ORDER BY d.next_attempt_at LIMIT $13 FOR UPDATE OF d SKIP LOCKED"
+)
+#: The candidates: ids, times and endpoints only, not locked. A read returns ~3 rows per
+#: delivery claimed (the endpoints' rooms bind before the limit does), and locking each
+#: row read (a WAL record and a dirtied page per row) and joining its event cost the
+#: server as much for the rows left behind as for the ones taken.
+_CANDIDATES = (
+    "SELECT d.id, d.next_attempt_at, s.endpoint FROM webhook_deliveries d"
+    " JOIN webhook_subscriptions s ON s.id = d.subscription_id"
+    " WHERE d.status = '{status}'" + _DUE_ROW + _DUE_SUBSCRIPTION
+    + " AND s.endpoint <> ALL($14::text[]) ORDER BY d.next_attempt_at LIMIT $13"
 )
 _COLUMNS = ("id, subscription_id, api_key_id, event_id, event_type, status, attempts,"
             " created_at, next_attempt_at, webhook_url, endpoint, secret_sealed,"
@@ -70,15 +88,20 @@ CYCLE_SQL = (
     " v.latency, v.error FROM v JOIN recorded r ON r.id = v.id"
     " ON CONFLICT (delivery_id, attempt) DO UPDATE SET status_code = excluded.status_code,"
     " latency_ms = excluded.latency_ms, error = excluded.error),"
-    f" pending AS ({_DUE_SELECT} WHERE d.status = 'pending'{_DUE_WHERE}),"
-    f" failed AS ({_DUE_SELECT} WHERE d.status = 'failed'{_DUE_WHERE}),"
-    f" due AS (SELECT {_COLUMNS} FROM pending UNION ALL SELECT {_COLUMNS} FROM failed),"
-    " ranked AS (SELECT due.*, row_number() OVER (PARTITION BY due.endpoint"
-    " ORDER BY due.next_attempt_at, due.id) AS rank, COALESCE(room.n, $17) AS room"
-    " FROM due LEFT JOIN unnest($15::text[], $16::int[]) AS room(e, n)"
-    " ON room.e = due.endpoint),"
-    f" picked AS (SELECT {_COLUMNS} FROM ranked WHERE rank <= room"
-    " ORDER BY next_attempt_at, id LIMIT $18),"
+    f" pending AS ({_CANDIDATES.format(status='pending')}),"
+    f" failed AS ({_CANDIDATES.format(status='failed')}),"
+    " ranked AS (SELECT due.id, due.next_attempt_at, row_number() OVER (PARTITION BY"
+    " due.endpoint ORDER BY due.next_attempt_at, due.id) AS rank, COALESCE(room.n, $17)"
+    " AS room FROM (SELECT * FROM pending UNION ALL SELECT * FROM failed) due"
+    " LEFT JOIN unnest($15::text[], $16::int[]) AS room(e, n) ON room.e = due.endpoint),"
+    " chosen AS MATERIALIZED (SELECT id FROM ranked WHERE rank <= room ORDER BY next_attempt_at, id"
+    " LIMIT $18),"
+    # Locked here, the chosen rows only; SKIP LOCKED: two workers never claim one row.
+    # The row's own tests again: a row another worker claimed or finished since this
+    # statement's snapshot is re-checked in its newest version and left out.
+    f" picked AS ({_DUE_SELECT} WHERE d.id IN (SELECT id FROM chosen)"
+    " AND d.status IN ('pending', 'failed')" + _DUE_ROW + _DUE_SUBSCRIPTION
+    + " FOR UPDATE OF d SKIP LOCKED),"
     " begun AS (UPDATE webhook_deliveries d SET lease_token = $19, lease_until = $20,"
     " attempts = p.attempts + 1, updated_at = $12 FROM picked p"
     " WHERE d.id = p.id AND p.attempts < $21),"
