@@ -1,9 +1,10 @@
-"""The PostgreSQL cycle's claim with other transactions around (two workers, the API).
+"""The cycle's claim: with other transactions around (workers, the API); whose rows.
 
 The cycle reads its candidates without locking them and locks only the rows it chooses
 (``FOR UPDATE ... SKIP LOCKED``), re-testing each locked row in its newest version. So a
 row another transaction holds is skipped, and a row another worker claimed after this
 statement's snapshot is not claimed again: checked here against what the rows say.
+A revoked key's deliveries are never claimed (both backends).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from collections import Counter
 from monitor.config import DeliveryConfig
 from monitor.storage import Database, connect
 from monitor.storage.delivery_batches import ClaimRequest, run_cycle
-from monitor.storage.webhooks import migrate_webhooks
+from monitor.storage.webhooks import WebhookStore, migrate_webhooks
 from monitor.webhooks.secrets import SecretBox
 from tests.webhook_support import ENCRYPTION_KEY, queue_for_new_subscription
 
@@ -81,3 +82,18 @@ async def test_rows_another_transaction_holds_are_skipped(pg_url: str) -> None:
         assert {d.id for d, _ in later.claimed} == set(ids[:2])
     finally:
         await db.close()
+
+
+async def test_a_revoked_keys_deliveries_are_not_claimed(webhook_db: Database) -> None:
+    # Both backends. Two keys, one subscription each, deliveries due for both.
+    box = _box()
+    await queue_for_new_subscription(webhook_db, box, "http://127.0.0.1:9/a", 3)
+    await queue_for_new_subscription(webhook_db, box, "http://127.0.0.1:9/b", 3)
+    rows = await webhook_db.fetch("SELECT id, api_key_id FROM webhook_deliveries")
+    keys = sorted({r["api_key_id"] for r in rows})
+    assert len(keys) == 2
+    assert await WebhookStore(webhook_db).revoke_api_key(keys[0], time.time()) == 1
+    now = time.time() + 1
+    result = await run_cycle(webhook_db, [], ClaimRequest(50, {}, 50, "t", now, now + 60, 5))
+    assert {d.id for d, _ in result.claimed} == {r["id"] for r in rows
+                                                 if r["api_key_id"] == keys[1]}
