@@ -141,7 +141,8 @@ async def pg_cycle(db: PostgresDatabase, outcome_columns: Sequence[Sequence[Any]
         claim = (0.0, 0, [], [], [], 0, 0, "", 0.0, 0)
     rows = await db.fetch_pinned(CYCLE_SQL, *outcome_columns, *claim, INTERRUPTED)
     last = rows[-1]  # the cycle's own row: a picked row's next_attempt_at is never NULL
-    assert last[3] is None
+    if last[3] is not None:  # the statement's shape changed without this reader
+        raise RuntimeError("delivery cycle: the cycle's summary row is not last")
     recorded = set(last[0] or ())
     # By position (the final SELECT: recorded, pending, failed, then _COLUMNS in order):
     # fifteen lookups by name per delivery cost more than building the delivery.
