@@ -174,6 +174,14 @@ class Engine:
         keeps one string per token: no string built and hashed per tick). ``tag``: kept
         beside the tick while it is held for lateness (``pending_tags``); the daemon's
         record offset, so it need not map every tick to its offset itself."""
+        out: list[Output] = []
+        self.take(tick, key, tag, out)
+        return out
+
+    def take(self, tick: Tick, key: str | None, tag: int | None, out: list[Output]) -> bool:
+        """:meth:`process`, appending the outputs to the caller's ``out`` (the daemon's
+        batch, the replay's buffer: no list per tick); False when the tick was late
+        (``stats.late`` counted it), True when taken."""
         self.stats.ticks += 1
         if key is None:
             chain, token = tick.chain, tick.token
@@ -197,7 +205,7 @@ class Engine:
         evaluated = t.last_eval
         if (applied is not None and ts < applied) or (evaluated is not None and ts <= evaluated):
             self.stats.late += 1
-            return []
+            return False
         pending = t.pending
         if not pending or pending[-1].ts <= ts:
             pending.append(tick)
@@ -208,13 +216,12 @@ class Engine:
                 i -= 1
             pending.insert(i, tick)
             t.tags.insert(i, tag)
-        out: list[Output] = []
         if tick.cross_chain_chains is not None:
             if t.spread_mark is None or ts > t.spread_mark:
                 t.spread_mark = ts
             seen = t.max_seen
             if seen is None:
-                return out
+                return True
         else:
             seen = t.max_seen
             if seen is None or ts > seen:
@@ -223,7 +230,7 @@ class Engine:
         if self.spread_gated and key in self.spread_gated:
             horizon = min(horizon, t.spread_mark if t.spread_mark is not None else -math.inf)
         self._release(t, horizon, out)
-        return out
+        return True
 
     def advance(self, key: str, until: float) -> list[Output]:
         """Refresh a token up to event time ``until`` without new ticks (live clock)."""
@@ -340,17 +347,13 @@ class Engine:
     def _release(self, t: _Token, horizon: float, out: list[Output]) -> None:
         """Apply the held ticks up to ``horizon``, each after the refreshes it makes due.
 
-        Applying a tick is inlined here: it runs once per tick, and the ``self``/``t``
-        reads it repeated per tick are made once per release (docs/performance.md)."""
+        Applying a tick is inlined here: it runs once per tick. Nearly every call releases
+        one tick or none (a token's ticks come in time order), so what a tick reads is
+        read when it is released, not set up per call (docs/performance.md)."""
         pending = t.pending
-        tags = t.tags
-        every = self._every
-        stats = self.stats
-        obs = t.obs
-        windows = t.windows
         while pending and pending[0].ts <= horizon:
             tick = pending.popleft()
-            tags.popleft()
+            t.tags.popleft()
             ts = tick.ts
             due = t.next_refresh
             if due is not None and due < ts:  # else _refresh_until would do nothing
@@ -363,26 +366,28 @@ class Engine:
             # (rare); the last one's is built from it when asked for (``last_sig``).
             if ts == t.last_applied and (price, slippage, oracle, tick.cross_chain_spread_bps,
                                          chains) == t.last_sig:
-                stats.duplicates += 1
+                self.stats.duplicates += 1
             else:
-                stats.applied += 1
+                self.stats.applied += 1
                 t.last_applied = ts
                 t.sig_tick = tick
                 if chains is None:  # the spread stage's ticks are not the token's
                     t.last_tick_ts = ts
+                obs = t.obs
                 peg = tick.peg
                 if peg is not None:
                     obs.peg = peg
                     t.peg_text = tick.peg_text
+                else:
+                    peg = obs.peg  # the last peg observed
                 if price is not None:
-                    peg = obs.peg
                     if peg is None:
-                        stats.no_peg += 1
+                        self.stats.no_peg += 1
                     else:
                         obs.price = price
                         obs.price_ts = ts
                         t.price_text = tick.price_text
-                        windows.add_price(ts, (price - peg) / peg)
+                        t.windows.add_price(ts, (price - peg) / peg)
                 if slippage is not None:
                     obs.slippage_bps = slippage
                     obs.slippage_ts = ts
@@ -393,11 +398,12 @@ class Engine:
                     spread = tick.cross_chain_spread_bps
                     obs.spread = None if spread is None else spread / 1e4
                     obs.spread_ts = ts
-                if due is None and every > 0:  # (no refresh ran, so still None)
+                if due is None and self._every > 0:  # (no refresh ran, so still None)
                     # The first boundary at or after the first tick (a tick exactly on a
                     # boundary is part of that boundary's refresh, as for later ones).
+                    every = self._every
                     t.next_refresh = float(math.ceil(ts / every) * every)
-            if every <= 0:
+            if self._every <= 0:
                 self._evaluate(t, ts, out)
 
     def _refresh_until(self, t: _Token, ts: float, out: list[Output], *, inclusive: bool) -> None:
