@@ -12,6 +12,7 @@ import math
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Final
 
 import msgspec
 
@@ -58,6 +59,13 @@ _OBS_FIELDS = ("peg", "slippage_bps", "slippage_ts", "oracle_price", "oracle_ts"
 STATE_VERSION = 2
 _state_encoder = msgspec.msgpack.Encoder()
 _state_decoder = msgspec.msgpack.Decoder(_Saved)
+#: ``_Token.last_applied`` and ``max_seen`` before any: earlier than every tick time (a
+#: tick's time is finite), so the per-tick compares need no None test; saved as None.
+_NO_TIME: Final = -math.inf
+
+
+def _time_or_none(value: float) -> float | None:
+    return None if value == _NO_TIME else value
 
 
 class _Token:
@@ -87,9 +95,11 @@ class _Token:
         self.price_text = price_text
         self.peg_text = peg_text
         self.next_refresh = next_refresh
-        self.last_applied = last_applied  # event time of the last tick applied
+        #: Event time of the last tick applied (``_NO_TIME``: none yet).
+        self.last_applied: float = _NO_TIME if last_applied is None else last_applied
         self.last_eval = last_eval        # event time of the last refresh
-        self.max_seen = max_seen  # newest event time seen (drives the lateness buffer)
+        #: Newest event time seen (drives the lateness buffer; ``_NO_TIME``: none yet).
+        self.max_seen: float = _NO_TIME if max_seen is None else max_seen
         self.last_tick_ts = last_tick_ts
         #: The last tick applied (None: none since the token was made or restored, then
         #: ``_sig`` is the restored signature). ``last_sig`` derives the signature from it.
@@ -203,7 +213,7 @@ class Engine:
         ts = tick.ts
         applied = t.last_applied
         evaluated = t.last_eval
-        if (applied is not None and ts < applied) or (evaluated is not None and ts <= evaluated):
+        if ts < applied or (evaluated is not None and ts <= evaluated):
             self.stats.late += 1
             return False
         pending = t.pending
@@ -220,11 +230,11 @@ class Engine:
             if t.spread_mark is None or ts > t.spread_mark:
                 t.spread_mark = ts
             seen = t.max_seen
-            if seen is None:
+            if seen == _NO_TIME:
                 return True
         else:
             seen = t.max_seen
-            if seen is None or ts > seen:
+            if ts > seen:
                 t.max_seen = seen = ts
         horizon = seen - self._lateness
         if self.spread_gated and key in self.spread_gated:
@@ -247,7 +257,7 @@ class Engine:
         """Event seconds a gated token's newest tick is ahead of its newest spread
         observation (inf before the first); 0 for a token that is not gated."""
         t = self._tokens.get(key)
-        if t is None or key not in self.spread_gated or t.max_seen is None:
+        if t is None or key not in self.spread_gated or t.max_seen == _NO_TIME:
             return 0.0
         return math.inf if t.spread_mark is None else max(0.0, t.max_seen - t.spread_mark)
 
@@ -257,7 +267,7 @@ class Engine:
         observations for boundaries already refreshed then arrive late and are dropped."""
         t = self._tokens.get(key)
         out: list[Output] = []
-        if t is not None and t.max_seen is not None:
+        if t is not None and t.max_seen != _NO_TIME:
             self._release(t, t.max_seen - self._lateness, out)
         return out
 
@@ -278,8 +288,8 @@ class Engine:
             windows=t.windows.export(), tier=t.tier,
             obs=tuple(getattr(t.obs, f) for f in _OBS_FIELDS),
             price_text=t.price_text, peg_text=t.peg_text, next_refresh=t.next_refresh,
-            last_applied=t.last_applied, last_eval=t.last_eval, max_seen=t.max_seen,
-            last_tick_ts=t.last_tick_ts, last_sig=t.last_sig,
+            last_applied=_time_or_none(t.last_applied), last_eval=t.last_eval,
+            max_seen=_time_or_none(t.max_seen), last_tick_ts=t.last_tick_ts, last_sig=t.last_sig,
             pending=list(t.pending) if pending else [],
             held=t.held,
             spread_mark=t.spread_mark,
