@@ -115,6 +115,10 @@ def run_replay(rows: Iterable[Row], model: ModelConfig,
     # Without a spread stage the feed hands every tick to the engine: call it directly.
     plain = feed is None or feed.stage is None
     produced: list[tuple[int, Output]] = []
+    # The outputs of one tick: the engine appends to this list (``Engine.take``), no
+    # list made per tick.
+    outs: list[Output] = []
+    take = engine.take
     seq = 0
     wall = time.time() if now is None else now
     tolerance = model.future_tolerance_seconds
@@ -148,9 +152,15 @@ def run_replay(rows: Iterable[Row], model: ModelConfig,
         if ts > newest.get(key, -math.inf):
             newest[key] = ts
         ticks += 1
-        for out in engine.process(row) if plain or feed is None else feed.process(row):
-            seq += 1
-            produced.append((seq, out))
+        if plain or feed is None:
+            take(row, key, None, outs)  # its key, built above: none built per tick
+        else:
+            outs += feed.process(row)
+        if outs:
+            for out in outs:
+                seq += 1
+                produced.append((seq, out))
+            outs.clear()
     summary.ticks += ticks
     for out in feed.flush() if feed is not None else engine.flush():
         seq += 1

@@ -218,7 +218,7 @@ class MonitorDaemon(Assignment):
             # Looked up once per partition, not per tick (this loop is the daemon's hot
             # path: ~1 µs of attribute and method lookups per tick add up at 100k/s).
             engine_stats = engine.stats
-            process = engine.process
+            take = engine.take
             clock = self._clock
             refeed, skip_below = part.refeed, part.skip_below
             # The token's ticks since its last written state (Uncovered.took, inlined).
@@ -268,7 +268,8 @@ class MonitorDaemon(Assignment):
                 if (refeed or skip_below) and part.should_skip(key, offset):
                     self.stats.skipped_restored += 1
                     continue
-                if tick.ts > future_from:
+                ts = tick.ts
+                if ts > future_from:
                     if key in newest:  # the clock must know this batch's ticks first
                         clock.tick(key, newest.pop(key), tp.partition)
                     try:
@@ -276,22 +277,19 @@ class MonitorDaemon(Assignment):
                     except BadTick as exc:
                         await out.dead_letter(rec, exc)
                         continue
-                late_before_tick = engine_stats.late
                 # Its key string, checked above; its offset, kept beside the tick while the
-                # engine holds it for lateness (what a compact state lists instead of it).
-                outputs = process(tick, key, offset)
-                spread = tick.cross_chain_chains is not None
-                if engine_stats.late != late_before_tick:
+                # engine holds it for lateness (what a compact state lists instead of it);
+                # its outputs appended to the batch's (False: late, nothing appended).
+                if not take(tick, key, offset, produced):
                     # A late spread observation is a copy the restarted spread stage sent
                     # again (or one for a boundary rated without it): expected, not news.
-                    if not spread:
+                    if tick.cross_chain_chains is None:
                         if key in newest:  # the detail names the token's newest tick
                             clock.tick(key, newest.pop(key), tp.partition)
                         await out.dead_letter(rec, BadTick("late",
                                                            self._late_detail(key, tick)))
                     continue
-                if not spread:  # spread observations are not the token's liveness
-                    ts = tick.ts
+                if tick.cross_chain_chains is None:  # a spread observation is no liveness
                     seen = newest_of(key)
                     if seen is None or ts > seen:
                         newest[key] = ts
@@ -300,8 +298,6 @@ class MonitorDaemon(Assignment):
                     uncovered.took(key, offset, started)
                 else:
                     counts[key] = n + 1
-                if outputs:
-                    produced += outputs
             clock.ticked(newest, tp.partition)
             # Nothing in the loop reads the position: it moves once per partition.
             part.next_offset = recs[-1].offset + 1

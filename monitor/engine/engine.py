@@ -12,6 +12,7 @@ import math
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Final
 
 import msgspec
 
@@ -58,6 +59,13 @@ _OBS_FIELDS = ("peg", "slippage_bps", "slippage_ts", "oracle_price", "oracle_ts"
 STATE_VERSION = 2
 _state_encoder = msgspec.msgpack.Encoder()
 _state_decoder = msgspec.msgpack.Decoder(_Saved)
+#: ``_Token.last_applied`` and ``max_seen`` before any: earlier than every tick time (a
+#: tick's time is finite), so the per-tick compares need no None test; saved as None.
+_NO_TIME: Final = -math.inf
+
+
+def _time_or_none(value: float) -> float | None:
+    return None if value == _NO_TIME else value
 
 
 class _Token:
@@ -87,9 +95,11 @@ class _Token:
         self.price_text = price_text
         self.peg_text = peg_text
         self.next_refresh = next_refresh
-        self.last_applied = last_applied  # event time of the last tick applied
+        #: Event time of the last tick applied (``_NO_TIME``: none yet).
+        self.last_applied: float = _NO_TIME if last_applied is None else last_applied
         self.last_eval = last_eval        # event time of the last refresh
-        self.max_seen = max_seen  # newest event time seen (drives the lateness buffer)
+        #: Newest event time seen (drives the lateness buffer; ``_NO_TIME``: none yet).
+        self.max_seen: float = _NO_TIME if max_seen is None else max_seen
         self.last_tick_ts = last_tick_ts
         #: The last tick applied (None: none since the token was made or restored, then
         #: ``_sig`` is the restored signature). ``last_sig`` derives the signature from it.
@@ -174,6 +184,14 @@ class Engine:
         keeps one string per token: no string built and hashed per tick). ``tag``: kept
         beside the tick while it is held for lateness (``pending_tags``); the daemon's
         record offset, so it need not map every tick to its offset itself."""
+        out: list[Output] = []
+        self.take(tick, key, tag, out)
+        return out
+
+    def take(self, tick: Tick, key: str | None, tag: int | None, out: list[Output]) -> bool:
+        """:meth:`process`, appending the outputs to the caller's ``out`` (the daemon's
+        batch, the replay's buffer: no list per tick); False when the tick was late
+        (``stats.late`` counted it), True when taken."""
         self.stats.ticks += 1
         if key is None:
             chain, token = tick.chain, tick.token
@@ -195,9 +213,9 @@ class Engine:
         ts = tick.ts
         applied = t.last_applied
         evaluated = t.last_eval
-        if (applied is not None and ts < applied) or (evaluated is not None and ts <= evaluated):
+        if ts < applied or (evaluated is not None and ts <= evaluated):
             self.stats.late += 1
-            return []
+            return False
         pending = t.pending
         if not pending or pending[-1].ts <= ts:
             pending.append(tick)
@@ -208,22 +226,21 @@ class Engine:
                 i -= 1
             pending.insert(i, tick)
             t.tags.insert(i, tag)
-        out: list[Output] = []
         if tick.cross_chain_chains is not None:
             if t.spread_mark is None or ts > t.spread_mark:
                 t.spread_mark = ts
             seen = t.max_seen
-            if seen is None:
-                return out
+            if seen == _NO_TIME:
+                return True
         else:
             seen = t.max_seen
-            if seen is None or ts > seen:
+            if ts > seen:
                 t.max_seen = seen = ts
         horizon = seen - self._lateness
         if self.spread_gated and key in self.spread_gated:
             horizon = min(horizon, t.spread_mark if t.spread_mark is not None else -math.inf)
         self._release(t, horizon, out)
-        return out
+        return True
 
     def advance(self, key: str, until: float) -> list[Output]:
         """Refresh a token up to event time ``until`` without new ticks (live clock)."""
@@ -240,7 +257,7 @@ class Engine:
         """Event seconds a gated token's newest tick is ahead of its newest spread
         observation (inf before the first); 0 for a token that is not gated."""
         t = self._tokens.get(key)
-        if t is None or key not in self.spread_gated or t.max_seen is None:
+        if t is None or key not in self.spread_gated or t.max_seen == _NO_TIME:
             return 0.0
         return math.inf if t.spread_mark is None else max(0.0, t.max_seen - t.spread_mark)
 
@@ -250,7 +267,7 @@ class Engine:
         observations for boundaries already refreshed then arrive late and are dropped."""
         t = self._tokens.get(key)
         out: list[Output] = []
-        if t is not None and t.max_seen is not None:
+        if t is not None and t.max_seen != _NO_TIME:
             self._release(t, t.max_seen - self._lateness, out)
         return out
 
@@ -271,8 +288,8 @@ class Engine:
             windows=t.windows.export(), tier=t.tier,
             obs=tuple(getattr(t.obs, f) for f in _OBS_FIELDS),
             price_text=t.price_text, peg_text=t.peg_text, next_refresh=t.next_refresh,
-            last_applied=t.last_applied, last_eval=t.last_eval, max_seen=t.max_seen,
-            last_tick_ts=t.last_tick_ts, last_sig=t.last_sig,
+            last_applied=_time_or_none(t.last_applied), last_eval=t.last_eval,
+            max_seen=_time_or_none(t.max_seen), last_tick_ts=t.last_tick_ts, last_sig=t.last_sig,
             pending=list(t.pending) if pending else [],
             held=t.held,
             spread_mark=t.spread_mark,
@@ -340,17 +357,13 @@ class Engine:
     def _release(self, t: _Token, horizon: float, out: list[Output]) -> None:
         """Apply the held ticks up to ``horizon``, each after the refreshes it makes due.
 
-        Applying a tick is inlined here: it runs once per tick, and the ``self``/``t``
-        reads it repeated per tick are made once per release (docs/performance.md)."""
+        Applying a tick is inlined here: it runs once per tick. Nearly every call releases
+        one tick or none (a token's ticks come in time order), so what a tick reads is
+        read when it is released, not set up per call (docs/performance.md)."""
         pending = t.pending
-        tags = t.tags
-        every = self._every
-        stats = self.stats
-        obs = t.obs
-        windows = t.windows
         while pending and pending[0].ts <= horizon:
             tick = pending.popleft()
-            tags.popleft()
+            t.tags.popleft()
             ts = tick.ts
             due = t.next_refresh
             if due is not None and due < ts:  # else _refresh_until would do nothing
@@ -363,26 +376,28 @@ class Engine:
             # (rare); the last one's is built from it when asked for (``last_sig``).
             if ts == t.last_applied and (price, slippage, oracle, tick.cross_chain_spread_bps,
                                          chains) == t.last_sig:
-                stats.duplicates += 1
+                self.stats.duplicates += 1
             else:
-                stats.applied += 1
+                self.stats.applied += 1
                 t.last_applied = ts
                 t.sig_tick = tick
                 if chains is None:  # the spread stage's ticks are not the token's
                     t.last_tick_ts = ts
+                obs = t.obs
                 peg = tick.peg
                 if peg is not None:
                     obs.peg = peg
                     t.peg_text = tick.peg_text
+                else:
+                    peg = obs.peg  # the last peg observed
                 if price is not None:
-                    peg = obs.peg
                     if peg is None:
-                        stats.no_peg += 1
+                        self.stats.no_peg += 1
                     else:
                         obs.price = price
                         obs.price_ts = ts
                         t.price_text = tick.price_text
-                        windows.add_price(ts, (price - peg) / peg)
+                        t.windows.add_price(ts, (price - peg) / peg)
                 if slippage is not None:
                     obs.slippage_bps = slippage
                     obs.slippage_ts = ts
@@ -393,11 +408,12 @@ class Engine:
                     spread = tick.cross_chain_spread_bps
                     obs.spread = None if spread is None else spread / 1e4
                     obs.spread_ts = ts
-                if due is None and every > 0:  # (no refresh ran, so still None)
+                if due is None and self._every > 0:  # (no refresh ran, so still None)
                     # The first boundary at or after the first tick (a tick exactly on a
                     # boundary is part of that boundary's refresh, as for later ones).
+                    every = self._every
                     t.next_refresh = float(math.ceil(ts / every) * every)
-            if every <= 0:
+            if self._every <= 0:
                 self._evaluate(t, ts, out)
 
     def _refresh_until(self, t: _Token, ts: float, out: list[Output], *, inclusive: bool) -> None:

@@ -51,8 +51,10 @@ class Windows:
     """
 
     __slots__ = (
-        "_f", "_flags", "_neg_high", "_neg_low", "_open", "base_s", "base_tau", "base_ts",
-        "bucket", "head", "high", "high_b", "last_dev", "last_price_ts", "low", "low_b", "size",
+        "_c_cov", "_c_dev", "_c_high", "_c_low", "_c_max", "_c_min", "_c_r2", "_c_ticks",
+        "_decay", "_decay_dt", "_f", "_flags", "_neg_high", "_neg_low", "_open", "_open_end",
+        "_open_slot", "base_s", "base_tau", "base_ts", "bucket", "head", "high", "high_b",
+        "last_dev", "last_price_ts", "low", "low_b", "size",
     )
 
     def __init__(self, bucket_seconds: int, size: int, low: float, high: float,
@@ -66,6 +68,7 @@ class Windows:
         self._neg_high = -high
         self.base_tau = float(baseline_seconds)
         self._f = [column([empty] * size) for empty in _EMPTY]
+        self._columns()
         #: Derived from the ring, never saved (rebuilt on demand after ``load``).
         self._flags: dict[tuple[tuple[float, ...], bool], Flags] = {}
         #: The newest bucket that ever had time below the low / high line added: a ring
@@ -82,8 +85,23 @@ class Windows:
         #: The head bucket, while the last price lies in it (then ``last_dev`` is set and
         #: ``base_ts == last_price_ts``); else NEVER. Only ``add_price`` sets it, at the
         #: end of its general path; ``load`` resets it. A tick in this bucket after the
-        #: last price takes the short path (docs/performance.md, eleventh pass).
+        #: last price takes the short path (docs/performance.md, eleventh pass), one in the
+        #: next bucket ``_next_bucket`` (twelfth pass). Its end time (-inf while shut: no
+        #: time is before it) and its ring slot are kept with it.
         self._open = NEVER
+        self._open_end = -math.inf
+        self._open_slot = 0
+        #: ``math.exp(-_decay_dt / base_tau)``: the baseline's decay over the last interval
+        #: held, kept for the next one of the same length (a steady tick rate).
+        self._decay_dt = math.nan  # equal to no interval
+        self._decay = 1.0
+
+    def _columns(self) -> None:
+        """Each column of ``_f`` under a name of its own as well (the per-tick paths: one
+        attribute read instead of ``f[_DEV]``'s local, global and item reads). Called
+        wherever ``_f`` is set."""
+        (self._c_dev, self._c_cov, self._c_low, self._c_high, self._c_r2, self._c_ticks,
+         self._c_min, self._c_max) = self._f
 
     # -- updates ---------------------------------------------------------------------
     def _slot(self, b: int) -> int:
@@ -110,46 +128,59 @@ class Windows:
 
     def add_price(self, ts: float, dev: float) -> None:
         """A new price observation at ``ts`` (ticks arrive in time order)."""
-        bucket = self.bucket
-        new_b = int(ts // bucket)
         last_dev = self.last_dev
         since = self.last_price_ts
+        if since is not None and last_dev is not None and since < ts:
+            end = self._open_end
+            if ts < end:
+                # The common case, for a token ticking more than once a bucket: the held
+                # price and the new one both in the head bucket (so is all of [since, ts)).
+                # ``ts < end`` is ``int(ts // bucket) == _open`` (``since`` lies in that
+                # bucket and a floor division by a whole number of seconds is exact): no
+                # bucket index, the slot kept. ``base_ts`` is ``since`` here (``_open``).
+                slot = self._open_slot
+                dt = ts - since
+                self._c_dev[slot] += last_dev * dt
+                self._c_cov[slot] += dt
+                if last_dev < self._neg_low:
+                    self._c_low[slot] += dt
+                    b = self._open
+                    if last_dev < self._neg_high:
+                        self._c_high[slot] += dt
+                        if b > self.high_b:
+                            self.high_b = b
+                    if b > self.low_b:
+                        self.low_b = b
+                elif last_dev < self._neg_high and self._open > self.high_b:
+                    self.high_b = self._open
+                # No min/max store for ``last_dev``: it is already within this bucket's
+                # extremes (the call that took it wrote it into this bucket, the head then
+                # as now; extremes only widen, and nothing empties the head while it is
+                # the head).
+                change = dev - last_dev
+                r2 = change * change
+                self._c_r2[slot] += r2
+                # The decay then the change: the same two roundings as the general path.
+                if dt != self._decay_dt:  # a token ticking at a steady rate: the same dt
+                    self._decay_dt = dt
+                    self._decay = math.exp(-dt / self.base_tau)
+                self.base_s = self.base_s * self._decay + r2
+                self.base_ts = ts
+                self._c_ticks[slot] += 1.0
+                if dev < self._c_min[slot]:
+                    self._c_min[slot] = dev
+                if dev > self._c_max[slot]:
+                    self._c_max[slot] = dev
+                self.last_price_ts = ts
+                self.last_dev = dev
+                return
+            bucket = self.bucket
+            if ts < end + bucket:
+                self._next_bucket(ts, dev, since, last_dev, end, bucket)
+                return
         f = self._f
-        if new_b == self._open and since is not None and last_dev is not None and since < ts:
-            # The common case, for a token ticking more than once a bucket: the held price
-            # and the new one both in the head bucket (so is all of [since, ts)). One
-            # bucket index, one slot; ``base_ts`` is ``since`` here (see ``_open``).
-            slot = new_b % self.size
-            dt = ts - since
-            f[_DEV][slot] += last_dev * dt
-            f[_COV][slot] += dt
-            if last_dev < self._neg_low:
-                f[_LOW][slot] += dt
-                if last_dev < self._neg_high:
-                    f[_HIGH][slot] += dt
-                    if new_b > self.high_b:
-                        self.high_b = new_b
-                if new_b > self.low_b:
-                    self.low_b = new_b
-            elif last_dev < self._neg_high and new_b > self.high_b:
-                self.high_b = new_b
-            # No min/max store for ``last_dev``: it is already within this bucket's
-            # extremes (the call that took it wrote it into this bucket, the head then as
-            # now; extremes only widen, and nothing empties the head while it is the head).
-            change = dev - last_dev
-            r2 = change * change
-            f[_R2][slot] += r2
-            # The decay then the change: the same two roundings as the general path.
-            self.base_s = self.base_s * math.exp(-dt / self.base_tau) + r2
-            self.base_ts = ts
-            f[_TICKS][slot] += 1.0
-            if dev < f[_MIN][slot]:
-                f[_MIN][slot] = dev
-            if dev > f[_MAX][slot]:
-                f[_MAX][slot] = dev
-            self.last_price_ts = ts
-            self.last_dev = dev
-            return
+        bucket = self.bucket
+        new_b = int(ts // bucket)
         size = self.size
         if last_dev is not None and since is not None:
             if since < ts:  # tested first: the engine's case
@@ -224,10 +255,17 @@ class Windows:
         # out of order, never from the engine): then the short path stays shut.
         if head is not None and b <= head:
             slot = b % size
-            self._open = b if b == head else NEVER
+            if b == head:
+                self._open = b
+                self._open_end = (b + 1) * bucket
+            else:
+                self._open = NEVER
+                self._open_end = -math.inf
         else:
             slot = self._slot(b)
             self._open = b
+            self._open_end = (b + 1) * bucket
+        self._open_slot = slot
         if last_dev is not None:
             change = dev - last_dev
             r2 = change * change
@@ -243,6 +281,70 @@ class Windows:
             f[_MIN][slot] = dev
         if dev > f[_MAX][slot]:
             f[_MAX][slot] = dev
+        self.last_price_ts = ts
+        self.last_dev = dev
+
+    def _next_bucket(self, ts: float, dev: float, since: float, last_dev: float,
+                     end: float, bucket: float) -> None:
+        """``add_price`` for a price in the bucket after the head when the held one lies in
+        the head (``_open``): ``end <= ts < end + bucket``, ``end`` the head's end. A token
+        ticking about once a bucket (every tick of a one-minute feed, a replay's 1m files
+        exactly on the boundary) or crossing into the next one. The general path rolls the
+        ring by one bucket (``_slot``: the new slot zeroed) and adds to it; here the new
+        slot's columns are written once, as those additions to zero leave them (``0.0 +``
+        where that can differ: -0.0), and with the same compares for the extremes."""
+        b = self._open
+        slot = self._open_slot
+        dt = end - since  # [since, end) in the head bucket
+        self._c_dev[slot] += last_dev * dt
+        self._c_cov[slot] += dt
+        below_low = last_dev < self._neg_low
+        below_high = last_dev < self._neg_high
+        if below_low:
+            self._c_low[slot] += dt
+            if below_high:
+                self._c_high[slot] += dt
+        # No min/max store for ``last_dev`` there (see ``add_price``'s short path).
+        nb = b + 1
+        new = nb % self.size
+        if ts > end:  # [end, ts) in the new bucket: ``last_dev`` held there too
+            dt = ts - end
+            self._c_dev[new] = 0.0 + last_dev * dt
+            self._c_cov[new] = dt  # > 0: ``0.0 + dt`` is ``dt``
+            self._c_low[new] = dt if below_low else 0.0
+            self._c_high[new] = dt if below_low and below_high else 0.0
+            # The empty slot's extremes (inf, -inf) against ``last_dev``.
+            low = last_dev if last_dev < math.inf else math.inf
+            high = last_dev if last_dev > -math.inf else -math.inf
+            written = nb  # the newest bucket with time held in it
+        else:  # on the boundary: the new bucket holds only the new price
+            self._c_dev[new] = 0.0
+            self._c_cov[new] = 0.0
+            self._c_low[new] = 0.0
+            self._c_high[new] = 0.0
+            low = math.inf
+            high = -math.inf
+            written = b
+        if below_low and written > self.low_b:
+            self.low_b = written
+        if below_high and written > self.high_b:
+            self.high_b = written
+        self.head = nb
+        self._open = nb
+        self._open_end = end + bucket  # (nb + 1) * bucket: both exact
+        self._open_slot = new
+        change = dev - last_dev
+        r2 = change * change
+        self._c_r2[new] = 0.0 + r2
+        dt = ts - since  # ``base_ts`` is ``since`` (``_open``)
+        if dt != self._decay_dt:
+            self._decay_dt = dt
+            self._decay = math.exp(-dt / self.base_tau)
+        self.base_s = self.base_s * self._decay + r2
+        self.base_ts = ts
+        self._c_ticks[new] = 1.0  # 0.0 + 1.0
+        self._c_min[new] = dev if dev < low else low
+        self._c_max[new] = dev if dev > high else high
         self.last_price_ts = ts
         self.last_dev = dev
 
@@ -373,13 +475,16 @@ class Windows:
             raise ValueError("window state was saved with a larger ring")
         self.head = state.head
         self._open = NEVER  # the general path first (it sets the mark again)
+        self._open_end = -math.inf
         self._flags.clear()
         if old == self.size:
             self._f = [column(v) for v in state.values]
+            self._columns()
         else:
             # A smaller ring (saved before the ring grew by one bucket): re-lay its
             # buckets on this ring's slots; the extra older slots stay empty.
             self._f = [column([empty] * self.size) for empty in _EMPTY]
+            self._columns()
             if state.head is not None:
                 for b in range(state.head - old + 1, state.head + 1):
                     for field, values in zip(self._f, state.values, strict=True):

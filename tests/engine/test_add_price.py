@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -111,3 +112,56 @@ def test_add_price_leaves_the_ring_of_the_general_path(
         fast.add_price(ts, dev)
         reference_add_price(plain, ts, dev)
         assert state(fast) == state(plain)
+
+
+# Gaps of about one bucket, from starts on and off the boundaries: nearly every price lies
+# in the bucket after the held one's, on its start or past it (a one-minute feed, a
+# replay's 1m files), which ``add_price`` writes without rolling the ring through
+# ``_slot`` (``_next_bucket``, docs/performance.md twelfth pass). A ring of one bucket
+# too: there the new bucket's slot is the held one's.
+about_one_bucket = st.one_of(
+    st.sampled_from([60.0, 60.0, 59.0, 61.0, 1.0, 119.0, 120.0, 180.0]),
+    st.floats(30, 125, allow_nan=False),
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(start=st.sampled_from([0.0, 59.0, 1_700_000_040.0, 1_700_000_020.5]),
+       steps=st.lists(st.tuples(about_one_bucket, deviations), max_size=150),
+       size=st.sampled_from([61, 7, 2, 1]),
+       lines=st.sampled_from([(LOW_LINE, HIGH_LINE), (0.01, 0.005)]))
+def test_add_price_into_the_next_bucket_leaves_the_ring_of_the_general_path(
+        start: float, steps: list[tuple[float, float]], size: int,
+        lines: tuple[float, float]) -> None:
+    fast = Windows(BUCKET, size, lines[0], lines[1], TAU)
+    plain = Windows(BUCKET, size, lines[0], lines[1], TAU)
+    ts = start
+    for gap, dev in steps:
+        ts += gap
+        fast.add_price(ts, dev)
+        reference_add_price(plain, ts, dev)
+        assert state(fast) == state(plain)
+
+
+def test_a_one_minute_feed_takes_the_next_bucket_path(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The stream above is not all general path in disguise: a feed on the minute (every
+    tick on its bucket's start) and one off it both go through ``_next_bucket``."""
+    calls: list[float] = []
+    original = Windows._next_bucket
+
+    def counted(self: Windows, *args: float) -> None:
+        calls.append(args[0])
+        original(self, *args)
+
+    monkeypatch.setattr(Windows, "_next_bucket", counted)
+    for start in (1_700_000_040.0, 1_700_000_020.5):
+        fast = Windows(BUCKET, 61, LOW_LINE, HIGH_LINE, TAU)
+        plain = Windows(BUCKET, 61, LOW_LINE, HIGH_LINE, TAU)
+        calls.clear()
+        for n in range(200):
+            ts, dev = start + 60.0 * n, -0.001 * (n % 13)
+            fast.add_price(ts, dev)
+            reference_add_price(plain, ts, dev)
+            assert state(fast) == state(plain)
+        assert len(calls) == 199  # all but the first price

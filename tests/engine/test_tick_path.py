@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from monitor.config import ModelConfig
-from monitor.engine import Engine
+from monitor.engine import Engine, Output
 from monitor.engine.windows import Windows
 from monitor.ticks import Tick, make_tick
 from tests.engine.helpers import T0, USDC
@@ -114,3 +114,38 @@ def test_last_sig_is_the_last_applied_ticks(
         duplicates = 0 if n == cut else duplicates
         duplicates += duplicate
         assert engine.stats.duplicates == duplicates
+
+
+@settings(max_examples=100, deadline=None)
+@given(parts=st.lists(st.tuples(st.integers(0, 1), st.integers(-200, 90),
+                                st.sampled_from(["1", "0.99", "0.97", "0.9"])),
+                      min_size=1, max_size=120),
+       keyed=st.booleans())
+def test_take_appends_to_the_callers_list_and_tells_late_ticks(
+        parts: list[tuple[int, int, str]], keyed: bool) -> None:
+    """``Engine.take`` (the daemon's and the replay's call) appends a tick's outputs to the
+    list it is given, after what it holds, and returns False exactly for a tick counted
+    late: the rule the daemon applied to ``process`` before (``stats.late`` moved)."""
+    from monitor.records import encode
+
+    config = ModelConfig(lateness_seconds=30, refresh_seconds=60)
+    engine, taking = Engine(config), Engine(config)
+    shared: list[Output] = []
+    expected: list[bytes] = []
+    tokens = (USDC, "0x" + "5" * 40)
+    ts = [T0, T0]
+    for which, step, price in parts:
+        ts[which] += step  # backwards now and then: late ticks
+        tick = make_tick(ts[which], "eth", tokens[which], "USDX", price, "1")
+        expected += [encode(o) for o in engine.process(tick)]
+        late = taking.stats.late
+        taken = taking.take(tick, tick.key if keyed else None, None, shared)
+        assert taken == (taking.stats.late == late)
+    expected += [encode(o) for o in engine.flush()]
+    shared += taking.flush()
+    assert [encode(o) for o in shared] == expected
+    assert engine.stats == taking.stats
+    for token in tokens:
+        key = f"eth:{token}"
+        if key in engine._tokens:
+            assert taking.export_state(key) == engine.export_state(key)
