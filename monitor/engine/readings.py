@@ -13,6 +13,7 @@ counts are integers, so they are kept incrementally (:class:`Flags`). ``window``
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Final
 
@@ -129,11 +130,15 @@ def read_fields(w: Windows, now: float,
                     append(0.0 + add[i])
                 elif wrap:
                     column = f[i]
-                    append(sum(column[a:], 0.0) + sum(column[:b + 1], 0.0) + add[i])
+                    if _NATIVE_SUM:
+                        append(_total(column, a, size - 1) + _total(column, 0, b) + add[i])
+                    else:
+                        append(sum(column[a:], 0.0) + sum(column[:b + 1], 0.0) + add[i])
                 elif a == b:  # one bucket (the 1-minute TWAP): ``sum`` of it is 0.0 + it
                     append(0.0 + f[i][a] + add[i])
                 else:
-                    append(sum(f[i][sl], 0.0) + add[i])
+                    append((_total(f[i], a, b) if _NATIVE_SUM else sum(f[i][sl], 0.0))
+                           + add[i])
             elif i == _MIN:
                 # ``min(acc, x)`` written as the builtin compares (the first of equal
                 # values wins): a two-argument builtin call iterates over a tuple.
@@ -181,9 +186,21 @@ def read_fields(w: Windows, now: float,
 #: a window's extremes with :func:`_lowest`/:func:`_highest`, native loops over the ring
 #: column (unboxed compares, no slice copy: ~1/10 of the builtins' cost a cell); run by
 #: the interpreter, a Python loop costs ~3 times the builtins over a slice, so it keeps
-#: them. The same compares in the same order: the very same float either way. (Sums stay
-#: the builtin's in both: CPython 3.12 compensates a float ``sum``, a plain loop does not.)
+#: them. The same compares in the same order: the very same float either way.
 _NATIVE: Final = not __file__.endswith(".py")
+#: Sums the same way (:func:`_total`), only on CPython 3.11: from 3.12 a float ``sum``
+#: compensates its rounding (a plain loop would not give its floats), so there both
+#: builds keep the builtin.
+_NATIVE_SUM: Final = _NATIVE and sys.version_info < (3, 12)
+
+
+def _total(column: list[float], a: int, b: int) -> float:
+    """``sum(column[a:b + 1], 0.0)`` as CPython 3.11's ``sum`` adds floats: from 0.0,
+    one addition per cell, in order."""
+    acc = 0.0
+    for k in range(a, b + 1):
+        acc += column[k]
+    return acc
 
 
 def _lowest(column: list[float], a: int, b: int) -> float:

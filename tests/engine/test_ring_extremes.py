@@ -7,6 +7,7 @@ by tests/test_compiled_build.py; this compares the loops themselves, run either 
 from __future__ import annotations
 
 import math
+import sys
 
 from hypothesis import given
 from hypothesis import strategies as st
@@ -39,3 +40,27 @@ def test_first_of_equal_values_wins() -> None:
 def test_interpreted_modules_keep_the_builtins() -> None:
     # Run from a .py file the module must not take the loops (3 times the builtins' cost).
     assert readings._NATIVE is (not readings.__file__.endswith(".py"))
+
+
+@given(column=st.lists(st.floats(allow_nan=False), min_size=1, max_size=70),
+       data=st.data())
+def test_total_is_the_builtin_sum_on_311(column: list[float], data: st.DataObject) -> None:
+    # The compiled build's sums: CPython 3.11's ``sum`` (plain additions in order). From
+    # 3.12 ``sum`` compensates and the build keeps it (``_NATIVE_SUM`` is off there).
+    a = data.draw(st.integers(0, len(column) - 1))
+    b = data.draw(st.integers(a, len(column) - 1))
+    plain = 0.0
+    for x in column[a:b + 1]:
+        plain += x
+    assert repr(readings._total(column, a, b)) == repr(plain)
+    if sys.version_info < (3, 12):
+        assert repr(readings._total(column, a, b)) == repr(sum(column[a:b + 1], 0.0))
+    else:
+        assert not readings._NATIVE_SUM
+
+
+def test_total_adds_in_order() -> None:
+    # An order-sensitive sum: any other order gives another float.
+    column = [1e16, 1.0, -1e16, 1.0, 3.0]
+    assert repr(readings._total(column, 0, 4)) == repr(sum(column, 0.0)) == "4.0"
+    assert repr(readings._total(column, 1, 3)) == repr(sum(column[1:4], 0.0))
