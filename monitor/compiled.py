@@ -24,7 +24,7 @@ MODULES = ("monitor/engine/windows.py", "monitor/engine/readings.py",
            "monitor/engine/ringfields.py", "monitor/engine/signals.py",
            "monitor/engine/rating.py", "monitor/engine/tiers.py",
            "monitor/engine/memo.py", "monitor/engine/params.py",
-           "monitor/engine/figures.py",
+           "monitor/engine/figures.py", "monitor/engine/rounding.py",
            "monitor/engine/steady.py", "monitor/engine/engine.py", "monitor/tickfiles.py",
            "monitor/timefmt.py", "monitor/replay.py")
 ENV = "DEPEG_MONITOR_COMPILED"

@@ -31,6 +31,7 @@ from ..timefmt import format_ts
 from .figures import figures_of
 from .params import params
 from .rating import Held, publish_rating
+from .rounding import NATIVE, round_to
 from .saved import Saved as _Saved
 from .signals import Observations
 from .steady import Steady, steady_figures_of
@@ -459,7 +460,9 @@ class Engine:
         else:
             self._stamp = stamp = format_ts(now)
             self._stamp_at = now
-        deviation_pct = round(deviation * 100.0, 4)
+        # ``round`` with digits; compiled, mostly without its decimal conversion.
+        deviation_pct = round_to(deviation * 100.0, 4, 1e4) if NATIVE \
+            else round(deviation * 100.0, 4)
         if snap:
             metrics["rating_raw"] = raw  # keys evaluate placed: no kwargs dict, no update
             metrics["rating_floor"] = floor

@@ -9,6 +9,7 @@ from typing import Final
 from ..records import SignalValue
 from .params import Params
 from .readings import read_fields
+from .rounding import NATIVE, round_to
 from .windows import Windows
 
 
@@ -232,10 +233,13 @@ def combine(signals: tuple[Signal, ...], weights: tuple[float, ...], detail: boo
         if detail:
             # 0.0 and 1.0 (unobserved, clamped, quiet signals: most of them) are their
             # own roundings, sign included; ``round`` with digits costs a decimal
-            # conversion. Positional fields: the struct's order (records.SignalValue).
+            # conversion (compiled, ``round_to`` mostly does without: rounding.py).
+            # Positional fields: the struct's order (records.SignalValue).
             values.append(SignalValue(
-                name, value, score if score == 0.0 or score == 1.0 else round(score, 6),
-                w, points if points == 0.0 else round(points, 4), observed))
+                name, value, score if score == 0.0 or score == 1.0
+                else round_to(score, 6, 1e6) if NATIVE else round(score, 6),
+                w, points if points == 0.0
+                else round_to(points, 4, 1e4) if NATIVE else round(points, 4), observed))
     # ``min(100.0, max(0.0, total))`` as the builtins compare (the first of equal values
     # wins: -0.0 and NaN give 0.0); the bounds (+0.0 and 100.0: a quiet token's rating,
     # a clamped one) are their own ``round(x, 2)``, which costs a decimal conversion.
@@ -243,4 +247,4 @@ def combine(signals: tuple[Signal, ...], weights: tuple[float, ...], detail: boo
         return 0.0, values, observed_weight
     if not total < 100.0:
         return 100.0, values, observed_weight
-    return round(total, 2), values, observed_weight
+    return round_to(total, 2, 100.0) if NATIVE else round(total, 2), values, observed_weight
