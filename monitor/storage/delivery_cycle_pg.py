@@ -14,20 +14,12 @@ What the CTEs do, in the order of the SQLite cycle:
 
 * ``recorded``/``history``: every outcome is written where the claim is still held and
   the delivery is not a success (``RETURNING`` says which), with its history row;
-* ``pending``/``failed``: the due candidates of each status (id, time, endpoint),
-  oldest first, walking the ``(status, next_attempt_at)`` index, not locked. Deliveries
-  with an outcome in this cycle are left out: all CTEs see one snapshot, and one
-  statement must not update a row twice;
-* ``ranked``/``chosen``: Python's ``_pick`` in SQL: a row is taken when its rank within
-  its endpoint is within that endpoint's room and it is among the first ``limit`` such
-  rows;
-* ``picked``: the chosen rows in full (subscription, event payload), locked
-  ``FOR UPDATE OF d SKIP LOCKED`` (two workers never claim the same row) with the row's
-  own due tests again: a row another transaction holds is skipped, one another worker
-  claimed since this statement's snapshot is re-tested in its newest version and left
-  out. Only these rows are locked and joined: a read returns ~3 candidates per delivery
-  claimed, and locking every one (a WAL record each) and joining its event cost the
-  server as much for the rows left behind as for those taken;
+* ``pending``/``failed``: the due rows of each status, oldest first, walking the
+  ``(status, next_attempt_at)`` index, locked ``FOR UPDATE OF d SKIP LOCKED`` (two workers
+  never claim the same row). Deliveries with an outcome in this cycle are left out: all
+  CTEs see one snapshot, and one statement must not update a row twice;
+* ``picked``: Python's ``_pick`` in SQL: a row is taken when its rank within its endpoint
+  is within that endpoint's room and it is among the first ``limit`` such rows;
 * ``begun``/``gave_up``/``interrupted``: one attempt counted for each picked delivery
   before anything is sent, or ``max_retries_exceeded`` when its attempts were all used by
   interrupted sends; the last counted attempt of a delivery taken again gets its
@@ -44,29 +36,12 @@ from typing import Any
 from .db import PostgresDatabase
 from .deliveries import _DUE_SELECT, INTERRUPTED, DueDelivery
 
-#: Rows with an outcome in this cycle are left out by ``d.id <> ALL($1)``, but only where
-#: the lease has run out: such a row holds this worker's claim, so its ``lease_until`` is
-#: set (a claim sets token and lease together, everything else clears both), and a row
-#: whose lease is still running is left out by the lease test already. A never-claimed
-#: row (``lease_until IS NULL``, every row of a backlog) skips the comparison with each of
-#: the cycle's ~40 outcome ids (a generic plan cannot hash a parameter array).
-_DUE_ROW = (
-    " AND d.next_attempt_at <= $12"
-    " AND (d.lease_until IS NULL OR (d.lease_until < $12 AND d.id <> ALL($1::text[])))"
-)
-_DUE_SUBSCRIPTION = (
+_DUE_WHERE = (
+    " AND d.next_attempt_at <= $12 AND (d.lease_until IS NULL OR d.lease_until < $12)"
     " AND s.is_active = 1 AND s.deleted_at IS NULL"
     " AND d.api_key_id IN (SELECT id FROM api_keys WHERE revoked_at IS NULL)"
-)
-#: The candidates: ids, times and endpoints only, not locked. A read returns ~3 rows per
-#: delivery claimed (the endpoints' rooms bind before the limit does), and locking each
-#: row read (a WAL record and a dirtied page per row) and joining its event cost the
-#: server as much for the rows left behind as for the ones taken.
-_CANDIDATES = (
-    "SELECT d.id, d.next_attempt_at, s.endpoint FROM webhook_deliveries d"
-    " JOIN webhook_subscriptions s ON s.id = d.subscription_id"
-    " WHERE d.status = '{status}'" + _DUE_ROW + _DUE_SUBSCRIPTION
-    + " AND s.endpoint <> ALL($14::text[]) ORDER BY d.next_attempt_at LIMIT $13"
+    " AND s.endpoint <> ALL($14::text[]) AND d.id <> ALL($1::text[])"
+    " ORDER BY d.next_attempt_at LIMIT $13 FOR UPDATE OF d SKIP LOCKED"
 )
 _COLUMNS = ("id, subscription_id, api_key_id, event_id, event_type, status, attempts,"
             " created_at, next_attempt_at, webhook_url, endpoint, secret_sealed,"
@@ -88,20 +63,15 @@ CYCLE_SQL = (
     " v.latency, v.error FROM v JOIN recorded r ON r.id = v.id"
     " ON CONFLICT (delivery_id, attempt) DO UPDATE SET status_code = excluded.status_code,"
     " latency_ms = excluded.latency_ms, error = excluded.error),"
-    f" pending AS ({_CANDIDATES.format(status='pending')}),"
-    f" failed AS ({_CANDIDATES.format(status='failed')}),"
-    " ranked AS (SELECT due.id, due.next_attempt_at, row_number() OVER (PARTITION BY"
-    " due.endpoint ORDER BY due.next_attempt_at, due.id) AS rank, COALESCE(room.n, $17)"
-    " AS room FROM (SELECT * FROM pending UNION ALL SELECT * FROM failed) due"
-    " LEFT JOIN unnest($15::text[], $16::int[]) AS room(e, n) ON room.e = due.endpoint),"
-    " chosen AS MATERIALIZED (SELECT id FROM ranked WHERE rank <= room ORDER BY next_attempt_at, id"
-    " LIMIT $18),"
-    # Locked here, the chosen rows only; SKIP LOCKED: two workers never claim one row.
-    # The row's own tests again: a row another worker claimed or finished since this
-    # statement's snapshot is re-checked in its newest version and left out.
-    f" picked AS ({_DUE_SELECT} WHERE d.id IN (SELECT id FROM chosen)"
-    " AND d.status IN ('pending', 'failed')" + _DUE_ROW + _DUE_SUBSCRIPTION
-    + " FOR UPDATE OF d SKIP LOCKED),"
+    f" pending AS ({_DUE_SELECT} WHERE d.status = 'pending'{_DUE_WHERE}),"
+    f" failed AS ({_DUE_SELECT} WHERE d.status = 'failed'{_DUE_WHERE}),"
+    f" due AS (SELECT {_COLUMNS} FROM pending UNION ALL SELECT {_COLUMNS} FROM failed),"
+    " ranked AS (SELECT due.*, row_number() OVER (PARTITION BY due.endpoint"
+    " ORDER BY due.next_attempt_at, due.id) AS rank, COALESCE(room.n, $17) AS room"
+    " FROM due LEFT JOIN unnest($15::text[], $16::int[]) AS room(e, n)"
+    " ON room.e = due.endpoint),"
+    f" picked AS (SELECT {_COLUMNS} FROM ranked WHERE rank <= room"
+    " ORDER BY next_attempt_at, id LIMIT $18),"
     " begun AS (UPDATE webhook_deliveries d SET lease_token = $19, lease_until = $20,"
     " attempts = p.attempts + 1, updated_at = $12 FROM picked p"
     " WHERE d.id = p.id AND p.attempts < $21),"
@@ -112,14 +82,10 @@ CYCLE_SQL = (
     " interrupted AS (INSERT INTO webhook_attempts (delivery_id, attempt, manual,"
     " started_at, status_code, latency_ms, error) SELECT p.id, p.attempts, 0, $12, NULL, 0,"
     " $22 FROM picked p WHERE p.attempts > 0 ON CONFLICT (delivery_id, attempt) DO NOTHING)"
-    # The picked rows, then ONE row of what the cycle recorded and read (NULL id, so
-    # last in this order): the recorded ids once per cycle, not repeated in every picked
-    # row (~40 ids in each of ~40 rows, sent and decoded each cycle).
-    " SELECT NULL AS recorded, NULL AS pending, NULL AS failed, p.* FROM picked p"
-    " UNION ALL SELECT (SELECT array_agg(id) FROM recorded), (SELECT count(*) FROM pending),"
-    " (SELECT count(*) FROM failed), NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,"
-    " NULL, NULL, NULL, NULL, NULL, NULL"
-    " ORDER BY next_attempt_at, id"
+    " SELECT m.recorded, m.pending, m.failed, p.* FROM (SELECT"
+    " (SELECT array_agg(id) FROM recorded) AS recorded,"
+    " (SELECT count(*) FROM pending) AS pending, (SELECT count(*) FROM failed) AS failed) m"
+    " LEFT JOIN picked p ON true ORDER BY p.next_attempt_at, p.id"
 )
 
 
@@ -140,13 +106,11 @@ async def pg_cycle(db: PostgresDatabase, outcome_columns: Sequence[Sequence[Any]
         # LIMIT 0 reads nothing; the other values are never used.
         claim = (0.0, 0, [], [], [], 0, 0, "", 0.0, 0)
     rows = await db.fetch_pinned(CYCLE_SQL, *outcome_columns, *claim, INTERRUPTED)
-    last = rows[-1]  # the cycle's own row: a picked row's next_attempt_at is never NULL
-    if last[3] is not None:  # the statement's shape changed without this reader
-        raise RuntimeError("delivery cycle: the cycle's summary row is not last")
-    recorded = set(last[0] or ())
+    first = rows[0]
+    recorded = set(first["recorded"] or ())
     # By position (the final SELECT: recorded, pending, failed, then _COLUMNS in order):
     # fifteen lookups by name per delivery cost more than building the delivery.
     picked = [(float(r[11]), DueDelivery(
         r[3], r[4], r[5], r[6], r[7], r[8], r[9], r[10], r[12], r[13], r[14], r[15], r[16],
-        r[17].encode("utf-8"))) for r in rows[:-1]]
-    return recorded, picked, int(last[1]), int(last[2])
+        r[17].encode("utf-8"))) for r in rows if r[3] is not None]
+    return recorded, picked, int(first["pending"]), int(first["failed"])
