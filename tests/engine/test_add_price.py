@@ -95,6 +95,20 @@ deviations = st.one_of(
 )
 
 
+def _assert_same_ring(start: float, steps: list[tuple[float, float]], size: int,
+                      lines: tuple[float, float]) -> None:
+    """Feed the same prices to ``add_price`` and to the reference general path; the ring
+    and every mark must agree after each one."""
+    fast = Windows(BUCKET, size, lines[0], lines[1], TAU)
+    plain = Windows(BUCKET, size, lines[0], lines[1], TAU)
+    ts = start
+    for gap, dev in steps:
+        ts += gap
+        fast.add_price(ts, dev)
+        reference_add_price(plain, ts, dev)
+        assert state(fast) == state(plain)
+
+
 @settings(max_examples=400, deadline=None)
 @given(start=st.one_of(st.floats(0, 120, allow_nan=False),
                        st.sampled_from([1_700_000_000.0, 1_700_000_020.5, -90.0])),
@@ -104,14 +118,7 @@ deviations = st.one_of(
 def test_add_price_leaves_the_ring_of_the_general_path(
         start: float, steps: list[tuple[float, float]], size: int,
         lines: tuple[float, float]) -> None:
-    fast = Windows(BUCKET, size, lines[0], lines[1], TAU)
-    plain = Windows(BUCKET, size, lines[0], lines[1], TAU)
-    ts = start
-    for gap, dev in steps:
-        ts += gap
-        fast.add_price(ts, dev)
-        reference_add_price(plain, ts, dev)
-        assert state(fast) == state(plain)
+    _assert_same_ring(start, steps, size, lines)
 
 
 # Gaps of about one bucket, from starts on and off the boundaries: nearly every price lies
@@ -133,14 +140,7 @@ about_one_bucket = st.one_of(
 def test_add_price_into_the_next_bucket_leaves_the_ring_of_the_general_path(
         start: float, steps: list[tuple[float, float]], size: int,
         lines: tuple[float, float]) -> None:
-    fast = Windows(BUCKET, size, lines[0], lines[1], TAU)
-    plain = Windows(BUCKET, size, lines[0], lines[1], TAU)
-    ts = start
-    for gap, dev in steps:
-        ts += gap
-        fast.add_price(ts, dev)
-        reference_add_price(plain, ts, dev)
-        assert state(fast) == state(plain)
+    _assert_same_ring(start, steps, size, lines)
 
 
 def test_a_one_minute_feed_takes_the_next_bucket_path(
