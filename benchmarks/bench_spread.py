@@ -11,10 +11,12 @@ worst interleaving), which must be 0.
 
 from __future__ import annotations
 
+import argparse
 import random
-import sys
 import time
 from collections.abc import Callable
+
+from common import fail_on_errors
 
 from monitor.config import Config
 from monitor.engine import Engine
@@ -55,9 +57,18 @@ def timed(label: str, n: int, fn: object) -> float:
 
 
 def main() -> None:
-    assets, chains, hours = (int(sys.argv[1]) if len(sys.argv) > 1 else 50,
-                             int(sys.argv[2]) if len(sys.argv) > 2 else 3,
-                             float(sys.argv[3]) if len(sys.argv) > 3 else 24.0)
+    parser = argparse.ArgumentParser(
+        description="Cost of the cross-chain spread stage, and replay with and without it "
+                    "(synthetic assets, one tick per chain per minute).")
+    parser.add_argument("assets", nargs="?", type=int, default=50, help="assets (default 50)")
+    parser.add_argument("chains", nargs="?", type=int, default=3,
+                        help=f"chains per asset, at most {len(CHAINS)} (default 3)")
+    parser.add_argument("hours", nargs="?", type=float, default=24.0,
+                        help="hours of event time (default 24)")
+    args = parser.parse_args()
+    if not 1 <= args.chains <= len(CHAINS):
+        parser.error(f"chains must be 1..{len(CHAINS)}")
+    assets, chains, hours = args.assets, args.chains, args.hours
     amap, ticks = market(assets, chains, hours)
     config = Config()
     n = len(ticks)
@@ -83,6 +94,7 @@ def main() -> None:
         other.extend(s2.process(t, _constant(i == n - 1)))
     errors = len(set(_key(merged)) ^ set(_key(other)))
     print(f"observations: {len(merged):,}; differing when read chain by chain: {errors}")
+    fail_on_errors(errors, "the chain-by-chain read")
 
 
 def _key(ticks: list[Tick]) -> list[tuple[float, str, float | None, int | None]]:

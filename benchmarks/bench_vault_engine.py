@@ -10,11 +10,13 @@ exception out of the engine; both must be 0. Prints figures; asserts nothing.
 
 from __future__ import annotations
 
+import argparse
 import os
 import platform
-import sys
 import time
 import tracemalloc
+
+from common import fail_on_errors
 
 from monitor.vaults.config import VaultsConfig
 from monitor.vaults.depeg_link import DepegChange
@@ -25,8 +27,17 @@ from producers.vault_synthetic import generate_facts, make_vaults
 
 
 def main() -> None:
-    vaults = int(sys.argv[1]) if len(sys.argv) > 1 else 10_000
-    per_vault = int(sys.argv[2]) if len(sys.argv) > 2 else 5
+    parser = argparse.ArgumentParser(
+        description="Vault facts per second through the vault engine, counting errors, and "
+                    "the cost of a depeg re-rating every holder of the token.")
+    parser.add_argument("vaults", nargs="?", type=int, default=10_000,
+                        help="synthetic vaults (default 10,000)")
+    parser.add_argument("updates_per_vault", nargs="?", type=int, default=5,
+                        help="fact records per vault, an hour apart (default 5)")
+    args = parser.parse_args()
+    if args.vaults < 1 or args.updates_per_vault < 1:
+        parser.error("vaults and updates_per_vault must be at least 1")
+    vaults, per_vault = args.vaults, args.updates_per_vault
     specs = make_vaults(vaults, seed=1, tokens=40)
     raw = [encode_update(u) for u in generate_facts(
         specs, seed=1, start=1_700_000_000.0, interval=3600.0,
@@ -57,6 +68,7 @@ def main() -> None:
     print(f"load average now:          {os.getloadavg()[0]:10.1f}")
     print(f"rating records written:    {records:10,}")
     print(f"errors:                    {errors:10,}")
+    fail_on_errors(errors, "the vault engine runs")
     # Memory of the vault states alone (one full fact record per vault).
     tracemalloc.start()
     sized = VaultEngine(VaultsConfig())
