@@ -13,11 +13,11 @@ import aiohttp
 from monitor.api.app import create_app
 from monitor.api.context import TICKS
 from monitor.api.rwa.cache import ReadCache
-from monitor.config import ApiConfig, Config, RegistryConfig
+from monitor.config import ApiConfig, Config
 from monitor.registry import parse_registry
 from monitor.storage import connect
 from monitor.storage.ratings import RatingsStore
-from tests.readapi_support import T0, api_headers, population, serve, snapshot
+from tests.readapi_support import T0, api_headers, population, registry_file, serve, snapshot
 
 PATHS = ["/rwa", "/rwa?sort=symbol&order=asc&pageSize=7&page=2", "/rwa?tier=critical&limit=5",
          "/rwa/0x0000000000000000000000000000000000000001?hours=48"]
@@ -26,8 +26,7 @@ PATHS = ["/rwa", "/rwa?sort=symbol&order=asc&pageSize=7&page=2", "/rwa?tier=crit
 async def test_writes_by_another_connection_show_within_the_check_interval(
         storage_url: str, tmp_path: Path) -> None:
     snaps, registry_text = population(40)
-    reg_path = tmp_path / "tokens.toml"
-    reg_path.write_text(registry_text)
+    registry = registry_file(tmp_path, registry_text)
     api_db, writer_db = await connect(storage_url), await connect(storage_url)
     try:
         await RatingsStore(api_db).migrate()
@@ -36,7 +35,7 @@ async def test_writes_by_another_connection_show_within_the_check_interval(
         # The version is trusted for 0.1 s of the app's monotonic clock, injected here, and
         # bodies built before a write are served for at most 0.1 s after it was noticed.
         config = Config(api=ApiConfig(ratings_check_seconds=0.1),
-                        registry=RegistryConfig(path=str(reg_path)))
+                        registry=registry)
         app = create_app(config, api_db)
         ticks = [1000.0]
         app[TICKS] = lambda: ticks[0]
@@ -81,7 +80,7 @@ async def test_writes_by_another_connection_show_within_the_check_interval(
             assert (await bodies())[0] != after[0]
 
             # What the cache serves is what a fresh app on the same data builds.
-            fresh = create_app(Config(registry=RegistryConfig(path=str(reg_path))), api_db)
+            fresh = create_app(Config(registry=registry), api_db)
             async with serve(fresh) as base2:  # (it loads the whole registry file back)
                 ticks[0] += 0.1  # (a write, shown by the first app once the bound passed)
                 await bodies()
