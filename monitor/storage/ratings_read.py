@@ -11,7 +11,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .db import Database, Row
-from .sqlparts import Params, byte_order, keyset_page, like_pattern, nulls_last, split_page
+from .sqlparts import (
+    Params,
+    byte_order,
+    keyset_page,
+    like_pattern,
+    newest_in_window,
+    nulls_last,
+    split_page,
+)
 
 #: Sort name -> SQL expression over ``rating_latest l`` joined with ``token_registry r``.
 SORT_EXPRESSIONS = {
@@ -135,12 +143,9 @@ async def find_latest(db: Database, address: str, chain: str | None) -> list[Row
 async def history(db: Database, chain: str, address: str, start: float, end: float,
                   cap: int) -> list[Row]:
     """The newest ``cap`` points of the window, oldest first."""
-    rows = await db.fetch(
-        "SELECT ts, rating, tier, deviation_pct, price_usd, peg_usd FROM rating_history"
-        " WHERE chain = $1 AND token_address = $2 AND ts >= $3 AND ts <= $4"
-        " ORDER BY ts DESC LIMIT $5", chain, address, start, end, cap)
-    rows.reverse()
-    return rows
+    return await newest_in_window(
+        db, "ts, rating, tier, deviation_pct, price_usd, peg_usd", "rating_history",
+        "token_address", chain, address, start, end, cap)
 
 
 async def tier_changes(db: Database, chain: str, address: str, start: float, end: float,

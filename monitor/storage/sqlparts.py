@@ -1,4 +1,5 @@
-"""Small pieces the read queries share: numbered parameters, LIKE patterns and keyset pages.
+"""Small pieces the read queries share: numbered parameters, LIKE patterns, keyset pages
+and history windows.
 
 A list query orders by a total order (sort key, chain, address) so offset pages and keyset
 (cursor) pages are disjoint and complete; the helpers below write that order once.
@@ -8,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .db import Row
+from .db import Database, Row
 
 #: Stands in for a missing sort value, past every real one in the sort's direction.
 _BIG = 1e300
@@ -74,3 +75,16 @@ def split_page(rows: list[Row], limit: int,
     rows = rows[:limit]
     last = rows[-1] if rows else None
     return rows, more, (last["sort_key"], last["chain"], last[address]) if last else None
+
+
+async def newest_in_window(db: Database, columns: str, table: str, key_column: str,
+                           chain: str, key: str, start: float, end: float,
+                           cap: int) -> list[Row]:
+    """The newest ``cap`` rows of one chain and key's history with ``start <= ts <= end``,
+    oldest first: a window longer than ``cap`` points keeps its recent end."""
+    rows = await db.fetch(
+        f"SELECT {columns} FROM {table}"
+        f" WHERE chain = $1 AND {key_column} = $2 AND ts >= $3 AND ts <= $4"
+        " ORDER BY ts DESC LIMIT $5", chain, key, start, end, cap)
+    rows.reverse()
+    return rows

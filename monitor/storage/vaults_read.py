@@ -21,7 +21,15 @@ from typing import Any
 import msgspec
 
 from .db import Database, Row
-from .sqlparts import Params, byte_order, keyset_page, like_pattern, nulls_last, split_page
+from .sqlparts import (
+    Params,
+    byte_order,
+    keyset_page,
+    like_pattern,
+    newest_in_window,
+    nulls_last,
+    split_page,
+)
 
 #: Sort value -> (SQL expression over ``vaults v``, direction, nullable).
 SORTS: dict[str, tuple[str, str, bool]] = {
@@ -262,11 +270,9 @@ class HistoryPoint:
 async def rating_history(db: Database, chain: str, vault: str, start: float, end: float,
                          cap: int) -> list[HistoryPoint]:
     """The newest ``cap`` rating records of the window [start, end], oldest first."""
-    rows = await db.fetch(
-        "SELECT ts, rating, tier, verdict, tags, attention_needed FROM vault_rating_history"
-        " WHERE chain = $1 AND vault = $2 AND ts >= $3 AND ts <= $4"
-        " ORDER BY ts DESC LIMIT $5", chain, vault, start, end, cap)
-    rows.reverse()
+    rows = await newest_in_window(
+        db, "ts, rating, tier, verdict, tags, attention_needed", "vault_rating_history",
+        "vault", chain, vault, start, end, cap)
     return [HistoryPoint(float(r["ts"]), r["rating"], r["tier"], r["verdict"],
                          tuple(t for t in r["tags"].split(",") if t),
                          bool(r["attention_needed"])) for r in rows]
