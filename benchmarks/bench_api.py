@@ -35,11 +35,15 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ProcessPoolExecutor
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import aiohttp
+from aiohttp import web
 from common import (
     add_backend_args,
     emit,
@@ -117,9 +121,15 @@ async def seed(url: str, tokens: int, days: int, registry: Path) -> tuple[float,
     return took, key
 
 
-def _serve(url: str, registry: str, port: int) -> None:
-    from aiohttp import web
+async def serve_app(app: web.Application, port: int) -> None:
+    """Serve ``app`` on 127.0.0.1:``port`` (no access log) until the process is stopped."""
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", port).start()
+    await asyncio.Event().wait()
 
+
+def _serve(url: str, registry: str, port: int) -> None:
     from monitor.api.app import create_app
     from monitor.config import ApiConfig, Config, KeyRateLimit, RegistryConfig
 
@@ -129,19 +139,14 @@ def _serve(url: str, registry: str, port: int) -> None:
         # production) but never answers 429, so this measures the server.
         api = ApiConfig(key_rate_limits={"bench": KeyRateLimit(per_second=1e6,
                                                                 burst=1_000_000)})
-        app = create_app(Config(api=api, registry=RegistryConfig(path=registry)), db)
-        runner = web.AppRunner(app, access_log=None)
-        await runner.setup()
-        await web.TCPSite(runner, "127.0.0.1", port).start()
-        await asyncio.Event().wait()
+        await serve_app(create_app(Config(api=api, registry=RegistryConfig(path=registry)), db),
+                        port)
 
     asyncio.run(main())
 
 
 def _serve_bare(size: int, port: int) -> None:
     """The limit: the same HTTP stack answering every GET with ``size`` fixed bytes."""
-    from aiohttp import web
-
     body = b"x" * size
 
     async def handler(_request: web.Request) -> web.Response:
@@ -150,10 +155,7 @@ def _serve_bare(size: int, port: int) -> None:
     async def main() -> None:
         app = web.Application()
         app.router.add_get("/{tail:.*}", handler)
-        runner = web.AppRunner(app, access_log=None)
-        await runner.setup()
-        await web.TCPSite(runner, "127.0.0.1", port).start()
-        await asyncio.Event().wait()
+        await serve_app(app, port)
 
     asyncio.run(main())
 
@@ -301,6 +303,12 @@ class LoadTool:
         self.pool.shutdown()
 
 
+def add_load_args(parser: argparse.ArgumentParser) -> None:
+    """``--seconds`` (of load per case) and ``--concurrency`` (connections at once)."""
+    parser.add_argument("--seconds", type=float, default=10.0)
+    parser.add_argument("--concurrency", type=int, default=16)
+
+
 async def wait_up(base: str) -> None:
     deadline = time.monotonic() + 60
     async with aiohttp.ClientSession() as s:
@@ -313,6 +321,22 @@ async def wait_up(base: str) -> None:
                 pass
             await asyncio.sleep(0.2)
     raise RuntimeError("server did not come up")
+
+
+@asynccontextmanager
+async def server_process(target: Callable[..., None], *args: Any) -> AsyncIterator[str]:
+    """``target(*args, port)`` in its own (spawned) process on a free port: yields its base
+    URL once it answers, and terminates it on the way out (also when the benchmark fails)."""
+    port = free_port()
+    proc = mp.get_context("spawn").Process(target=target, args=(*args, port), daemon=True)
+    proc.start()
+    base = f"http://127.0.0.1:{port}"
+    try:
+        await wait_up(base)
+        yield base
+    finally:
+        proc.terminate()
+        proc.join(10)
 
 
 async def headline(kind: str, name: str, base: str, bare_base: str, paths: list[str],
@@ -397,13 +421,7 @@ async def run_one(kind: str, url: str, args: argparse.Namespace, tmp: Path,
     points = int(args.days * 86400 / STEP)
     print(f"[{kind}] seeded {args.tokens} tokens x {points} points "
           f"({args.tokens * points:,} rows) in {took:.1f}s", flush=True)
-    port = free_port()
-    proc = mp.get_context("spawn").Process(target=_serve, args=(url, str(registry), port),
-                                           daemon=True)
-    proc.start()
-    base = f"http://127.0.0.1:{port}"
-    try:
-        await wait_up(base)
+    async with server_process(_serve, url, str(registry)) as base:
         rnd = random.Random(2)
         # One token's detail for the headline (24 h: 288 points), the default window.
         detail = f"/rwa/{address(3)}?chain={CHAINS[3 % 7]}"
@@ -424,18 +442,9 @@ async def run_one(kind: str, url: str, args: argparse.Namespace, tmp: Path,
         total_errors = 0
         for name, paths in headlines.items():
             size = await body_size(base, paths[0], key)
-            bare_port = free_port()
-            bare_proc = mp.get_context("spawn").Process(target=_serve_bare,
-                                                        args=(size, bare_port), daemon=True)
-            bare_proc.start()
-            try:
-                bare_base = f"http://127.0.0.1:{bare_port}"
-                await wait_up(bare_base)
+            async with server_process(_serve_bare, size) as bare_base:
                 total_errors += await headline(kind, name, base, bare_base, paths, size, tool,
                                                key, args)
-            finally:
-                bare_proc.terminate()
-                bare_proc.join(10)
         # Before the cases below: their many cold builds of large bodies keep the server
         # busy for a while after their load stops, which would land on this one.
         got, writes = await while_writing(url, tool, base, ["/rwa"], key, args)
@@ -448,9 +457,6 @@ async def run_one(kind: str, url: str, args: argparse.Namespace, tmp: Path,
             total_errors += got.errors
             print(f"[{kind}] {name:<44} {got.line()}  body {size:,} B", flush=True)
         fail_on_errors(total_errors, f"the {kind} runs")
-    finally:
-        proc.terminate()
-        proc.join(10)
 
 
 async def main() -> int:
@@ -459,8 +465,7 @@ async def main() -> int:
     add_backend_args(parser)
     parser.add_argument("--tokens", type=int, default=1000)
     parser.add_argument("--days", type=float, default=7.0)
-    parser.add_argument("--seconds", type=float, default=10.0)
-    parser.add_argument("--concurrency", type=int, default=16)
+    add_load_args(parser)
     parser.add_argument("--rounds", type=int, default=3,
                         help="interleaved rounds of each headline case and its limit")
     parser.add_argument("--write-every", type=float, default=0.5,

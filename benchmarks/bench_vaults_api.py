@@ -15,18 +15,16 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import multiprocessing as mp
 import random
 import sys
 import tempfile
 import time
 import uuid
 
-from bench_api import hammer, wait_up
+from bench_api import add_load_args, hammer, serve_app, server_process
 from common import add_backend_args, on_each_backend
 
 from consumers.vault_store import fold_facts, rating_row
-from monitor.kafka.embedded import free_port
 from monitor.storage import connect
 from monitor.storage.vaults import FactsUpdate, VaultStore
 from monitor.storage.webhooks import WebhookStore, migrate_webhooks
@@ -79,19 +77,13 @@ async def seed(url: str, vaults: int, rounds: int) -> tuple[float, str, list[tup
 
 
 def _serve(url: str, port: int) -> None:
-    from aiohttp import web
-
     from monitor.api.app import create_app
     from monitor.config import ApiConfig, Config
 
     async def main() -> None:
         db = await connect(url)
         # No per-key rate limit: this measures the server, not the limiter's 429s.
-        app = create_app(Config(api=ApiConfig(rate_limit_per_second=0)), db)
-        runner = web.AppRunner(app, access_log=None)
-        await runner.setup()
-        await web.TCPSite(runner, "127.0.0.1", port).start()
-        await asyncio.Event().wait()
+        await serve_app(create_app(Config(api=ApiConfig(rate_limit_per_second=0)), db), port)
 
     asyncio.run(main())
 
@@ -99,12 +91,7 @@ def _serve(url: str, port: int) -> None:
 async def run_one(kind: str, url: str, args: argparse.Namespace) -> None:
     took, key, vaults = await seed(url, args.vaults, args.rounds)
     print(f"[{kind}] seeded {args.vaults:,} vaults in {took:.1f}s", flush=True)
-    port = free_port()
-    proc = mp.get_context("spawn").Process(target=_serve, args=(url, port), daemon=True)
-    proc.start()
-    base = f"http://127.0.0.1:{port}"
-    try:
-        await wait_up(base)
+    async with server_process(_serve, url) as base:
         rnd = random.Random(2)
         cases = {
             "GET /vaults (default: page 1 of 50, score_desc)": ["/vaults"],
@@ -125,9 +112,6 @@ async def run_one(kind: str, url: str, args: argparse.Namespace) -> None:
                                                         args.concurrency, key)
             print(f"[{kind}] {name:<52} {rps:8.1f} req/s  median {median * 1000:7.1f} ms"
                   f"  p99 {p99 * 1000:7.1f} ms  non-200 {errors}", flush=True)
-    finally:
-        proc.terminate()
-        proc.join(10)
 
 
 async def main() -> int:
@@ -137,8 +121,7 @@ async def main() -> int:
     parser.add_argument("--vaults", type=int, default=10_000)
     parser.add_argument("--rounds", type=int, default=3,
                         help="fact update rounds after the first full record (history)")
-    parser.add_argument("--seconds", type=float, default=10.0)
-    parser.add_argument("--concurrency", type=int, default=16)
+    add_load_args(parser)
     args = parser.parse_args()
     print(f"python {sys.version.split()[0]}, {args.concurrency} concurrent clients, "
           f"{args.seconds:g}s per case; server in its own process", flush=True)

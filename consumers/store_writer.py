@@ -16,7 +16,7 @@ import sqlite3
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import asyncpg
 import msgspec
@@ -54,6 +54,7 @@ log = get_logger(__name__)
 #: Retention runs this often (wall clock) while the writer is up.
 RETENTION_INTERVAL_SECONDS = 3600.0
 _TIERS = frozenset(t.value for t in Tier)
+T = TypeVar("T")
 
 
 class BadRecord(ValueError):
@@ -74,29 +75,26 @@ def _check(chain: str, token: str, timestamp: str, *tiers: str) -> None:
             raise BadRecord(f"unknown tier {tier[:20]!r}")
 
 
-def _no_nul(raw: bytes) -> None:
+def _decoded(decode: Callable[[bytes], T], raw: bytes) -> T:
+    """``decode(raw)``; what it cannot decode is a :class:`BadRecord`."""
     # Valid JSON may carry "\u0000", which PostgreSQL text refuses: a record that could
     # never be written must not block the partition behind it.
     if b"\\u0000" in raw:
         raise BadRecord("NUL character in a string")
+    try:
+        return decode(raw)
+    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+        raise BadRecord(str(exc)) from None
 
 
 def parse_snapshot(raw: bytes) -> RatingSnapshot:
-    _no_nul(raw)
-    try:
-        s = decode_snapshot(raw)
-    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-        raise BadRecord(str(exc)) from None
+    s = _decoded(decode_snapshot, raw)
     _check(s.chain, s.token_address, s.timestamp, s.tier)
     return s
 
 
 def parse_event(raw: bytes) -> TierChangeEvent:
-    _no_nul(raw)
-    try:
-        e = decode_event(raw)
-    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-        raise BadRecord(str(exc)) from None
+    e = _decoded(decode_event, raw)
     _check(e.data.chain, e.data.token_address, e.timestamp, e.data.old_tier, e.data.new_tier)
     return e
 

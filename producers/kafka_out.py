@@ -11,7 +11,9 @@ that had been handed to the producer.
 from __future__ import annotations
 
 import asyncio
+import sys
 from collections import deque
+from collections.abc import Callable, Coroutine
 from types import TracebackType
 from typing import Any
 
@@ -48,6 +50,16 @@ class NoBrokerConfigured(ProduceError):
     as for every command (the daemons too), not a runtime failure."""
 
     exit_code = 2
+
+
+def run_produce(name: str, main: Callable[[], Coroutine[Any, Any, int]]) -> int:
+    """``depeg-monitor produce <name>``'s exit code: ``main()`` run to its end, or a
+    :class:`ProduceError` printed on stderr with the command's name and its exit code."""
+    try:
+        return asyncio.run(main())
+    except ProduceError as exc:
+        print(f"depeg-monitor produce {name}: {exc}", file=sys.stderr)
+        return exc.exit_code
 
 
 def bootstrap_from(cli_value: str | None, kafka: KafkaConfig,

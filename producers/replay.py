@@ -92,11 +92,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, config: Config) -> int:
     # Imported here, not for --help: aiokafka and the logging stack (bench_cli.py).
-    import asyncio
-
     from monitor.logs import get_logger
 
-    from .kafka_out import ProduceError, bootstrap_from
+    from .kafka_out import bootstrap_from, run_produce
     from .runtime import StopSignal
 
     log = get_logger(__name__)
@@ -117,8 +115,4 @@ def run(args: argparse.Namespace, config: Config) -> int:
                      interrupted=summary.interrupted)
             return stop.exit_code(0 if summary.published or not summary.bad else 1)
 
-    try:
-        return asyncio.run(main())
-    except ProduceError as exc:
-        print(f"depeg-monitor produce replay: {exc}", file=sys.stderr)
-        return exc.exit_code
+    return run_produce("replay", main)

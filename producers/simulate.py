@@ -79,13 +79,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, config: Config) -> int:
     # Imported here, not for --help: aiokafka and the logging stack (bench_cli.py).
-    import asyncio
-
     from monitor.logs import get_logger
     from monitor.progress import Progress
 
     from .csvout import write_ticks_file
-    from .kafka_out import ProduceError, bootstrap_from, open_sender
+    from .kafka_out import bootstrap_from, open_sender, run_produce
     from .publish import publish_rows
     from .runtime import StopSignal
     from .synthetic import cross_chain_pair, generate, make_tokens
@@ -130,8 +128,4 @@ def run(args: argparse.Namespace, config: Config) -> int:
             print(summary.describe(f"simulate to {config.kafka.ticks_topic}"))
             return stop.exit_code()
 
-    try:
-        return asyncio.run(main())
-    except ProduceError as exc:
-        print(f"depeg-monitor produce simulate: {exc}", file=sys.stderr)
-        return exc.exit_code
+    return run_produce("simulate", main)

@@ -166,12 +166,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, config: Config) -> int:
     # Imported here, not for --help: aiokafka (bench_cli.py).
-    import asyncio
-
     from monitor.tickfiles import BadRow
 
     from .csvout import write_ticks_file
-    from .kafka_out import ProduceError, bootstrap_from, open_sender
+    from .kafka_out import bootstrap_from, open_sender, run_produce
     from .publish import publish_rows
     from .runtime import StopSignal
 
@@ -209,8 +207,4 @@ def run(args: argparse.Namespace, config: Config) -> int:
                   f", {len(bad)} bad pool rows")
             return stop.exit_code()
 
-    try:
-        return asyncio.run(main())
-    except ProduceError as exc:
-        print(f"depeg-monitor produce uniswap: {exc}", file=sys.stderr)
-        return exc.exit_code
+    return run_produce("uniswap", main)

@@ -8,12 +8,14 @@ import secrets
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import msgspec
 from aiohttp import web
 
 from monitor.chains import CHAINS
+from monitor.config import RegistryConfig
 from monitor.kafka.embedded import free_port
 from monitor.records import (
     RatingSnapshot,
@@ -23,6 +25,13 @@ from monitor.storage.webhooks import WebhookStore
 from monitor.testing import rating_snapshot, tier_change
 
 T0 = 1_678_500_000.0  # 2023-03-11T02:00:00Z, during the USDC depeg
+
+
+def registry_file(folder: Path, text: str) -> RegistryConfig:
+    """The ``[registry]`` section naming ``text`` written as ``folder/tokens.toml``."""
+    path = folder / "tokens.toml"
+    path.write_text(text)
+    return RegistryConfig(path=str(path))
 
 
 def snapshot(chain: str, token: str, ts: float, rating: float, tier: str,

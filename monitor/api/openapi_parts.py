@@ -21,6 +21,12 @@ def query(name: str, schema: dict[str, Any], description: str) -> dict[str, Any]
             "description": description}
 
 
+def address_param(example: str) -> dict[str, Any]:
+    """The ``{address}`` path parameter of a detail route: 0x and 40 hex digits, any case."""
+    return {"name": "address", "in": "path", "required": True,
+            "schema": {"type": "string", "pattern": "^0x[0-9a-fA-F]{40}$"}, "example": example}
+
+
 def obj(required: list[str], **props: Any) -> dict[str, Any]:
     return {"type": "object", "required": required, "properties": props}
 

@@ -11,7 +11,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .db import Database, Row
-from .sqlparts import Params, like_pattern
+from .sqlparts import (
+    Params,
+    byte_order,
+    keyset_page,
+    like_pattern,
+    newest_in_window,
+    nulls_last,
+    split_page,
+)
 
 #: Sort name -> SQL expression over ``rating_latest l`` joined with ``token_registry r``.
 SORT_EXPRESSIONS = {
@@ -22,7 +30,6 @@ SORT_EXPRESSIONS = {
     "updated_at": "l.ts",
 }
 _NULLABLE = {"market_cap_usd", "deviation"}
-_BIG = 1e300
 
 _FROM = (" FROM rating_latest l LEFT JOIN token_registry r"
          " ON r.chain = l.chain AND r.token_address = l.token_address")
@@ -96,10 +103,8 @@ def _where(f: ListFilter, p: Params) -> str:
 def sort_expression(sort: str, order: str, dialect: str) -> str:
     expr = SORT_EXPRESSIONS[sort]
     if sort in _NULLABLE:
-        expr = f"COALESCE({expr}, {_BIG if order == 'asc' else -_BIG})"
-    if sort == "symbol" and dialect == "postgresql":
-        expr = f'({expr} COLLATE "C")'  # byte order, as SQLite's BINARY
-    return expr
+        expr = nulls_last(expr, order == "asc")
+    return byte_order(expr, dialect) if sort == "symbol" else expr
 
 
 async def list_tokens(db: Database, f: ListFilter, page: PageRequest) -> ListResult:
@@ -115,25 +120,15 @@ async def list_tokens(db: Database, f: ListFilter, page: PageRequest) -> ListRes
     collapsed = sum(int(r["c"] or 0) for r in chains)
 
     key = sort_expression(page.sort, page.order, db.dialect)
-    cmp, direction = (">", "ASC") if page.order == "asc" else ("<", "DESC")
+    after, tail = keyset_page(p, key, page.order == "asc", "l.chain", "l.token_address",
+                              page.after, page.limit, page.offset)
     sql = f"SELECT {_COLUMNS}, {key} AS sort_key{_FROM}{where}"
-    if page.after is not None:
-        value, chain, address = page.after
-        v, c, a = p(value), p(chain), p(address)
-        glue = " AND " if where else " WHERE "
-        sql += (f"{glue}({key} {cmp} {v} OR ({key} = {v} AND (l.chain {cmp} {c}"
-                f" OR (l.chain = {c} AND l.token_address {cmp} {a}))))")
-    sql += f" ORDER BY sort_key {direction}, l.chain {direction}, l.token_address {direction}"
-    sql += f" LIMIT {p(page.limit + 1)}"
-    if page.offset is not None:
-        sql += f" OFFSET {p(page.offset)}"
-    rows = await db.fetch(sql, *p.values)
-    more = len(rows) > page.limit
-    rows = rows[:page.limit]
-    last = rows[-1] if rows else None
-    return ListResult(
-        rows, sum(by_tier.values()), by_tier, by_chain, collapsed, more,
-        (last["sort_key"], last["chain"], last["token_address"]) if last else None)
+    if after:
+        sql += (" AND " if where else " WHERE ") + after
+    rows, more, last_key = split_page(await db.fetch(sql + tail, *p.values), page.limit,
+                                      "token_address")
+    return ListResult(rows, sum(by_tier.values()), by_tier, by_chain, collapsed, more,
+                      last_key)
 
 
 async def find_latest(db: Database, address: str, chain: str | None) -> list[Row]:
@@ -148,12 +143,9 @@ async def find_latest(db: Database, address: str, chain: str | None) -> list[Row
 async def history(db: Database, chain: str, address: str, start: float, end: float,
                   cap: int) -> list[Row]:
     """The newest ``cap`` points of the window, oldest first."""
-    rows = await db.fetch(
-        "SELECT ts, rating, tier, deviation_pct, price_usd, peg_usd FROM rating_history"
-        " WHERE chain = $1 AND token_address = $2 AND ts >= $3 AND ts <= $4"
-        " ORDER BY ts DESC LIMIT $5", chain, address, start, end, cap)
-    rows.reverse()
-    return rows
+    return await newest_in_window(
+        db, "ts, rating, tier, deviation_pct, price_usd, peg_usd", "rating_history",
+        "token_address", chain, address, start, end, cap)
 
 
 async def tier_changes(db: Database, chain: str, address: str, start: float, end: float,

@@ -21,7 +21,15 @@ from typing import Any
 import msgspec
 
 from .db import Database, Row
-from .sqlparts import Params, like_pattern
+from .sqlparts import (
+    Params,
+    byte_order,
+    keyset_page,
+    like_pattern,
+    newest_in_window,
+    nulls_last,
+    split_page,
+)
 
 #: Sort value -> (SQL expression over ``vaults v``, direction, nullable).
 SORTS: dict[str, tuple[str, str, bool]] = {
@@ -34,7 +42,6 @@ SORTS: dict[str, tuple[str, str, bool]] = {
     # Vaults without a name sort by symbol, then address: never a NULL key.
     "name_asc": ("lower(COALESCE(v.name, v.symbol, v.vault))", "asc", False),
 }
-_BIG = 1e300
 _COLUMNS = ("v.chain, v.vault, v.facts_ts, v.name, v.symbol, v.protocol, v.contract_type,"
             " v.underlying_symbol, v.underlying_address, v.underlying_risk, v.tvl_usd,"
             " v.apy_pct, v.looping_rate, v.rating_ts, v.rating, v.tier, v.verdict,"
@@ -181,10 +188,8 @@ def _where(f: VaultFilter, p: Params, dialect: str = "postgresql") -> str:
 def sort_expression(sort: str, dialect: str) -> str:
     expr, direction, nullable = SORTS[sort]
     if nullable:
-        expr = f"COALESCE({expr}, {_BIG if direction == 'asc' else -_BIG})"
-    if sort == "name_asc" and dialect == "postgresql":
-        expr = f'({expr} COLLATE "C")'  # byte order, as SQLite's BINARY
-    return expr
+        expr = nulls_last(expr, direction == "asc")
+    return byte_order(expr, dialect) if sort == "name_asc" else expr
 
 
 def _vault(row: Row) -> StoredVault:
@@ -227,30 +232,21 @@ async def list_vaults(db: Database, f: VaultFilter, page: VaultPage,
         attention += int(g["attention"] or 0)
 
     key = sort_expression(page.sort, db.dialect)
-    direction = SORTS[page.sort][1]
-    cmp, order = (">", "ASC") if direction == "asc" else ("<", "DESC")
+    ascending = SORTS[page.sort][1] == "asc"
     # The page is chosen on the narrow table; only its rows fetch their documents.
+    after, tail = keyset_page(p, key, ascending, "v.chain", "v.vault", page.after, page.limit,
+                              page.offset)
     inner = f"SELECT {_COLUMNS}, {key} AS sort_key FROM vaults v{where}"
-    if page.after is not None:
-        value, chain, vault = page.after
-        v, c, a = p(value), p(chain), p(vault)
-        inner += (f" AND ({key} {cmp} {v} OR ({key} = {v} AND (v.chain {cmp} {c}"
-                  f" OR (v.chain = {c} AND v.vault {cmp} {a}))))")
-    inner += f" ORDER BY sort_key {order}, v.chain {order}, v.vault {order}"
-    inner += f" LIMIT {p(page.limit + 1)}"
-    if page.offset is not None:
-        inner += f" OFFSET {p(page.offset)}"
+    if after:
+        inner += " AND " + after  # ``where`` is never empty: it keeps rated vaults only
     facts = "d.facts" if with_facts else "NULL AS facts"
-    sql = (f"SELECT p.*, {facts}, d.record FROM ({inner}) p{_DOCS}"
+    order = "ASC" if ascending else "DESC"
+    sql = (f"SELECT p.*, {facts}, d.record FROM ({inner}{tail}) p{_DOCS}"
            f" ORDER BY p.sort_key {order}, p.chain {order}, p.vault {order}")
-    rows = await db.fetch(sql, *p.values)
-    more = len(rows) > page.limit
-    rows = rows[:page.limit]
-    last = rows[-1] if rows else None
+    rows, more, last_key = split_page(await db.fetch(sql, *p.values), page.limit, "vault")
     return VaultListResult(
         [_vault(r) for r in rows], sum(by_tier.values()), by_tier, by_chain, by_protocol,
-        tvl, attention, more,
-        (last["sort_key"], last["chain"], last["vault"]) if last else None)
+        tvl, attention, more, last_key)
 
 
 async def get_vault(db: Database, chain: str, vault: str) -> StoredVault | None:
@@ -274,11 +270,9 @@ class HistoryPoint:
 async def rating_history(db: Database, chain: str, vault: str, start: float, end: float,
                          cap: int) -> list[HistoryPoint]:
     """The newest ``cap`` rating records of the window [start, end], oldest first."""
-    rows = await db.fetch(
-        "SELECT ts, rating, tier, verdict, tags, attention_needed FROM vault_rating_history"
-        " WHERE chain = $1 AND vault = $2 AND ts >= $3 AND ts <= $4"
-        " ORDER BY ts DESC LIMIT $5", chain, vault, start, end, cap)
-    rows.reverse()
+    rows = await newest_in_window(
+        db, "ts, rating, tier, verdict, tags, attention_needed", "vault_rating_history",
+        "vault", chain, vault, start, end, cap)
     return [HistoryPoint(float(r["ts"]), r["rating"], r["tier"], r["verdict"],
                          tuple(t for t in r["tags"].split(",") if t),
                          bool(r["attention_needed"])) for r in rows]

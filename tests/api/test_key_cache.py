@@ -13,11 +13,11 @@ import aiohttp
 
 from monitor.api.app import create_app
 from monitor.api.context import TICKS
-from monitor.config import ApiConfig, Config, RegistryConfig
+from monitor.config import ApiConfig, Config
 from monitor.storage import connect
 from monitor.storage.ratings import RatingsStore
 from monitor.storage.webhooks import WebhookStore
-from tests.readapi_support import population, serve
+from tests.readapi_support import population, registry_file, serve
 
 
 def new_key() -> str:
@@ -27,14 +27,13 @@ def new_key() -> str:
 async def test_a_revoked_key_stops_working_within_the_bound(storage_url: str,
                                                             tmp_path: Path) -> None:
     snaps, registry_text = population(5)
-    reg_path = tmp_path / "tokens.toml"
-    reg_path.write_text(registry_text)
+    registry = registry_file(tmp_path, registry_text)
     api_db, cli_db = await connect(storage_url), await connect(storage_url)
     try:
         await RatingsStore(api_db).migrate()
         await RatingsStore(cli_db).write_batch(snaps, [])
         config = Config(api=ApiConfig(key_cache_seconds=2.0),
-                        registry=RegistryConfig(path=str(reg_path)))
+                        registry=registry)
         app = create_app(config, api_db)
         ticks = [500.0]
         app[TICKS] = lambda: ticks[0]
@@ -68,13 +67,12 @@ async def test_a_revoked_key_stops_working_within_the_bound(storage_url: str,
 
 async def test_zero_turns_the_cache_off(tmp_path: Path) -> None:
     _, registry_text = population(3)
-    reg_path = tmp_path / "tokens.toml"
-    reg_path.write_text(registry_text)
+    registry = registry_file(tmp_path, registry_text)
     db = await connect(f"sqlite:///{tmp_path / 'store.db'}")
     try:
         await RatingsStore(db).migrate()
         config = Config(api=ApiConfig(key_cache_seconds=0.0),
-                        registry=RegistryConfig(path=str(reg_path)))
+                        registry=registry)
         app = create_app(config, db)
         app[TICKS] = lambda: 0.0  # the clock never moves: only a lookup can refuse
         async with serve(app) as base, aiohttp.ClientSession() as session:

@@ -12,11 +12,11 @@ import pytest
 
 from monitor.api.app import create_app
 from monitor.chains import CHAINS
-from monitor.config import Config, RegistryConfig
+from monitor.config import Config
 from monitor.registry import parse_registry, tags_for
 from monitor.storage import connect
 from monitor.storage.ratings import RatingsStore
-from tests.readapi_support import api_headers, pages, population, serve
+from tests.readapi_support import api_headers, pages, population, registry_file, serve
 
 N = 1000
 
@@ -33,8 +33,7 @@ class Api:
 @pytest.fixture
 async def api(storage_url: str, tmp_path: Path) -> AsyncIterator[Api]:
     snaps, registry_text = population(N)
-    reg_path = tmp_path / "tokens.toml"
-    reg_path.write_text(registry_text)
+    registry_section = registry_file(tmp_path, registry_text)
     registry = {(t.chain, t.address): t for t in parse_registry(registry_text)}
     db = await connect(storage_url)
     store = RatingsStore(db)
@@ -49,7 +48,7 @@ async def api(storage_url: str, tmp_path: Path) -> AsyncIterator[Api]:
             "tags": set(tags_for(reg.peg_type if reg else None)),
             "symbol": reg.symbol if reg else s.symbol, "name": reg.name if reg else "",
             "dev": abs(s.deviation_pct) if s.deviation_pct is not None else None})
-    app = create_app(Config(registry=RegistryConfig(path=str(reg_path))), db)
+    app = create_app(Config(registry=registry_section), db)
     try:
         async with serve(app) as base, aiohttp.ClientSession(
                 headers=await api_headers(db)) as session:

@@ -7,10 +7,10 @@ from pathlib import Path
 import aiohttp
 
 from monitor.api.app import create_app
-from monitor.config import Config, RegistryConfig
+from monitor.config import Config
 from monitor.storage import connect
 from monitor.storage.ratings import RatingsStore
-from tests.readapi_support import api_headers, serve, snapshot
+from tests.readapi_support import api_headers, registry_file, serve, snapshot
 
 RATED, SILENT = "0x" + "1" * 40, "0x" + "2" * 40
 REGISTRY = "".join(
@@ -20,14 +20,13 @@ REGISTRY = "".join(
 
 async def test_registered_token_without_a_rating_is_listed_unrated(storage_url: str,
                                                                   tmp_path: Path) -> None:
-    reg = tmp_path / "tokens.toml"
-    reg.write_text(REGISTRY)
+    registry = registry_file(tmp_path, REGISTRY)
     db = await connect(storage_url)
     try:
         store = RatingsStore(db)
         await store.migrate()
         await store.write_batch([snapshot("eth", RATED, 1_700_000_100.0, 12.0, "ok", 1.0)], [])
-        app = create_app(Config(registry=RegistryConfig(path=str(reg))), db)
+        app = create_app(Config(registry=registry), db)
         async with serve(app) as base, aiohttp.ClientSession(
                 headers=await api_headers(db)) as session:
             async with session.get(base + "/rwa") as resp:

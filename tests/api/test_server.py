@@ -13,6 +13,7 @@ import urllib.request
 from pathlib import Path
 
 from monitor.kafka.embedded import free_port
+from tests.process_support import reap
 
 
 def _get(url: str, key: str | None = None) -> tuple[int, bytes]:
@@ -58,6 +59,4 @@ def test_api_process_serves_with_a_cli_key_and_stops_on_sigterm(tmp_path: Path) 
         assert "api.listening" in err and "api.stopped" in err
         assert key not in err
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        reap(proc)

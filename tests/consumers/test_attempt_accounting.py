@@ -22,6 +22,7 @@ from monitor.kafka.embedded import EmbeddedBroker
 from monitor.records import encode
 from monitor.storage.deliveries import INTERRUPTED, DeliveryStore, NewEvent
 from monitor.storage.webhooks import WebhookStore
+from tests.process_support import reap
 from tests.webhook_support import (
     ENCRYPTION_KEY,
     api_client,
@@ -107,9 +108,7 @@ async def test_a_crash_looping_worker_sends_at_most_max_attempts_times(
                 assert proc.wait(30) == 0, log.read_text()[-2000:]
                 break
             finally:
-                if proc.poll() is None:
-                    proc.kill()
-                    proc.wait()
+                reap(proc)
         assert len(rec.received) == MAX_ATTEMPTS, "the receiver's own count of requests"
         assert kills == MAX_ATTEMPTS
         row = await db.fetchrow("SELECT id, status, attempts FROM webhook_deliveries")

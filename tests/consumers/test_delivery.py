@@ -23,6 +23,7 @@ from monitor.storage import Database
 from monitor.storage.webhooks import WebhookStore
 from monitor.webhooks.apikeys import hash_api_key
 from monitor.webhooks.signing import verify
+from tests.process_support import reap
 from tests.webhook_support import (
     ENCRYPTION_KEY,
     api_client,
@@ -293,9 +294,7 @@ async def test_pending_retries_survive_kill_9(broker: EmbeddedBroker, storage_ur
             proc.send_signal(signal.SIGTERM)
             assert proc.wait(30) == 0, log_path.read_text()[-3000:]
         finally:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
+            reap(proc)
         deliveries = await env.deliveries()
         for d in deliveries:
             statuses = [a["status_code"] for a in d["attempt_history"]]

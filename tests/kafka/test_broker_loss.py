@@ -21,7 +21,7 @@ from aiokafka import AIOKafkaProducer
 from monitor.config import Config
 from monitor.kafka.embedded import EmbeddedBroker
 from monitor.ticks import Tick
-from producers.kafka_out import ProduceError, open_sender
+from producers.kafka_out import ProduceError, TickSender, open_sender
 from producers.synthetic import generate, make_tokens
 
 from .kafkatools import (
@@ -74,23 +74,23 @@ async def test_producer_reports_records_the_broker_lost(broker: EmbeddedBroker) 
     config = Config(kafka=fast_kafka(broker.bootstrap_servers))
     first, second = _ticks(5, 2), _ticks(5, 1, start=1_700_100_000.0)
 
+    async def acknowledged_then_restart(ticks: list[Tick]) -> TickSender:
+        """A sender whose ``ticks`` the broker acknowledged before it restarted empty."""
+        sender = await open_sender(broker.bootstrap_servers, config.kafka)
+        for tick in ticks:
+            await sender.send(tick)
+        await sender.flush()
+        broker.stop()
+        broker.start()
+        return sender
+
     # Acknowledged, then the broker restarts empty before the sender closes.
-    sender = await open_sender(broker.bootstrap_servers, config.kafka)
-    for tick in first:
-        await sender.send(tick)
-    await sender.flush()
-    broker.stop()
-    broker.start()
+    sender = await acknowledged_then_restart(first)
     with pytest.raises(ProduceError, match="lost"):
         await sender.close()
 
     # The broker restarts empty while the sender is still sending: offsets start again.
-    sender = await open_sender(broker.bootstrap_servers, config.kafka)
-    for tick in first:
-        await sender.send(tick)
-    await sender.flush()
-    broker.stop()
-    broker.start()
+    sender = await acknowledged_then_restart(first)
     for tick in second:
         await sender.send(tick)
     with pytest.raises(ProduceError, match="lost"):

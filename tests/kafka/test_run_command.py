@@ -13,6 +13,7 @@ import pytest
 
 from monitor.kafka.embedded import free_port
 from monitor.ticks import make_tick
+from tests.process_support import reap
 
 from .kafkatools import TopicReader, log_events, produce, tick_records, wait_for
 
@@ -53,9 +54,7 @@ async def test_run_starts_embedded_broker_and_stops_cleanly(tmp_path: Path) -> N
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(60) == 0, log.read_text()[-3000:]
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        reap(proc)
     names = [e.get("event") for e in log_events(log)]
     assert "monitor.stopped" in names  # batch finished, states written, offsets committed
     assert "run.embedded_broker_stopped" in names

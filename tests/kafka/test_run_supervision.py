@@ -24,6 +24,7 @@ from monitor.logs import get_logger
 from monitor.run import _supervise
 from monitor.services import Service
 from monitor.ticks import make_tick
+from tests.process_support import reap
 
 from .kafkatools import log_events, produce, tick_records, wait_for
 
@@ -78,9 +79,7 @@ async def test_readyz_lists_idle_spread_and_chain_and_the_journal_save_counts(
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(60) == 0, log.read_text()[-3000:]
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        reap(proc)
     saved = [e for e in log_events(log) if e.get("event") == "run.journal_saved"]
     assert len(saved) == 1, log.read_text()[-3000:]
     assert saved[0]["records_held"] == len(ticks)
@@ -97,9 +96,7 @@ def test_a_service_that_cannot_start_stops_run_with_exit_2_naming_it(tmp_path: P
     try:
         assert proc.wait(120) == 2, log.read_text()[-3000:]
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        reap(proc)
     failed = [e for e in log_events(log) if e.get("event") == "run.service_failed"]
     assert [e["service"] for e in failed] == ["chain"]
     assert "missing.tokenlist.json" in failed[0]["error"]

@@ -20,6 +20,7 @@ from monitor.kafka.embedded import EmbeddedBroker
 from monitor.tickfiles import merge_by_time, read_file
 from monitor.ticks import Tick, encode_tick
 from producers.command import command
+from tests.process_support import reap
 from tests.producers.kafka_readback import topic_reader
 
 pytestmark = pytest.mark.broker
@@ -164,9 +165,7 @@ def test_sigterm_stops_cleanly_and_flushes(broker: EmbeddedBroker, tmp_path: Pat
         proc.send_signal(signal.SIGTERM)
         out, err = proc.communicate(timeout=15)
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        reap(proc)
     assert proc.returncode == 128 + signal.SIGTERM, err
     assert "(interrupted)" in out
     published = int(out.split("published ")[1].split(" ")[0])
@@ -201,9 +200,7 @@ def test_second_signal_exits_at_once_when_the_flush_hangs(
         _, err = proc.communicate(timeout=5)
     finally:
         broker.resume()
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        reap(proc)
     assert proc.returncode == -signal.SIGTERM
     assert "exiting without flushing" in err
 

@@ -14,6 +14,7 @@ from monitor.records import encode
 from monitor.storage import connect
 from monitor.storage.ratings import RatingsStore
 from tests.readapi_support import story, wait_for
+from tests.store_writer_support import replay_from_start
 
 TOKEN = "0xa0b86991c6218b36c1d19d4a2e9eb0ce3606eb48"
 PATH = [("ok", 10, 1.0), ("watch", 45, 0.99), ("critical", 85, 0.88), ("critical", 90, 0.87),
@@ -90,12 +91,7 @@ async def test_store_writer_is_idempotent_on_replay(broker: EmbeddedBroker,
         stop.set()
         await asyncio.wait_for(task, 10)
         # A new consumer group replays both topics from the start: still the same rows.
-        again = StoreWriter(config, store, group_id="replay-from-start")
-        stop2 = asyncio.Event()
-        task2 = asyncio.create_task(again.run(stop2))
-        await wait_for(lambda: again.stats.records >= 2 * sent)
-        stop2.set()
-        await asyncio.wait_for(task2, 10)
+        await replay_from_start(config, store, 2 * sent)
         assert await dump(store) == first
     finally:
         stop.set()

@@ -28,6 +28,7 @@ from monitor.vaults.engine import VaultEngine
 from monitor.vaults.facts import decode_facts
 from monitor.vaults.records import VaultRating, encode_rating
 from tests.readapi_support import wait_for
+from tests.store_writer_support import replay_from_start
 
 T0 = 1_678_500_000.0
 
@@ -145,12 +146,7 @@ async def test_vault_store_writer_matches_the_engine_and_is_idempotent(
         stop.set()
         await asyncio.wait_for(task, 10)
         # A new group replays every topic from the start: the same rows.
-        again = StoreWriter(config, store, group_id="replay-from-start")
-        stop2 = asyncio.Event()
-        task2 = asyncio.create_task(again.run(stop2))
-        await wait_for(lambda: again.stats.records >= sent)
-        stop2.set()
-        await asyncio.wait_for(task2, 10)
+        await replay_from_start(config, store, sent)
         assert await dump(db) == first
     finally:
         stop.set()

@@ -18,6 +18,7 @@ from ..openapi_parts import (
     STR_OR_NULL,
     TIME,
     TIME_OR_NULL,
+    address_param,
     json_response,
 )
 from ..openapi_parts import obj as _obj
@@ -197,9 +198,7 @@ OPENAPI_PATHS: dict[str, Any] = {
             "`tier_changes` the tier-change events inside the window."),
         "tags": ["rwa"],
         "parameters": [
-            {"name": "address", "in": "path", "required": True,
-             "schema": {"type": "string", "pattern": "^0x[0-9a-fA-F]{40}$"},
-             "example": "0xa0b86991c6218b36c1d19d4a2e9eb0ce3606eb48"},
+            address_param("0xa0b86991c6218b36c1d19d4a2e9eb0ce3606eb48"),
             {**_q("chain", {"type": "string", "enum": list(CHAINS)},
                   "Required when the address is rated on several chains"), "example": "eth"},
             _q("hours", {"type": "integer", "minimum": 1, "maximum": 720, "default": 24},

@@ -16,6 +16,7 @@ from ..openapi_parts import (
     STR_OR_NULL,
     TIME,
     TIME_OR_NULL,
+    address_param,
     json_response,
     obj,
     query,
@@ -183,9 +184,7 @@ OPENAPI_PATHS: dict[str, Any] = {
             "latest rating record and spans 90 days."),
         "tags": ["vaults"],
         "parameters": [
-            {"name": "address", "in": "path", "required": True,
-             "schema": {"type": "string", "pattern": "^0x[0-9a-fA-F]{40}$"},
-             "example": "0x0000000000000000000000000000000000000a01"},
+            address_param("0x0000000000000000000000000000000000000a01"),
             {"name": "chain", "in": "query", "required": True,
              "schema": {"type": "string", "enum": list(VAULT_CHAINS)}, "example": "eth",
              "description": "The vault's chain"},
