@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING, TextIO
 from .commands import Command
 from .config import Config, ModelConfig
 from .paths import data_dir
-from .progress import Progress
 from .records import RatingSnapshot, TierChangeEvent, encode
 from .tickfiles import BadRow, Row, merge_by_time, read_file
 from .ticks import BadTick
@@ -123,7 +122,11 @@ def run_replay(rows: Iterable[Row], model: ModelConfig,
     wall = time.time() if now is None else now
     tolerance = model.future_tolerance_seconds
     wall_limit = future_limit(None, wall, tolerance)
+    # Each token's newest accepted tick time: the current run's in ``top`` (-inf before
+    # any: ``future_limit`` takes ``max`` with the wall clock, as for None), the others'
+    # in ``newest``, written back when the run ends.
     newest: dict[str, float] = {}
+    top = -math.inf
     ticks = 0
     # The previous tick's chain and token objects and its key: a file's reader hands out
     # the same two strings for every row of a token, so a run of one token's rows builds
@@ -138,19 +141,22 @@ def run_replay(rows: Iterable[Row], model: ModelConfig,
             continue
         chain, token = row.chain, row.token
         if chain is not last_chain or token is not last_token:
+            if key:
+                newest[key] = top
             key = f"{chain}:{token}"  # Tick.key
             last_chain, last_token = chain, token
+            top = newest.get(key, -math.inf)
         ts = row.ts
         # The bound is never below wall + tolerance: only a tick past that is checked.
         if ts > wall_limit:
             try:  # the same bound the daemon applies (monitor/timesanity.py)
-                check_not_future(row, newest.get(key), wall, tolerance)
+                check_not_future(row, top, wall, tolerance)
             except BadTick as exc:
                 summary.bad_rows += 1
                 summary.bad_reasons[exc.reason] += 1
                 continue
-        if ts > newest.get(key, -math.inf):
-            newest[key] = ts
+        if ts > top:
+            top = ts
         ticks += 1
         if plain or feed is None:
             take(row, key, None, outs)  # its key, built above: none built per tick
@@ -188,6 +194,8 @@ def _with_progress(paths: list[Path], rows: Iterator[Row], stream: TextIO) -> It
 
 
 def _counted(paths: list[Path], rows: Iterator[Row], stream: TextIO) -> Iterator[Row]:
+    from .progress import Progress  # only for a terminal: not imported by a piped replay
+
     total_bytes = sum(p.stat().st_size for p in paths)
     # Rows are about as long as the first file's first lines; good enough for a bar.
     with paths[0].open("rb") as fh:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from .chains import is_chain, normalize_address
 from .ticks import CSV_HEADER, BadTick, Tick, decode_tick, make_tick
-from .timefmt import parse_ts
+from .timefmt import fast_iso, parse_ts
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,7 +153,11 @@ def _plain_tick(known: tuple[str, str, str], ts_text: str, price_s: str,
     Equal to ``make_tick`` on every row it accepts (tests/test_tickfiles_fast.py).
     """
     try:
-        ts = parse_ts(ts_text)
+        # ``parse_ts`` tries ``fast_iso`` first: called directly, a row in the usual shape
+        # skips a call and its type tests.
+        ts = fast_iso(ts_text)
+        if ts is None:
+            ts = parse_ts(ts_text)
         price_t = price_s.strip() or None
         price = float(price_t) if price_t is not None else None
         slip_t = slip_s.strip()
@@ -230,9 +234,10 @@ def merge_by_time(streams: Iterable[Iterator[Row]]) -> Iterator[Row]:
             following = next(source, None)
             if isinstance(following, Tick):
                 ts = following.ts
-                times[best] = ts
+                # The scan above reads ``times`` only once this loop has stopped.
                 if ts > limit or (ts == limit and rival < best):
                     heads[best] = following
+                    times[best] = ts
                     break
         if following is None:
             del sources[best], heads[best], times[best]

@@ -14,8 +14,9 @@ _day_cache: Final[dict[str, float]] = {}
 _clock_cache: Final[dict[str, int]] = {}
 
 
-def _fast_iso(text: str) -> float | None:
-    """``YYYY-MM-DDTHH:MM:SSZ``, the shape of nearly every tick, without datetime."""
+def fast_iso(text: str) -> float | None:
+    """``YYYY-MM-DDTHH:MM:SSZ``, the shape of nearly every tick, without datetime; None
+    for any other text (then :func:`parse_ts` decides: it tries this first)."""
     if len(text) != 20 or text[10] != "T" or text[19] != "Z" or text[13] != ":":
         return None
     day = _day_cache.get(text[:10])
@@ -50,7 +51,7 @@ def parse_ts(value: str | float | int) -> float:
     Raises ValueError on anything else, including NaN and infinities.
     """
     if isinstance(value, str):
-        fast = _fast_iso(value)
+        fast = fast_iso(value)
         if fast is not None:
             return fast
     if isinstance(value, bool):
