@@ -124,7 +124,7 @@ class _Token:
         """What the duplicate rule compares of the last tick applied: its price, slippage,
         oracle price, spread and spread chains. Built when asked for (a refresh, a state),
         not per tick; once per tick applied, so while no tick is applied it is the very
-        same object (``steady_figures_of`` relies on that)."""
+        same object."""
         tick = self.sig_tick
         if tick is not None and tick is not self._sig_of:
             self._sig_of = tick
@@ -446,7 +446,9 @@ class Engine:
         if snap:
             figures, signals, metrics = figures_of(t.windows, t.obs, c, now, True)
         else:  # a quiet token's refresh may reuse the last one's (monitor/engine/steady.py)
-            t.steady, figures = steady_figures_of(t.steady, t.windows, t.obs, t.last_sig, c,
+            # The last tick applied stands for the token's inputs: the very same object
+            # while no tick is applied (None since a restore, until one is).
+            t.steady, figures = steady_figures_of(t.steady, t.windows, t.obs, t.sig_tick, c,
                                                   now)
             signals, metrics = [], {}
         raw, floor, deviation, calm, above = figures

@@ -8,9 +8,10 @@ on where each window starts and ends relative to a bucket, not on the ring. The 
 (:class:`~monitor.engine.figures.Figures`) of a refresh are reused when, since the
 refresh that made them,
 
-1. no tick was applied: the token's ``last_sig`` is the very same tuple object (the
-   engine builds a new one for every tick it applies, duplicates apply nothing), so the
-   windows and the observations are unchanged;
+1. no tick was applied: the ``last_sig`` passed is the very same object (the engine
+   passes the last tick it applied, a new object for every tick it applies, None from a
+   restore until the first; duplicates apply nothing), so the windows and the
+   observations are unchanged;
 2. every window the refresh reads (the four the rating reads, the floor window and the
    premium hour) starts after the ring's head and after the bucket of the last price, at
    both refreshes. A window's reads are then its open interval alone: the held deviation
@@ -83,16 +84,6 @@ def held_shape(w: Windows, cfg: Params, now: float) -> Shape | None:
     return tuple(shape)
 
 
-def _fresh(obs: Observations, cfg: Params, now: float) -> tuple[bool, bool, bool]:
-    """Whether slippage, oracle and spread are young enough to count (signals.evaluate)."""
-    return (
-        obs.slippage_ts is not None and now - obs.slippage_ts <= cfg.slippage_max_age_seconds,
-        obs.oracle_ts is not None and now - obs.oracle_ts <= cfg.oracle_max_age_seconds,
-        obs.spread_ts is not None
-        and now - obs.spread_ts <= cfg.cross_chain_spread_max_age_seconds,
-    )
-
-
 def steady_figures(memo: Steady | None, w: Windows, obs: Observations, last_sig: object,
                    cfg: ModelConfig, now: float) -> tuple[Steady | None, Figures]:
     """The figures of a refresh without detail at ``now``, and the memo to keep for the
@@ -106,7 +97,12 @@ def steady_figures_of(memo: Steady | None, w: Windows, obs: Observations, last_s
     shape = held_shape(w, cfg, now) if cfg.volatility_floor > 0 else None
     if shape is None:
         return None, figures_of(w, obs, cfg, now, False)[0]
-    fresh = _fresh(obs, cfg, now)
+    # Whether slippage, oracle and spread are young enough to count (signals.evaluate):
+    # inline, as it runs at every quiet refresh.
+    slip_ts, oracle_ts, spread_ts = obs.slippage_ts, obs.oracle_ts, obs.spread_ts
+    fresh = (slip_ts is not None and now - slip_ts <= cfg.slippage_max_age_seconds,
+             oracle_ts is not None and now - oracle_ts <= cfg.oracle_max_age_seconds,
+             spread_ts is not None and now - spread_ts <= cfg.cross_chain_spread_max_age_seconds)
     if memo is not None and memo.sig is last_sig and memo.shape == shape \
             and memo.fresh == fresh:
         return memo, memo.figures
