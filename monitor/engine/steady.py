@@ -42,7 +42,7 @@ from .params import Params, params
 from .signals import Observations
 from .windows import Windows
 
-Shape = tuple[tuple[int, float], ...]
+Shape = list[tuple[int, float]]
 
 
 class Steady:
@@ -72,7 +72,7 @@ def held_shape(w: Windows, cfg: Params, now: float) -> Shape | None:
     if head > edge:
         edge = head
     oldest = end_b - w.size + 1
-    shape = []
+    shape: Shape = []
     for seconds in cfg.lengths:
         first_b = math.ceil((now - seconds) / bucket)
         if first_b < oldest:
@@ -81,7 +81,7 @@ def held_shape(w: Windows, cfg: Params, now: float) -> Shape | None:
         if first_b <= edge or since > start:
             return None
         shape.append((end_b - first_b, now - start))
-    return tuple(shape)
+    return shape
 
 
 def steady_figures(memo: Steady | None, w: Windows, obs: Observations, last_sig: object,
