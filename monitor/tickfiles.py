@@ -57,7 +57,7 @@ def read_csv(path: Path) -> Iterator[Row]:
         names: dict[tuple[str, str, str], tuple[str, str, str] | None] = {}
         # The previous row's name cells and what they named: a file is mostly one token,
         # so comparing three short strings spares a tuple and its hash per row.
-        last: tuple[str, str, str] = ("", "", "")
+        last_chain = last_token = last_symbol = ""
         known: tuple[str, str, str] | None = None
         # Likewise the previous row's peg cell and what it read as: a file's peg is one
         # value nearly throughout, and parsing it was ~10 % of reading a plain row.
@@ -88,8 +88,8 @@ def read_csv(path: Path) -> Iterator[Row]:
                 row.append("")
                 (ts_text, chain_s, token, symbol, price_s, peg_s, slip_s, oracle_s,
                  source) = fields(row)
-            if chain_s != last[0] or token != last[1] or symbol != last[2]:
-                last = (chain_s, token, symbol)
+            if chain_s != last_chain or token != last_token or symbol != last_symbol:
+                last_chain, last_token, last_symbol = chain_s, token, symbol
                 known = _known(chain_s, token, symbol, names)
             if peg_s != last_peg:
                 last_peg = peg_s
