@@ -238,9 +238,16 @@ def build_dir() -> str | None:
     return decide()[0]
 
 
+#: The decision the packages were set up with (the first :func:`search_first`): what
+#: :func:`in_use` reports even if the environment changed since.
+_applied: list[tuple[str | None, str]] = []
+
+
 def search_first(package: str, path: list[str]) -> None:
     """Put the build's directory for ``package`` before the sources in its ``__path__``."""
-    folder = build_dir()
+    if not _applied:
+        _applied.append(decide())
+    folder = _applied[0][0]
     if folder is not None:
         compiled = os.path.join(folder, *package.split("."))
         if os.path.isdir(compiled) and compiled not in path:
@@ -251,7 +258,7 @@ def in_use() -> dict[str, str]:
     """Which modules this process runs, for start-up logs and ``compile --status``:
     ``{"modules": "compiled", "build": DIR}`` or ``{"modules": "python", "why": ...}``.
     Judged by the engine module actually loaded, when it is."""
-    folder, why = decide()
+    folder, why = _applied[0] if _applied else decide()
     engine = sys.modules.get("monitor.engine.engine")
     loaded = getattr(engine, "__file__", None) or ""
     if folder is not None and (engine is None or not loaded.endswith(".py")):

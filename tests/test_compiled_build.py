@@ -121,6 +121,14 @@ def test_status_says_which_modules_run(compiled_home: Path) -> None:
     off = cli(["compile", "--status"], env_with(compiled_home, OFF))
     assert off.stdout.startswith(f"modules: python ({ENV}={OFF};"), off.stdout
     assert off.stdout.splitlines()[0].endswith("engine.py)")
+    # The daemon's monitor.started fields, in a process that loaded the engine (and whose
+    # environment changed after: what was loaded is reported, not what would be now).
+    fields = subprocess.run(
+        [sys.executable, "-c", "import json, os, monitor.engine; from monitor.compiled import "
+         f"log_fields; os.environ['{ENV}'] = 'off'; print(json.dumps(log_fields()))"],
+        env=env_with(compiled_home), capture_output=True, text=True, check=True)
+    assert json.loads(fields.stdout) == {"engine_modules": "compiled",
+                                         "engine_build": str(build)}
 
 
 #: Half the ticks through an engine, every token's state exported and restored into a new
