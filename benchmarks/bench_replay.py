@@ -95,7 +95,10 @@ def baseline_envs(src: str, tmp: str, pure: dict[str, str],
     the installed one) in place of this one: pure, and with its own mypyc build."""
     from monitor.compiled import ENV
 
-    env = {**pure, "PYTHONPATH": src}
+    # Its pure modules: no variable (an older loader reads "off" as a directory) and an
+    # empty data directory (a newer one looks for a build there).
+    env = {k: v for k, v in pure.items() if k not in (ENV, "DEPEG_STORAGE__DATA_DIR")}
+    env.update(PYTHONPATH=src, XDG_DATA_HOME=os.path.join(tmp, "baseline-data"))
     envs = {"base": env}
     if compiled:
         folder = os.path.join(tmp, "compiled-baseline")
@@ -162,7 +165,7 @@ def table_row(rounds: int, compiled: bool = True, baseline: str | None = None,
         warm_bytecode,
     )
 
-    from monitor.compiled import ENV
+    from monitor.compiled import ENV, OFF
 
     files = sorted(str(p) for p in TICKS.glob("*.csv"))
     if not files:
@@ -172,7 +175,7 @@ def table_row(rounds: int, compiled: bool = True, baseline: str | None = None,
     cli = str(Path(sys.executable).with_name("depeg-monitor"))
     print(machine_line())
     print(f"{len(files)} files, {ticks:,} ticks")
-    pure = {k: v for k, v in os.environ.items() if k != ENV}
+    pure = {**os.environ, ENV: OFF}  # not a build in the data directory either
     cpu: dict[str, list[float]] = {"bare": [], "replay": [], "mypyc": [], "base": [],
                                    "base-mypyc": []}
     errors = 0
