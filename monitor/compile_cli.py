@@ -32,21 +32,21 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
              "build or the pure-Python modules, and why")
 
 
-def _status() -> int:
+def _status(config: Config) -> int:
     import monitor.engine.engine as engine
 
     used = compiled.in_use()
     wanted = os.environ.get(compiled.ENV, "").strip()
     print(f"modules: {used['modules']} "
           f"({used.get('build') or used.get('why')}; engine: {engine.__file__})")
-    print(f"{compiled.ENV}: {wanted or '(unset: the default location)'}")
-    print(f"default location: {compiled.default_location()}")
+    print(f"{compiled.ENV}: {wanted or '(unset: the data directory)'}")
+    print(f"data directory's location: {Path(config.storage.data_dir) / compiled.DIRECTORY}")
     return 0
 
 
 def _run(args: argparse.Namespace, config: Config) -> int:
     if args.status:
-        return _status()
+        return _status(config)
     from .compiled_build import BuildError, build
     from .logs import get_logger
     from .paths import ensure_data_dir
@@ -61,11 +61,11 @@ def _run(args: argparse.Namespace, config: Config) -> int:
     except BuildError as exc:
         print(f"compile: {exc}", file=sys.stderr)
         return 1
-    print(_how_it_is_used(out))
+    print(_how_it_is_used(out, default.resolve()))
     return 0
 
 
-def _how_it_is_used(out: Path) -> str:
+def _how_it_is_used(out: Path, default: Path) -> str:
     """The final line: which processes will load the build, or how to make them."""
     wanted = os.environ.get(compiled.ENV, "").strip()
     done = f"compiled build ready in {out}"
@@ -76,13 +76,12 @@ def _how_it_is_used(out: Path) -> str:
         return (f"{done}: depeg-monitor processes started with {compiled.ENV}={wanted} "
                 "(replay, monitor, run, every command) load it in place of the pure-Python "
                 "modules")
-    if not wanted and Path(compiled.default_location()).resolve() == out:
+    if not wanted and out == default:
         return (f"{done}: depeg-monitor processes with this data directory (replay, monitor, "
                 f"run, every command) now load it; {compiled.ENV}={compiled.OFF} runs pure "
                 "Python, `depeg-monitor compile --status` shows which runs")
-    return (f"{done}: processes do not find it by themselves (the modules are chosen before "
-            f"--data-dir or a config file is read; the default location here is "
-            f"{compiled.default_location()}). Use it with: export {compiled.ENV}={out}")
+    return (f"{done}: processes do not find it by themselves (it is not compiled/ in their "
+            f"data directory, {default}). Use it with: export {compiled.ENV}={out}")
 
 
 command = Command(
@@ -91,12 +90,13 @@ command = Command(
     description=(
         "Compiles the engine, the CSV reader and the replay loop (monitor/compiled.py's "
         "MODULES) with mypyc into compiled/ in the data directory (or --out DIR), never into "
-        "the source tree. Every later depeg-monitor process whose data directory, as the "
-        f"environment names it ({compiled.DATA_DIR_ENV}, else $XDG_DATA_HOME/depeg-monitor, "
-        "else ~/.local/share/depeg-monitor), holds a build made from the same sources for "
-        "the same interpreter loads it in place of the pure-Python modules (byte-identical "
-        f"output); a stale build is ignored with a warning. {compiled.ENV}=off forces pure "
-        f"Python, {compiled.ENV}=DIR names a build made with --out. Needs mypy, setuptools "
+        "the source tree. Every later depeg-monitor process whose data directory (--data-dir, "
+        f"the config file's storage.data_dir, {compiled.DATA_DIR_ENV}, else "
+        "$XDG_DATA_HOME/depeg-monitor, else ~/.local/share/depeg-monitor) holds a build made "
+        "from the same sources for the same interpreter loads it in place of the pure-Python "
+        f"modules (byte-identical output); a stale build is ignored with a warning. "
+        f"{compiled.ENV}=off forces pure Python, {compiled.ENV}=DIR names a build made with "
+        "--out. Needs mypy, setuptools "
         "(pip install 'depeg-monitor[compiled]'), a C compiler and the Python headers; "
         "takes about a minute. See docs/compiled.md."
     ),

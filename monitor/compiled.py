@@ -213,24 +213,29 @@ def decide() -> tuple[str | None, str]:
     found: tuple[str | None, str]
     if wanted.lower() == OFF:
         found = (None, f"{ENV}={wanted}")
+    elif wanted:
+        found = _choose(os.path.abspath(wanted), f"{ENV}={wanted}", explicit=True)
     else:
-        folder = os.path.abspath(wanted) if wanted else key[1]
-        named = f"{ENV}={wanted}" if wanted else "the default location"
-        problem = _problem(folder, explicit=bool(wanted))
-        if problem:
-            _warn(f"depeg-monitor: the compiled build in {folder} ({named}) is not used: "
-                  f"{problem}. Running the pure-Python modules; {REBUILD}"
-                  f"{' with --out ' + folder if wanted else ''}, or set {ENV}={OFF}.")
-            found = (None, f"the build in {folder} is not used: {problem}")
-        elif problem == "":
-            found = (None, f"no build in {folder}")
-        else:
-            found = (folder, named)
-    if found[0] is not None and found[0] not in sys.path:
-        # mypyc's shared runtime library is a top-level module of the build directory.
-        sys.path.append(found[0])
+        found = _choose(key[1], "the default location", explicit=False)
     _decided[key] = found
     return found
+
+
+def _choose(folder: str, named: str, explicit: bool) -> tuple[str | None, str]:
+    """The build in ``folder`` if it can be used (its runtime library made importable),
+    else None and why, warned once when there is a build and it is not used."""
+    problem = _problem(folder, explicit=explicit)
+    if problem:
+        _warn(f"depeg-monitor: the compiled build in {folder} ({named}) is not used: "
+              f"{problem}. Running the pure-Python modules; {REBUILD}"
+              f"{' with --out ' + folder if explicit else ''}, or set {ENV}={OFF}.")
+        return (None, f"the build in {folder} is not used: {problem}")
+    if problem == "":
+        return (None, f"no build in {folder}")
+    if folder not in sys.path:
+        # mypyc's shared runtime library is a top-level module of the build directory.
+        sys.path.append(folder)
+    return (folder, named)
 
 
 def build_dir() -> str | None:
@@ -252,6 +257,34 @@ def search_first(package: str, path: list[str]) -> None:
         compiled = os.path.join(folder, *package.split("."))
         if os.path.isdir(compiled) and compiled not in path:
             path.insert(0, compiled)
+
+
+def use_data_dir(data_dir: str) -> None:
+    """Follow a data directory named by ``--data-dir`` or a config file, known only after
+    the packages chose from the environment: use the build in ``compiled/`` there instead.
+    Nothing changes when the variable names a build (or ``off``), when that is the
+    directory already chosen, or once a compiled module is loaded (a process never mixes
+    two builds)."""
+    if os.environ.get(ENV, "").strip() or not _applied:
+        return
+    folder = os.path.join(os.path.realpath(os.path.expanduser(data_dir)), DIRECTORY)
+    if folder == os.path.realpath(default_location()):
+        return
+    names = [m[:-3].replace("/", ".") for m in MODULES]
+    if any(name in sys.modules for name in names):
+        return
+    before = _applied[0][0]
+    _applied[0] = _choose(folder, "the data directory", explicit=False)
+    for package in ("monitor", "monitor.engine"):
+        loaded = sys.modules.get(package)
+        path = getattr(loaded, "__path__", None)
+        if not isinstance(path, list):
+            continue
+        if before is not None:
+            stale = os.path.join(before, *package.split("."))
+            if stale in path:
+                path.remove(stale)
+        search_first(package, path)
 
 
 def in_use() -> dict[str, str]:

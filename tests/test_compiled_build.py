@@ -131,6 +131,39 @@ def test_status_says_which_modules_run(compiled_home: Path) -> None:
                                          "engine_build": str(build)}
 
 
+#: Runs the CLI with argv from the command line, then prints the engine module it loaded.
+RUN_THEN_PROBE = ("import sys; from monitor.cli import main; rc = main(sys.argv[1:]); "
+                  "import monitor.engine.engine as e; print(e.__file__); sys.exit(rc)")
+
+
+@pytest.mark.parametrize("named_by", ["--data-dir", "--config", "DEPEG_CONFIG"])
+def test_a_data_directory_named_on_the_command_line_brings_its_build(
+        tmp_path: Path, compiled_home: Path, named_by: str) -> None:
+    """The environment's data directory has no build; the one ``--data-dir`` or a config
+    file names has: the command (here a replay) runs that build, with the sources' bytes."""
+    data = compiled_home / "depeg-monitor"
+    env = env_with(tmp_path / "empty-home")
+    config = tmp_path / "config.toml"
+    config.write_text(f'[storage]\ndata_dir = "{data}"\n')
+    options = {"--data-dir": ["--data-dir", str(data)], "--config": ["--config", str(config)],
+               "DEPEG_CONFIG": []}[named_by]
+    if named_by == "DEPEG_CONFIG":
+        env["DEPEG_CONFIG"] = str(config)
+    out, ratings = tmp_path / "events.jsonl", tmp_path / "ratings.jsonl"
+    done = subprocess.run(
+        [sys.executable, "-c", RUN_THEN_PROBE, *options, "--log-level", "warning", "replay",
+         "--out", str(out), "--ratings", str(ratings), *(str(data_file(f)) for f in FILES)],
+        env=env, capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    engine_file = done.stdout.splitlines()[-1]
+    assert engine_file.startswith(str(data / "compiled")) and engine_file.endswith(".so")
+    assert WARNING not in done.stderr and done.stderr.startswith("ticks read: 53680")
+    pure = replay(tmp_path, env_with(tmp_path / "empty-home", OFF), "pure")
+    assert (out.read_bytes(), ratings.read_bytes()) == pure
+    status = cli([*options, "compile", "--status"], env)
+    assert status.stdout.startswith(f"modules: compiled ({data / 'compiled'};"), status.stdout
+
+
 #: Half the ticks through an engine, every token's state exported and restored into a new
 #: engine, the rest through that one: prints the engine module's file, then a digest of
 #: every output and every saved state (the daemon's checkpoint path, compiled or not).
