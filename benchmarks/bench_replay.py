@@ -21,6 +21,7 @@ Targets (issue 2): a 1-minute, one-month file replays in under 5x a bare CSV pas
 
 from __future__ import annotations
 
+import argparse
 import csv
 import os
 import resource
@@ -227,14 +228,28 @@ def table_row(rounds: int, compiled: bool = True, baseline: str | None = None,
 
 
 def main() -> None:
-    if "--table" in sys.argv:
-        rounds = int(sys.argv[sys.argv.index("--rounds") + 1]) if "--rounds" in sys.argv else 3
-        baseline = sys.argv[sys.argv.index("--baseline") + 1] if "--baseline" in sys.argv \
-            else None
-        table_row(rounds, compiled="--no-compiled" not in sys.argv, baseline=baseline,
-                  count_instructions="--instructions" in sys.argv)
+    parser = argparse.ArgumentParser(
+        description="Replay throughput and memory per token on one file, or (--table) the "
+                    "README rows: whole-process replay against a bare csv.reader pass.")
+    parser.add_argument("file", nargs="?", type=Path, default=DEFAULT,
+                        help=f"tick file for the single-file figures (default {DEFAULT.name})")
+    parser.add_argument("--table", action="store_true",
+                        help="the README rows over the shared real files, in rotating rounds")
+    parser.add_argument("--rounds", type=int, default=3, help="--table rounds (default 3)")
+    parser.add_argument("--no-compiled", action="store_true",
+                        help="--table without the mypyc build's row")
+    parser.add_argument("--instructions", action="store_true",
+                        help="--table: also each side once under callgrind (instruction counts)")
+    parser.add_argument("--baseline", metavar="SRC",
+                        help="--table: also SRC's replay (another checkout), pure and mypyc")
+    args = parser.parse_args()
+    if args.rounds < 1:
+        parser.error("--rounds must be at least 1")
+    if args.table:
+        table_row(args.rounds, compiled=not args.no_compiled, baseline=args.baseline,
+                  count_instructions=args.instructions)
         return
-    path = Path(sys.argv[1]) if len(sys.argv) > 1 else DEFAULT
+    path = args.file
     if not path.exists():
         print(f"skip: {path} not found (real data lives in ../shared/data)")
         return
