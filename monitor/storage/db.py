@@ -227,9 +227,8 @@ class PostgresDatabase(_PgExecutor):
     def __init__(self, pool: asyncpg.Pool) -> None:
         super().__init__(pool)
         self._pool = pool
-        #: Pool connections kept for fetch_pinned, one per slot, each with its lock.
-        self._pinned: list[Any] = [None, None]
-        self._pinned_locks = [asyncio.Lock(), asyncio.Lock()]
+        self._pinned: Any = None  # a pool connection kept for fetch_pinned
+        self._pinned_lock = asyncio.Lock()
 
     @classmethod
     async def open(cls, url: str, min_size: int = 1, max_size: int = 10) -> PostgresDatabase:
@@ -252,38 +251,35 @@ class PostgresDatabase(_PgExecutor):
         except Exception:
             return False
 
-    async def fetch_pinned(self, sql: str, *args: Any, slot: int = 0) -> list[Any]:
+    async def fetch_pinned(self, sql: str, *args: Any) -> list[Any]:
         """``fetch`` (asyncpg records) on a pool connection this object keeps between
         calls, with :data:`PINNED_SETTINGS`: one round trip per call, where every pool
         call also waits for the pool's reset query when the connection goes back. For a
-        hot single-statement path (the delivery worker's cycle). ``slot`` (0 or 1) names
-        one of two such connections: calls on one slot run one at a time, calls on the
-        two slots can run at once. After a failure the slot's connection goes back to the
-        pool (which drops it if it is broken) and the next call takes another."""
-        async with self._pinned_locks[slot]:
-            conn = self._pinned[slot]
-            if conn is None:
+        hot single-statement path (the delivery worker's cycle). Calls run one at a time;
+        after a failure the connection goes back to the pool (which drops it if it is
+        broken) and the next call takes another."""
+        async with self._pinned_lock:
+            if self._pinned is None:
                 conn = await self._pool.acquire()
                 try:
                     await conn.execute(self.PINNED_SETTINGS)
                 except BaseException:
                     await self._pool.release(conn)
                     raise
-                self._pinned[slot] = conn
+                self._pinned = conn
             try:
-                rows: list[Any] = await conn.fetch(sql, *args)
+                rows: list[Any] = await self._pinned.fetch(sql, *args)
             except BaseException:
-                self._pinned[slot] = None
+                conn, self._pinned = self._pinned, None
                 await self._pool.release(conn)
                 raise
             return rows
 
     async def close(self) -> None:
-        for slot, lock in enumerate(self._pinned_locks):
-            async with lock:
-                conn, self._pinned[slot] = self._pinned[slot], None
-                if conn is not None:
-                    await self._pool.release(conn)
+        async with self._pinned_lock:
+            if self._pinned is not None:
+                conn, self._pinned = self._pinned, None
+                await self._pool.release(conn)
         await self._pool.close()
 
 

@@ -256,12 +256,9 @@ def _claim_picked(result: CycleResult, picked: Sequence[DueDelivery],
             result.claimed.append((d, d.attempts + 1))
 
 
-async def run_cycle(db: Database, outcomes: Sequence[Outcome], claim: ClaimRequest | None,
-                    slot: int = 0) -> CycleResult:
-    """Record ``outcomes`` and make ``claim``, atomically (see the module docstring).
-    ``slot`` (0 or 1): on PostgreSQL, which of the database's two kept connections runs
-    it (two cycles can be in flight at once, one on each); SQLite runs cycles one at a
-    time on its one connection whatever the slot."""
+async def run_cycle(db: Database, outcomes: Sequence[Outcome], claim: ClaimRequest | None
+                    ) -> CycleResult:
+    """Record ``outcomes`` and make ``claim``, atomically (see the module docstring)."""
     if not outcomes and (claim is None or claim.limit <= 0):
         return CycleResult()
     run_sync = getattr(db, "run_sync", None)
@@ -278,7 +275,7 @@ async def run_cycle(db: Database, outcomes: Sequence[Outcome], claim: ClaimReque
         pg_claim = (claim.now, claim.limit * READ_SLACK, _full(claim), [e for e, _ in room],
                     [n for _, n in room], claim.default_room, claim.limit, claim.token,
                     claim.lease_until, claim.max_attempts)
-    recorded, picked, pending, failed = await pg_cycle(db, outcome_columns, pg_claim, slot)
+    recorded, picked, pending, failed = await pg_cycle(db, outcome_columns, pg_claim)
     result = CycleResult(recorded=recorded)
     if claim is not None:
         result.more_due = max(pending, failed) >= claim.limit * READ_SLACK

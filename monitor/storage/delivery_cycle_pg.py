@@ -94,20 +94,18 @@ def columns(rows: Sequence[tuple[Any, ...]], width: int) -> list[list[Any]]:
 
 
 async def pg_cycle(db: PostgresDatabase, outcome_columns: Sequence[Sequence[Any]],
-                   claim: tuple[Any, ...] | None, slot: int = 0
+                   claim: tuple[Any, ...] | None
                    ) -> tuple[set[str], list[tuple[float, DueDelivery]], int, int]:
     """Run one cycle. ``outcome_columns``: the outcomes' ids, tokens, statuses, attempts,
     next attempt times, codes, errors, times, completion times, start times and
     latencies, one sequence per column; ``claim``: (now, read, full endpoints,
     room endpoints, room values, default room, limit, token, lease_until, max_attempts),
     or None. Returns (recorded ids, picked (next attempt time, delivery) oldest first,
-    pending rows read, failed rows read). ``slot``: the kept connection to run it on
-    (:meth:`~monitor.storage.db.PostgresDatabase.fetch_pinned`)."""
+    pending rows read, failed rows read)."""
     if claim is None:
         # LIMIT 0 reads nothing; the other values are never used.
         claim = (0.0, 0, [], [], [], 0, 0, "", 0.0, 0)
-    rows = await db.fetch_pinned(CYCLE_SQL, *outcome_columns, *claim, INTERRUPTED,
-                                 slot=slot)
+    rows = await db.fetch_pinned(CYCLE_SQL, *outcome_columns, *claim, INTERRUPTED)
     first = rows[0]
     recorded = set(first["recorded"] or ())
     # By position (the final SELECT: recorded, pending, failed, then _COLUMNS in order):

@@ -34,7 +34,7 @@ import contextlib
 import time
 import uuid
 from collections import Counter, deque
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from ..logs import get_logger
 from ..storage.deliveries import DueDelivery
@@ -63,9 +63,6 @@ log = get_logger(__name__)
 #: is longer (4 x timeout_seconds + the margin), so after a crash its deliveries wait
 #: that long before another worker retries them.
 CLAIM_AHEAD = 4
-
-import os
-SECOND_CYCLE_SHARE = int(os.environ.get("DPM_SECOND", "4"))
 
 
 class _Ready(NamedTuple):
@@ -100,13 +97,6 @@ class Dispatcher:
         self._freed: set[str] = set()  # endpoints where a send finished since then
         self._read_at = -float("inf")
         self._stopping = False
-        #: Cycles in flight at once: two on PostgreSQL (one per kept connection), one on
-        #: SQLite (one connection, whose cycles run one at a time anyway).
-        self._pipeline = int(os.environ.get("DPM_PIPE", "2")) if getattr(attempts.store.db, "dialect", "") == "postgresql" else 1
-        self._claims: list[ClaimRequest] = []  # the claims of the cycles in flight
-        #: Outcomes waiting that bring a second cycle while one is in flight.
-        self._second_at = max(self.config.max_concurrency, 1) * SECOND_CYCLE_SHARE // 8 or 1
-        self._enough = asyncio.Event()  # that many outcomes wait
 
     @property
     def in_flight(self) -> int:
@@ -131,8 +121,7 @@ class Dispatcher:
         limit, a slot freed at an endpoint that was full when last read, or the poll
         interval (retries coming due, deliveries made by another process)."""
         per_endpoint = max(self.config.per_endpoint_concurrency, 1) * CLAIM_AHEAD
-        limit = (max(self.config.max_concurrency, 1) * CLAIM_AHEAD - self.in_flight
-                 - self.ready - sum(c.limit for c in self._claims))
+        limit = max(self.config.max_concurrency, 1) * CLAIM_AHEAD - self.in_flight - self.ready
         if limit <= 0:
             return None
         stale = time.monotonic() - self._read_at >= self.config.poll_interval_seconds
@@ -143,14 +132,11 @@ class Dispatcher:
             return None  # only endpoints not held yet could take more: the poll finds them
         # Enough for the endpoints with room plus one new endpoint's worth; more is
         # claimed in the next cycle (a read cut at its limit brings one at once).
-        default = max(per_endpoint - sum(c.default_room for c in self._claims), 0)
-        limit = min(limit, sum(n for n in room.values() if n > 0) + default)
-        if limit <= 0:
-            return None
+        limit = min(limit, sum(n for n in room.values() if n > 0) + per_endpoint)
         self._full_at_read = {e for e, n in room.items() if n <= 0}
         self._freed.clear()
         now = self.attempts.clock()
-        return ClaimRequest(limit, room, default, uuid.uuid4().hex, now,
+        return ClaimRequest(limit, room, per_endpoint, uuid.uuid4().hex, now,
                             self.lease_until(now), self.config.max_attempts)
 
     def _room(self, per_endpoint: int) -> dict[str, int]:
@@ -158,48 +144,22 @@ class Dispatcher:
         room = {e: per_endpoint - n for e, n in self._inflight.items()}
         for endpoint, queue in self._ready.items():
             room[endpoint] = room.get(endpoint, per_endpoint) - len(queue)
-        if self._claims:
-            # What the cycles in flight may still claim is taken: at most their room at
-            # each endpoint they named, their default room at any other.
-            for e in {e for c in self._claims for e in c.room}:
-                room.setdefault(e, per_endpoint)
-            for e in room:
-                room[e] -= sum(max(c.room.get(e, c.default_room), 0) for c in self._claims)
         return room
 
     async def cycle(self, look: bool = True) -> bool:
         """Write the finished outcomes and claim what is due, in one transaction; start
         the sends it allows. ``look``: read the due rows even if nothing suggests new
         ones. Returns whether there was anything to do."""
-        work = self._begin(look)
-        if work is None:
-            return False
-        await self._complete(*work, slot=0)
-        return True
-
-    def _begin(self, look: bool) -> tuple[list[Outcome], ClaimRequest | None] | None:
-        """The outcomes to write and the claim to make in the next cycle, or None when
-        there is nothing to do. The claim counts as in flight until the cycle ends."""
         outcomes, self._outcomes = self._outcomes, []
-        self._enough.clear()
         claim = None if self._stopping else self._claim_request(look)
         if not outcomes and claim is None:
             metrics.in_flight(self._busy)
-            return None
-        if claim is not None:
-            self._claims.append(claim)
-        return outcomes, claim
-
-    async def _complete(self, outcomes: list[Outcome], claim: ClaimRequest | None,
-                        slot: int) -> None:
+            return False
         try:
-            result = await run_cycle(self.attempts.store.db, outcomes, claim, slot)
+            result = await run_cycle(self.attempts.store.db, outcomes, claim)
         except BaseException:
             self._outcomes[:0] = outcomes  # written with the next cycle
             raise
-        finally:
-            if claim is not None:
-                self._claims.remove(claim)
         if claim is not None:
             self._read_at = time.monotonic()
             # Only when this read made progress: rows left behind because their
@@ -223,6 +183,7 @@ class Dispatcher:
             taken.update(d.endpoint for d in result.exhausted)
             self._full_at_read |= {e for e, n in taken.items()
                                    if claim.room.get(e, claim.default_room) <= n}
+        return True
 
     async def _accept(self, result: CycleResult, claim: ClaimRequest | None) -> None:
         for d in result.exhausted:
@@ -332,8 +293,6 @@ class Dispatcher:
                 self._none_busy.set()
             self._freed.add(d.endpoint)
             self._work.set()
-            if len(self._outcomes) >= self._second_at:
-                self._enough.set()
 
     # -- the loop ----------------------------------------------------------------------
     async def run(self, stop: asyncio.Event) -> None:
@@ -342,38 +301,27 @@ class Dispatcher:
         bounded by the HTTP timeout), their outcomes are written, and claimed deliveries
         not sent are given back."""
         stop_wait = asyncio.create_task(stop.wait())
-        running: dict[asyncio.Task[None], int] = {}  # cycles in flight: their slots
         try:
             while not stop.is_set():
-                while len(running) < self._pipeline and (
-                        not running or self._enough.is_set()):
-                    look = self.wake.is_set()
-                    self.wake.clear()
-                    self._work.clear()
-                    work = self._begin(look)
-                    if work is None:
-                        break
-                    slot = 1 if 0 in running.values() else 0
-                    running[asyncio.create_task(self._complete(*work, slot=slot))] = slot
-                waits: set[asyncio.Future[Any]] = {stop_wait, *running}
-                if not running:
-                    waits.add(asyncio.ensure_future(self.wake.wait()))
-                    waits.add(asyncio.ensure_future(self._work.wait()))
-                elif len(running) < self._pipeline:
-                    waits.add(asyncio.ensure_future(self._enough.wait()))
-                done, _ = await asyncio.wait(waits, timeout=self.config.poll_interval_seconds,
-                                             return_when=asyncio.FIRST_COMPLETED)
-                for waiter in waits - running.keys() - {stop_wait}:
-                    waiter.cancel()
-                for task in done & running.keys():
-                    del running[task]
-                    exc = task.exception()
-                    if exc is not None:
-                        log.error("webhook.dispatch_error", error=str(exc))
+                look = self.wake.is_set()
+                self.wake.clear()
+                self._work.clear()
+                busy = False
+                try:
+                    busy = await self.cycle(look)
+                except Exception as exc:
+                    log.error("webhook.dispatch_error", error=str(exc))
+                if busy and self._more_due:
+                    continue  # the read was cut at its limit: claim the rest now
+                wake_wait = asyncio.create_task(self.wake.wait())
+                work_wait = asyncio.create_task(self._work.wait())
+                await asyncio.wait({stop_wait, wake_wait, work_wait},
+                                   timeout=self.config.poll_interval_seconds,
+                                   return_when=asyncio.FIRST_COMPLETED)
+                wake_wait.cancel()
+                work_wait.cancel()
         finally:
             stop_wait.cancel()
-            if running:
-                await asyncio.gather(*running, return_exceptions=True)
             await self._drain()
 
     async def _drain(self) -> None:
