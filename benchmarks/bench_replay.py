@@ -21,6 +21,7 @@ Targets (issue 2): a 1-minute, one-month file replays in under 5x a bare CSV pas
 
 from __future__ import annotations
 
+import argparse
 import csv
 import os
 import resource
@@ -95,7 +96,10 @@ def baseline_envs(src: str, tmp: str, pure: dict[str, str],
     the installed one) in place of this one: pure, and with its own mypyc build."""
     from monitor.compiled import ENV
 
-    env = {**pure, "PYTHONPATH": src}
+    # Its pure modules: no variable (an older loader reads "off" as a directory) and an
+    # empty data directory (a newer one looks for a build there).
+    env = {k: v for k, v in pure.items() if k not in (ENV, "DEPEG_STORAGE__DATA_DIR")}
+    env.update(PYTHONPATH=src, XDG_DATA_HOME=os.path.join(tmp, "baseline-data"))
     envs = {"base": env}
     if compiled:
         folder = os.path.join(tmp, "compiled-baseline")
@@ -162,7 +166,7 @@ def table_row(rounds: int, compiled: bool = True, baseline: str | None = None,
         warm_bytecode,
     )
 
-    from monitor.compiled import ENV
+    from monitor.compiled import ENV, OFF
 
     files = sorted(str(p) for p in TICKS.glob("*.csv"))
     if not files:
@@ -172,7 +176,7 @@ def table_row(rounds: int, compiled: bool = True, baseline: str | None = None,
     cli = str(Path(sys.executable).with_name("depeg-monitor"))
     print(machine_line())
     print(f"{len(files)} files, {ticks:,} ticks")
-    pure = {k: v for k, v in os.environ.items() if k != ENV}
+    pure = {**os.environ, ENV: OFF}  # not a build in the data directory either
     cpu: dict[str, list[float]] = {"bare": [], "replay": [], "mypyc": [], "base": [],
                                    "base-mypyc": []}
     errors = 0
@@ -224,14 +228,28 @@ def table_row(rounds: int, compiled: bool = True, baseline: str | None = None,
 
 
 def main() -> None:
-    if "--table" in sys.argv:
-        rounds = int(sys.argv[sys.argv.index("--rounds") + 1]) if "--rounds" in sys.argv else 3
-        baseline = sys.argv[sys.argv.index("--baseline") + 1] if "--baseline" in sys.argv \
-            else None
-        table_row(rounds, compiled="--no-compiled" not in sys.argv, baseline=baseline,
-                  count_instructions="--instructions" in sys.argv)
+    parser = argparse.ArgumentParser(
+        description="Replay throughput and memory per token on one file, or (--table) the "
+                    "README rows: whole-process replay against a bare csv.reader pass.")
+    parser.add_argument("file", nargs="?", type=Path, default=DEFAULT,
+                        help=f"tick file for the single-file figures (default {DEFAULT.name})")
+    parser.add_argument("--table", action="store_true",
+                        help="the README rows over the shared real files, in rotating rounds")
+    parser.add_argument("--rounds", type=int, default=3, help="--table rounds (default 3)")
+    parser.add_argument("--no-compiled", action="store_true",
+                        help="--table without the mypyc build's row")
+    parser.add_argument("--instructions", action="store_true",
+                        help="--table: also each side once under callgrind (instruction counts)")
+    parser.add_argument("--baseline", metavar="SRC",
+                        help="--table: also SRC's replay (another checkout), pure and mypyc")
+    args = parser.parse_args()
+    if args.rounds < 1:
+        parser.error("--rounds must be at least 1")
+    if args.table:
+        table_row(args.rounds, compiled=not args.no_compiled, baseline=args.baseline,
+                  count_instructions=args.instructions)
         return
-    path = Path(sys.argv[1]) if len(sys.argv) > 1 else DEFAULT
+    path = args.file
     if not path.exists():
         print(f"skip: {path} not found (real data lives in ../shared/data)")
         return

@@ -111,17 +111,18 @@ async def on_each_backend(args: argparse.Namespace, tmp: str | Path,
 
 def compiled_env(tmp: str) -> dict[str, str] | None:
     """An environment running the optional mypyc build (monitor/compiled.py): the one
-    ``DEPEG_MONITOR_COMPILED`` names, else one built now into ``tmp`` (~15 s). None when
-    it cannot be built here (no compiler or headers): the row is then left out, said so."""
-    from monitor.compiled import ENV
+    ``DEPEG_MONITOR_COMPILED`` names, else one built now into ``tmp`` with ``depeg-monitor
+    compile --out`` (~15-45 s). None when it cannot be built here (no mypy, compiler or
+    headers): the row is then left out, said so."""
+    from monitor.compiled import ENV, OFF
 
-    pure = {k: v for k, v in os.environ.items() if k != ENV}
+    pure = {**os.environ, ENV: OFF}
     folder = os.environ.get(ENV, "").strip()
-    if not folder:
+    if not folder or folder.lower() == OFF:
         folder = os.path.join(tmp, "compiled")
-        built = subprocess.run([sys.executable, str(Path(__file__).with_name(
-            "build_compiled.py")), "--out", folder], env=pure, capture_output=True,
-            text=True, check=False)
+        built = subprocess.run([sys.executable, "-m", "monitor", "--log-level", "warning",
+                                "compile", "--out", folder], env=pure, capture_output=True,
+                               text=True, check=False)
         if built.returncode != 0:
             print(f"no mypyc build row: the build failed ({built.stderr.strip()[-300:]})")
             return None

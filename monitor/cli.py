@@ -190,6 +190,19 @@ def _stop_quietly_until_started() -> None:
         signal.signal(signum, stop)
 
 
+def _follow_data_dir(config_file: str | None, data_dir: str | None) -> None:
+    """Load the compiled build (monitor/compiled.py) of the data directory ``--data-dir``
+    or the config file names, before the command's modules are imported. A config that
+    does not load is left for the real load below to report."""
+    from .compiled import use_data_dir
+    from .config import ConfigError, load_config
+
+    try:
+        use_data_dir(str(load_config(config_file, data_dir=data_dir).storage.data_dir))
+    except ConfigError:
+        pass
+
+
 def main(argv: list[str] | None = None) -> int:
     """Two passes, so only the command that runs is imported: the first parses against
     placeholder subcommands (enough for the top-level --help and to learn the command's
@@ -204,6 +217,10 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if is_service(first.command, argv):
         _stop_quietly_until_started()
+    from .config import CONFIG_ENV  # loaded below in any case
+
+    if first.data_dir or first.config or os.environ.get(CONFIG_ENV):
+        _follow_data_dir(first.config, first.data_dir)
     chosen = next((ep for ep in eps if ep.name == first.command), None)
     command = _load(chosen) if chosen is not None else None
     commands = {first.command: command or listed[first.command]}

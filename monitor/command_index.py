@@ -9,6 +9,8 @@ from __future__ import annotations
 HELP: dict[str, str] = {
     "api": ("serve the HTTP API: /rwa, /vaults, /v3/*, /usage, /webhooks/*, /openapi.json, "
             "/metrics, /healthz, /readyz"),
+    "compile": ("build the engine, CSV and replay modules with mypyc (faster replay and "
+                "monitor); --status shows which modules run"),
     "deliver": "deliver tier changes to webhook subscriptions (signed, with retries)",
     "keys": "create, list and revoke API keys; rotate the webhook-secret encryption key",
     "monitor": "run the monitor daemon: ticks in, ratings and tier changes out (Kafka)",

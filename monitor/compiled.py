@@ -1,21 +1,32 @@
-"""Opt-in: the hot modules compiled with mypyc, loaded in place of their sources.
+"""The hot modules compiled with mypyc, loaded in place of their sources when built.
 
-``python benchmarks/build_compiled.py`` compiles :data:`MODULES` into a directory of its
-own (never the checkout) and ``DEPEG_MONITOR_COMPILED=<that directory>`` makes the
-``monitor`` and ``monitor.engine`` packages look there first. The pure-Python modules
-stay the reference and the fallback: without the variable nothing changes; with it, a
-build whose sources differ from the files beside this one (edited since, or another
-checkout), or made for another interpreter, is ignored with a warning and the sources
-run. ``tests/test_compiled_build.py`` checks a build gives byte-identical replays.
+``depeg-monitor compile`` (monitor/compiled_build.py) compiles :data:`MODULES` into
+``compiled/`` in the data directory; every later process then loads them from there: both
+package ``__init__`` files call :func:`search_first`, which puts the build's directory
+before the sources in the package's ``__path__``. Which build, if any (docs/compiled.md):
+
+* ``DEPEG_MONITOR_COMPILED=off``: none, the pure-Python modules;
+* ``DEPEG_MONITOR_COMPILED=<dir>``: that build (a build made with ``--out``);
+* unset or empty: ``compiled/`` in the data directory *as the environment names it*
+  (``DEPEG_STORAGE__DATA_DIR``, else ``$XDG_DATA_HOME/depeg-monitor``, else
+  ``~/.local/share/depeg-monitor``), when one was built there. The modules are chosen
+  when the package is imported, before ``--data-dir`` or a config file is read.
+
+The pure-Python modules stay the reference and the fallback: a build whose sources differ
+from the files beside this one (edited since, or another checkout or version), made for
+another interpreter, or incomplete, is ignored with one warning (re-run the command) and
+the sources run. ``tests/test_compiled_build.py`` checks a build replays byte for byte.
 
 This module must stay cheap and dependency-free: both package ``__init__`` files call it,
-so it imports nothing beyond ``os`` and ``sys`` until the variable is set (CLI start-up).
+so it imports nothing beyond ``os`` and ``sys`` (CLI start-up); with a build, it reads the
+manifest and compares the sources' sizes and mtimes, hashing them only when those differ.
 """
 
 from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Mapping  # loaded with os already: free
 
 #: The modules compiled: the engine, the CSV path and the replay loop. Never a module
 #: that defines a msgspec struct (mypyc would turn it into a native class and break its
@@ -28,9 +39,28 @@ MODULES = ("monitor/engine/windows.py", "monitor/engine/readings.py",
            "monitor/engine/steady.py", "monitor/engine/engine.py", "monitor/tickfiles.py",
            "monitor/timefmt.py", "monitor/replay.py")
 ENV = "DEPEG_MONITOR_COMPILED"
-MANIFEST = "depeg-monitor-compiled.json"
+#: The value of :data:`ENV` that forces the pure-Python modules.
+OFF = "off"
+#: The build's manifest: plain ``key value`` lines (parsed without the json module, which
+#: would be most of this module's cost at every start with a build): :class:`Manifest`.
+MANIFEST = "depeg-monitor-compiled.txt"
+MANIFEST_HEADER = "depeg-monitor compiled build, manifest 1"
+#: The build's directory inside the data directory (the command's default ``--out``).
+DIRECTORY = "compiled"
+#: The environment form of ``storage.data_dir`` (monitor/config.py).
+DATA_DIR_ENV = "DEPEG_STORAGE__DATA_DIR"
 #: The checkout's (or installed tree's) root: the directory holding ``monitor/``.
 SOURCE_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REBUILD = "run `depeg-monitor compile` to rebuild it"
+
+
+def source_stats(root: str = SOURCE_ROOT) -> dict[str, tuple[int, int]]:
+    """Size and modification time (ns) of each compiled module's source."""
+    stats = {}
+    for module in MODULES:
+        st = os.stat(os.path.join(root, module))
+        stats[module] = (st.st_size, st.st_mtime_ns)
+    return stats
 
 
 def source_digests(root: str = SOURCE_ROOT) -> dict[str, str]:
@@ -47,6 +77,65 @@ def source_digests(root: str = SOURCE_ROOT) -> dict[str, str]:
     return digests
 
 
+class Manifest:
+    """What a build was made from: the interpreter, each source's digest (and its size
+    and mtime then, so an unchanged file need not be hashed again), and its modules."""
+
+    def __init__(self, interpreter: str, sources: dict[str, str],
+                 stats: dict[str, tuple[int, int]], modules: list[str],
+                 info: dict[str, str] | None = None) -> None:
+        self.interpreter = interpreter
+        self.sources = sources
+        self.stats = stats
+        self.modules = modules
+        #: Informative lines (mypy version, source root): shown, never compared.
+        self.info = info or {}
+
+    def render(self) -> str:
+        lines = [MANIFEST_HEADER, f"interpreter {self.interpreter}"]
+        lines += [f"{key} {value}" for key, value in self.info.items()]
+        for module, digest in self.sources.items():
+            size, mtime = self.stats[module]
+            lines.append(f"source {module} {digest} {size} {mtime}")
+        lines += [f"module {module}" for module in self.modules]
+        return "\n".join(lines) + "\n"
+
+    @classmethod
+    def parse(cls, text: str) -> Manifest | None:
+        """The manifest ``text`` holds, or None when it is not one."""
+        lines = text.splitlines()
+        if not lines or lines[0] != MANIFEST_HEADER:
+            return None
+        fields: dict[str, str] = {}
+        sources: dict[str, str] = {}
+        stats: dict[str, tuple[int, int]] = {}
+        modules: list[str] = []
+        try:
+            for line in lines[1:]:
+                key, _, value = line.partition(" ")
+                if key == "source":
+                    module, digest, size, mtime = value.rsplit(" ", 3)
+                    sources[module] = digest
+                    stats[module] = (int(size), int(mtime))
+                elif key == "module":
+                    modules.append(value)
+                else:
+                    fields[key] = value
+        except ValueError:
+            return None
+        interpreter = fields.pop("interpreter", "")
+        return cls(interpreter, sources, stats, modules, fields)
+
+    def matches_sources(self, root: str = SOURCE_ROOT) -> bool:
+        """Whether the sources are the bytes this was built from: by size and mtime when
+        none changed (no file read), else by digest (a touched file still matches)."""
+        if set(self.sources) != set(MODULES):
+            return False
+        if source_stats(root) == self.stats:
+            return True
+        return source_digests(root) == self.sources
+
+
 def interpreter_tag() -> str:
     """The extension suffix of this interpreter (``.cpython-311-x86_64-linux-gnu.so``)."""
     import importlib.machinery
@@ -54,46 +143,165 @@ def interpreter_tag() -> str:
     return importlib.machinery.EXTENSION_SUFFIXES[0]
 
 
-_checked: dict[str, str | None] = {}
+def default_location(env: Mapping[str, str] | None = None) -> str:
+    """``compiled/`` in the data directory the environment names: what monitor/paths.py
+    resolves without ``--data-dir`` or a config file (tests check they agree). Written
+    with ``os.path`` alone: pathlib is not imported yet when this runs."""
+    env = os.environ if env is None else env
+    configured = env.get(DATA_DIR_ENV, "")
+    if configured:
+        data = os.path.realpath(os.path.expanduser(configured))
+    elif (xdg := env.get("XDG_DATA_HOME", "").strip()) and os.path.isabs(xdg):
+        data = os.path.join(xdg, "depeg-monitor")
+    elif sys.platform == "win32" and env.get("LOCALAPPDATA"):
+        data = os.path.join(env["LOCALAPPDATA"], "depeg-monitor")
+    else:
+        home = env.get("HOME") or os.path.expanduser("~")
+        data = os.path.join(os.path.expanduser(home), ".local", "share", "depeg-monitor")
+    return os.path.join(data, DIRECTORY)
+
+
+def _problem(folder: str, explicit: bool) -> str | None:
+    """Why the build in ``folder`` cannot be used; None when it can, "" when there is
+    none (no manifest) and it was not asked for by name (the usual case, said nowhere)."""
+    try:
+        with open(os.path.join(folder, MANIFEST), encoding="utf-8") as fh:
+            manifest = Manifest.parse(fh.read())
+    except FileNotFoundError:
+        return f"it has no {MANIFEST} (not a build)" if explicit else ""
+    except (OSError, ValueError) as exc:
+        return f"its {MANIFEST} is unreadable ({exc})"
+    if manifest is None:
+        return f"its {MANIFEST} is not a build manifest"
+    if manifest.interpreter != interpreter_tag():
+        return f"it was built for {manifest.interpreter}, this is {interpreter_tag()}"
+    try:
+        same = manifest.matches_sources()
+    except OSError as exc:
+        return f"the sources could not be read ({exc})"
+    if not same:
+        return "the sources changed since it was built"
+    if not manifest.modules:
+        return f"its {MANIFEST} lists no modules"
+    missing = [m for m in manifest.modules if not os.path.isfile(os.path.join(folder, m))]
+    if missing:
+        return f"it is incomplete ({', '.join(missing[:3])} missing)"
+    return None
+
+
+def _warn(message: str) -> None:
+    """One warning; never an exception (``-W error`` must not break start-up)."""
+    import warnings
+
+    try:
+        warnings.warn(message, RuntimeWarning, stacklevel=5)
+    except Exception:
+        sys.stderr.write(f"RuntimeWarning: {message}\n")
+
+
+#: What :func:`decide` found, per (variable, default location): (folder or None, why).
+_decided: dict[tuple[str, str], tuple[str | None, str]] = {}
+
+
+def decide() -> tuple[str | None, str]:
+    """The build this process uses (its directory, or None for the pure-Python modules)
+    and a short reason why; the first call per environment warns about an unusable build."""
+    wanted = os.environ.get(ENV, "").strip()
+    key = (wanted, "" if wanted else default_location())
+    if key in _decided:
+        return _decided[key]
+    found: tuple[str | None, str]
+    if wanted.lower() == OFF:
+        found = (None, f"{ENV}={wanted}")
+    elif wanted:
+        found = _choose(os.path.abspath(wanted), f"{ENV}={wanted}", explicit=True)
+    else:
+        found = _choose(key[1], "the default location", explicit=False)
+    _decided[key] = found
+    return found
+
+
+def _choose(folder: str, named: str, explicit: bool) -> tuple[str | None, str]:
+    """The build in ``folder`` if it can be used (its runtime library made importable),
+    else None and why, warned once when there is a build and it is not used."""
+    problem = _problem(folder, explicit=explicit)
+    if problem:
+        _warn(f"depeg-monitor: the compiled build in {folder} ({named}) is not used: "
+              f"{problem}. Running the pure-Python modules; {REBUILD}"
+              f"{' with --out ' + folder if explicit else ''}, or set {ENV}={OFF}.")
+        return (None, f"the build in {folder} is not used: {problem}")
+    if problem == "":
+        return (None, f"no build in {folder}")
+    if folder not in sys.path:
+        # mypyc's shared runtime library is a top-level module of the build directory.
+        sys.path.append(folder)
+    return (folder, named)
 
 
 def build_dir() -> str | None:
-    """The compiled build to use, or None (not asked for, or not usable: warned)."""
-    wanted = os.environ.get(ENV, "").strip()
-    if not wanted:
-        return None
-    if wanted in _checked:
-        return _checked[wanted]
-    import json
-    import warnings
+    """The compiled build to use, or None (off, none built, or not usable: warned)."""
+    return decide()[0]
 
-    folder = os.path.abspath(wanted)
-    problem = None
-    try:
-        with open(os.path.join(folder, MANIFEST), encoding="utf-8") as fh:
-            manifest = json.load(fh)
-    except (OSError, ValueError) as exc:
-        problem = f"no readable {MANIFEST} ({exc})"
-    else:
-        if manifest.get("interpreter") != interpreter_tag():
-            problem = f"built for {manifest.get('interpreter')}, this is {interpreter_tag()}"
-        elif manifest.get("sources") != source_digests():
-            problem = "the sources changed since it was built; rebuild it"
-    if problem is not None:
-        warnings.warn(f"{ENV}={wanted}: not used, {problem}", RuntimeWarning, stacklevel=3)
-        _checked[wanted] = None
-        return None
-    # mypyc's shared runtime library is a top-level module of the build directory.
-    if folder not in sys.path:
-        sys.path.append(folder)
-    _checked[wanted] = folder
-    return folder
+
+#: The decision the packages were set up with (the first :func:`search_first`): what
+#: :func:`in_use` reports even if the environment changed since.
+_applied: list[tuple[str | None, str]] = []
 
 
 def search_first(package: str, path: list[str]) -> None:
     """Put the build's directory for ``package`` before the sources in its ``__path__``."""
-    folder = build_dir()
+    if not _applied:
+        _applied.append(decide())
+    folder = _applied[0][0]
     if folder is not None:
         compiled = os.path.join(folder, *package.split("."))
         if os.path.isdir(compiled) and compiled not in path:
             path.insert(0, compiled)
+
+
+def use_data_dir(data_dir: str) -> None:
+    """Follow a data directory named by ``--data-dir`` or a config file, known only after
+    the packages chose from the environment: use the build in ``compiled/`` there instead.
+    Nothing changes when the variable names a build (or ``off``), when that is the
+    directory already chosen, or once a compiled module is loaded (a process never mixes
+    two builds)."""
+    if os.environ.get(ENV, "").strip() or not _applied:
+        return
+    folder = os.path.join(os.path.realpath(os.path.expanduser(data_dir)), DIRECTORY)
+    if folder == os.path.realpath(default_location()):
+        return
+    names = [m[:-3].replace("/", ".") for m in MODULES]
+    if any(name in sys.modules for name in names):
+        return
+    before = _applied[0][0]
+    _applied[0] = _choose(folder, "the data directory", explicit=False)
+    for package in ("monitor", "monitor.engine"):
+        loaded = sys.modules.get(package)
+        path = getattr(loaded, "__path__", None)
+        if not isinstance(path, list):
+            continue
+        if before is not None:
+            stale = os.path.join(before, *package.split("."))
+            if stale in path:
+                path.remove(stale)
+        search_first(package, path)
+
+
+def in_use() -> dict[str, str]:
+    """Which modules this process runs, for start-up logs and ``compile --status``:
+    ``{"modules": "compiled", "build": DIR}`` or ``{"modules": "python", "why": ...}``.
+    Judged by the engine module actually loaded, when it is."""
+    folder, why = _applied[0] if _applied else decide()
+    engine = sys.modules.get("monitor.engine.engine")
+    loaded = getattr(engine, "__file__", None) or ""
+    if folder is not None and (engine is None or not loaded.endswith(".py")):
+        return {"modules": "compiled", "build": folder}
+    if folder is not None:
+        why = f"the build in {folder} was not loaded (the engine was imported before)"
+    return {"modules": "python", "why": why}
+
+
+def log_fields() -> dict[str, str]:
+    """:func:`in_use` as flat start-up log fields (``engine_modules``, ``engine_build`` or
+    ``engine_why``)."""
+    return {f"engine_{key}": value for key, value in in_use().items()}

@@ -13,6 +13,10 @@ from pathlib import Path
 
 import pytest
 
+# The suite tests the pure-Python modules, the reference, unless told otherwise: a compiled
+# build in the user's own data directory (docs/compiled.md) must not change what runs here.
+os.environ.setdefault("DEPEG_MONITOR_COMPILED", "off")
+
 from monitor.kafka.embedded import EmbeddedBroker
 
 REPO = Path(__file__).resolve().parent.parent

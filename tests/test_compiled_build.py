@@ -1,66 +1,167 @@
-"""The optional mypyc build (monitor/compiled.py) replays byte for byte as the sources do.
+"""The mypyc build as a command (``depeg-monitor compile``, docs/compiled.md).
 
-Uses the build ``DEPEG_MONITOR_COMPILED`` names, or else makes one in a temporary
-directory with ``benchmarks/build_compiled.py`` (~15 s: mypyc, gcc and the Python headers,
-which CI machines have), so CI checks the build rather than skipping it. The truth is
-the pure-Python modules, run in this process (the suite never sets the variable for
-itself); the compiled run is a separate process, and the test first checks it really
-loaded the compiled modules.
-A build from other sources is refused by the loader, which is checked without a build.
+One real build per module (``compiled_home``: the command run into a temporary data
+directory, ~15-45 s: mypyc, gcc and the Python headers, which CI machines have), so CI
+checks the build rather than skipping it. The truth is the pure-Python modules: every
+comparison runs both sides as separate processes, the pure one with
+``DEPEG_MONITOR_COMPILED=off``, and first checks which modules each really loaded. What
+the loader refuses (a stale build, another interpreter's, none at all) is checked on
+copies of that build or without one.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
 
-from monitor.compiled import ENV, MANIFEST, MODULES, build_dir, interpreter_tag
-from tests.conftest import data_file
+from monitor.compiled import (
+    DATA_DIR_ENV,
+    ENV,
+    MANIFEST,
+    MODULES,
+    OFF,
+    Manifest,
+    build_dir,
+    default_location,
+    interpreter_tag,
+    source_digests,
+    source_stats,
+)
+from monitor.compiled_build import IGNORE_MISSING_IMPORTS
+from monitor.config import load_config
+from monitor.paths import data_dir
+from tests.conftest import REPO, data_file
 
-BUILD = os.environ.get(ENV, "").strip()
-BUILD_SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "build_compiled.py"
 FILES = ("ticks/busd_2023-02_binance_1m.csv", "ticks/usdc_2022-11_to_2023-03_chainlink.csv",
          "ticks/usdc_2023-03_binanceus_1m.csv")
+#: Prints the files of a compiled module of each package (monitor, monitor.engine).
+PROBE = ("import monitor.engine.windows as w, monitor.tickfiles as t;"
+         "print(w.__file__); print(t.__file__)")
+WARNING = "is not used:"
 
 
-def replay(tmp: Path, env: dict[str, str], name: str) -> tuple[bytes, bytes]:
+def env_with(data_home: Path, compiled: str | None = None) -> dict[str, str]:
+    """This environment with ``data_home`` as XDG_DATA_HOME (the data directory
+    ``data_home/depeg-monitor``) and the variable set to ``compiled`` (None: unset)."""
+    env = {k: v for k, v in os.environ.items() if k not in (ENV, DATA_DIR_ENV)}
+    env["XDG_DATA_HOME"] = str(data_home)
+    if compiled is not None:
+        env[ENV] = compiled
+    return env
+
+
+def cli(argv: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "monitor", *argv], env=env,
+                          capture_output=True, text=True, check=False)
+
+
+def probe(env: dict[str, str], *flags: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, *flags, "-c", PROBE], env=env,
+                          capture_output=True, text=True, check=True)
+
+
+def replay(tmp: Path, env: dict[str, str], name: str,
+           files: tuple[str, ...] = FILES) -> tuple[bytes, bytes]:
     out, ratings = tmp / f"{name}.events.jsonl", tmp / f"{name}.ratings.jsonl"
-    files = [str(data_file(f)) for f in FILES]
-    subprocess.run([sys.executable, "-m", "monitor", "--log-level", "warning", "--data-dir",
-                    str(tmp / name), "replay", "--out", str(out), "--ratings", str(ratings),
-                    *files], env=env, check=True, capture_output=True)
+    done = cli(["--log-level", "warning", "replay", "--out", str(out), "--ratings",
+                str(ratings), *(str(data_file(f)) for f in files)], env)
+    assert done.returncode == 0, done.stderr[-2000:]
     return out.read_bytes(), ratings.read_bytes()
 
 
 @pytest.fixture(scope="module")
-def compiled_build(tmp_path_factory: pytest.TempPathFactory) -> str:
-    """The build under test: the one named by the variable, else a fresh one."""
-    if BUILD:
-        return BUILD
-    out = tmp_path_factory.mktemp("compiled")
-    env = {k: v for k, v in os.environ.items() if k != ENV}
-    done = subprocess.run([sys.executable, str(BUILD_SCRIPT), "--out", str(out)], env=env,
-                          check=False, capture_output=True, text=True)
+def compiled_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A data home whose data directory holds a build made by ``depeg-monitor compile``
+    (no options: the default location), after checking what the command said."""
+    home = tmp_path_factory.mktemp("data-home")
+    done = cli(["--log-format", "json", "compile"], env_with(home))
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-    return str(out)
+    out = home / "depeg-monitor" / "compiled"
+    # Progress as component.event log lines, then one line saying how it will be used.
+    events = [json.loads(line)["event"] for line in done.stderr.splitlines()
+              if line.startswith("{")]
+    assert events == ["compiled.build_started", "compiled.mypyc_finished",
+                      "compiled.build_finished"], done.stderr
+    assert done.stdout.splitlines() == [done.stdout.strip()]
+    assert done.stdout.startswith(f"compiled build ready in {out}: depeg-monitor processes "
+                                  "with this data directory")
+    manifest = Manifest.parse((out / MANIFEST).read_text())
+    assert manifest is not None and manifest.interpreter == interpreter_tag()
+    assert manifest.sources == source_digests() and manifest.stats == source_stats()
+    compiled = {m.removesuffix(interpreter_tag()) for m in manifest.modules}
+    assert {m.removesuffix(".py") for m in MODULES} <= compiled
+    assert all((out / m).is_file() for m in manifest.modules)
+    return home
 
 
-def test_the_compiled_build_replays_byte_for_byte(tmp_path: Path, compiled_build: str) -> None:
-    compiled_env = {**os.environ, ENV: compiled_build}
-    pure_env = {k: v for k, v in os.environ.items() if k != ENV}
-    probe = subprocess.run(
-        [sys.executable, "-c", "import monitor.engine.windows as w, monitor.tickfiles as t;"
-         "print(w.__file__); print(t.__file__)"],
-        env=compiled_env, check=True, capture_output=True, text=True)
-    assert all(line.endswith(".so") for line in probe.stdout.split()), probe.stdout
-    pure = replay(tmp_path, pure_env, "pure")
-    assert pure[0] and pure[1]
-    assert replay(tmp_path, compiled_env, "compiled") == pure
+def test_a_process_with_that_data_directory_runs_the_build_byte_for_byte(
+        tmp_path: Path, compiled_home: Path) -> None:
+    auto, pure = env_with(compiled_home), env_with(compiled_home, OFF)
+    loaded = probe(auto)
+    assert [Path(f).suffix for f in loaded.stdout.split()] == [".so", ".so"], loaded.stdout
+    assert all(f.startswith(str(compiled_home)) for f in loaded.stdout.split())
+    assert loaded.stderr == ""
+    assert [Path(f).suffix for f in probe(pure).stdout.split()] == [".py", ".py"]
+    expected = replay(tmp_path, pure, "pure")
+    assert expected[0] and expected[1]
+    assert replay(tmp_path, auto, "compiled") == expected
+
+
+def test_status_says_which_modules_run(compiled_home: Path) -> None:
+    build = compiled_home / "depeg-monitor" / "compiled"
+    used = cli(["compile", "--status"], env_with(compiled_home))
+    assert used.returncode == 0 and used.stdout.startswith(f"modules: compiled ({build};")
+    off = cli(["compile", "--status"], env_with(compiled_home, OFF))
+    assert off.stdout.startswith(f"modules: python ({ENV}={OFF};"), off.stdout
+    assert off.stdout.splitlines()[0].endswith("engine.py)")
+    # The daemon's monitor.started fields, in a process that loaded the engine (and whose
+    # environment changed after: what was loaded is reported, not what would be now).
+    fields = subprocess.run(
+        [sys.executable, "-c", "import json, os, monitor.engine; from monitor.compiled import "
+         f"log_fields; os.environ['{ENV}'] = 'off'; print(json.dumps(log_fields()))"],
+        env=env_with(compiled_home), capture_output=True, text=True, check=True)
+    assert json.loads(fields.stdout) == {"engine_modules": "compiled",
+                                         "engine_build": str(build)}
+
+
+#: Runs the CLI with argv from the command line, then prints the engine module it loaded.
+RUN_THEN_PROBE = ("import sys; from monitor.cli import main; rc = main(sys.argv[1:]); "
+                  "import monitor.engine.engine as e; print(e.__file__); sys.exit(rc)")
+
+
+@pytest.mark.parametrize("named_by", ["--data-dir", "--config", "DEPEG_CONFIG"])
+def test_a_data_directory_named_on_the_command_line_brings_its_build(
+        tmp_path: Path, compiled_home: Path, named_by: str) -> None:
+    """The environment's data directory has no build; the one ``--data-dir`` or a config
+    file names has: the command (here a replay) runs that build, with the sources' bytes."""
+    data = compiled_home / "depeg-monitor"
+    env = env_with(tmp_path / "empty-home")
+    config = tmp_path / "config.toml"
+    config.write_text(f'[storage]\ndata_dir = "{data}"\n')
+    options = {"--data-dir": ["--data-dir", str(data)], "--config": ["--config", str(config)],
+               "DEPEG_CONFIG": []}[named_by]
+    if named_by == "DEPEG_CONFIG":
+        env["DEPEG_CONFIG"] = str(config)
+    out, ratings = tmp_path / "events.jsonl", tmp_path / "ratings.jsonl"
+    done = subprocess.run(
+        [sys.executable, "-c", RUN_THEN_PROBE, *options, "--log-level", "warning", "replay",
+         "--out", str(out), "--ratings", str(ratings), *(str(data_file(f)) for f in FILES)],
+        env=env, capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    engine_file = done.stdout.splitlines()[-1]
+    assert engine_file.startswith(str(data / "compiled")) and engine_file.endswith(".so")
+    assert WARNING not in done.stderr and done.stderr.startswith("ticks read: 53680")
+    pure = replay(tmp_path, env_with(tmp_path / "empty-home", OFF), "pure")
+    assert (out.read_bytes(), ratings.read_bytes()) == pure
+    status = cli([*options, "compile", "--status"], env)
+    assert status.stdout.startswith(f"modules: compiled ({data / 'compiled'};"), status.stdout
 
 
 #: Half the ticks through an engine, every token's state exported and restored into a new
@@ -97,13 +198,13 @@ print(digest.hexdigest())
 """
 
 
-def test_the_compiled_engine_saves_and_restores_byte_for_byte(compiled_build: str) -> None:
+def test_the_compiled_engine_saves_and_restores_byte_for_byte(compiled_home: Path) -> None:
     """The engine module itself is compiled: its saved states (msgspec structs kept in
     engine/saved.py) and what a restored engine goes on to publish match the sources'."""
     files = [str(data_file(f)) for f in FILES]
     runs = {}
-    for name, env in (("pure", {k: v for k, v in os.environ.items() if k != ENV}),
-                      ("compiled", {**os.environ, ENV: compiled_build})):
+    for name, env in (("pure", env_with(compiled_home, OFF)),
+                      ("compiled", env_with(compiled_home))):
         done = subprocess.run([sys.executable, "-c", _STATE_ROUND_TRIP, *files], env=env,
                               check=True, capture_output=True, text=True)
         runs[name] = done.stdout.split()
@@ -111,10 +212,175 @@ def test_the_compiled_engine_saves_and_restores_byte_for_byte(compiled_build: st
     assert runs["compiled"][1] == runs["pure"][1]
 
 
+def stale_copy(compiled_home: Path, tmp_path: Path, **change: object) -> Path:
+    """A copy of the build in another data home, its manifest's attributes changed."""
+    home = tmp_path / "stale-home"
+    shutil.copytree(compiled_home / "depeg-monitor", home / "depeg-monitor")
+    path = home / "depeg-monitor" / "compiled" / MANIFEST
+    manifest = Manifest.parse(path.read_text())
+    assert manifest is not None
+    for name, value in change.items():
+        setattr(manifest, name, value)
+    path.write_text(manifest.render())
+    return home
+
+
+def edited(manifest_of: Path, digest: bool, mtime: bool) -> dict[str, object]:
+    """The manifest's sources as if MODULES[0] had been edited since (a new digest and a
+    new mtime) or only touched (a new mtime)."""
+    manifest = Manifest.parse((manifest_of / "depeg-monitor" / "compiled" / MANIFEST)
+                              .read_text())
+    assert manifest is not None
+    sources, stats = dict(manifest.sources), dict(manifest.stats)
+    if digest:
+        sources[MODULES[0]] = "0" * 64
+    if mtime:
+        stats[MODULES[0]] = (stats[MODULES[0]][0], stats[MODULES[0]][1] - 10**9)
+    return {"sources": sources, "stats": stats}
+
+
+def test_a_stale_build_is_ignored_with_one_warning(tmp_path: Path,
+                                                  compiled_home: Path) -> None:
+    """A source edited since the build (its digest no longer matches): the sources run,
+    start-up says so once and how to fix it, and the process works as without a build."""
+    home = stale_copy(compiled_home, tmp_path, **edited(compiled_home, True, True))
+    env = env_with(home)
+    loaded = probe(env)
+    assert [Path(f).suffix for f in loaded.stdout.split()] == [".py", ".py"]
+    assert loaded.stderr.count(WARNING) == 1, loaded.stderr
+    assert "the sources changed since it was built" in loaded.stderr
+    assert "run `depeg-monitor compile` to rebuild it" in loaded.stderr
+    # Even where warnings are errors, start-up goes on (the warning is written instead).
+    strict = probe(env, "-W", "error")
+    assert [Path(f).suffix for f in strict.stdout.split()] == [".py", ".py"]
+    assert strict.stderr.count(WARNING) == 1, strict.stderr
+    files = FILES[:1]
+    stale = replay(tmp_path, env, "stale", files)
+    assert stale == replay(tmp_path, env_with(compiled_home, OFF), "pure", files)
+
+
+def test_a_touched_source_is_hashed_and_still_matches(tmp_path: Path,
+                                                     compiled_home: Path) -> None:
+    """Sizes and mtimes are only the quick check: a different mtime over the same bytes
+    (a checkout, a reinstall) is settled by the digests, and the build is used."""
+    home = stale_copy(compiled_home, tmp_path, **edited(compiled_home, False, True))
+    loaded = probe(env_with(home))
+    assert [Path(f).suffix for f in loaded.stdout.split()] == [".so", ".so"]
+    assert loaded.stderr == ""
+
+
+def test_another_interpreters_build_is_ignored(tmp_path: Path, compiled_home: Path) -> None:
+    home = stale_copy(compiled_home, tmp_path, interpreter=".cpython-39-other.so")
+    loaded = probe(env_with(home))
+    assert [Path(f).suffix for f in loaded.stdout.split()] == [".py", ".py"]
+    assert loaded.stderr.count(WARNING) == 1
+    assert "it was built for .cpython-39-other.so" in loaded.stderr
+
+
+def test_off_runs_the_sources_and_says_nothing(compiled_home: Path) -> None:
+    loaded = probe(env_with(compiled_home, OFF))
+    assert [Path(f).suffix for f in loaded.stdout.split()] == [".py", ".py"]
+    assert loaded.stderr == ""
+
+
+def test_a_build_named_by_the_variable_is_used_wherever_it_is(tmp_path: Path,
+                                                             compiled_home: Path) -> None:
+    """A build made with --out (here: the fixture's, moved) and named by the variable;
+    the data directory's own location has none."""
+    elsewhere = tmp_path / "builds" / "mine"
+    shutil.copytree(compiled_home / "depeg-monitor" / "compiled", elsewhere)
+    loaded = probe(env_with(tmp_path / "empty-home", str(elsewhere)))
+    assert all(f.startswith(str(elsewhere)) and f.endswith(".so")
+               for f in loaded.stdout.split()), loaded.stdout
+    assert loaded.stderr == ""
+
+
+def test_no_build_means_the_sources_without_a_word(tmp_path: Path) -> None:
+    loaded = probe(env_with(tmp_path))
+    assert [Path(f).suffix for f in loaded.stdout.split()] == [".py", ".py"]
+    assert loaded.stderr == ""
+
+
 def test_a_build_of_other_sources_is_not_used(tmp_path: Path,
                                              monkeypatch: pytest.MonkeyPatch) -> None:
-    (tmp_path / MANIFEST).write_text(json.dumps({
-        "interpreter": interpreter_tag(), "sources": dict.fromkeys(MODULES, "0" * 64)}))
+    (tmp_path / MANIFEST).write_text(Manifest(
+        interpreter_tag(), dict.fromkeys(MODULES, "0" * 64), dict.fromkeys(MODULES, (0, 0)),
+        ["monitor/engine/engine.so"]).render())
     monkeypatch.setenv(ENV, str(tmp_path))
     with pytest.warns(RuntimeWarning, match="sources changed"):
         assert build_dir() is None
+
+
+#: The command in a process where mypyc cannot be imported (as in an install without the
+#: extra): sys.modules[name] = None is how Python marks a module unimportable.
+_WITHOUT_MYPYC = """
+import sys
+sys.modules["mypyc"] = None
+from monitor.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_without_mypyc_the_command_says_what_to_install(tmp_path: Path) -> None:
+    out = tmp_path / "build"
+    done = subprocess.run([sys.executable, "-c", _WITHOUT_MYPYC, "compile", "--out", str(out)],
+                          env=env_with(tmp_path), capture_output=True, text=True, check=False)
+    assert done.returncode == 1
+    assert done.stderr.startswith("compile: mypyc (part of mypy) is not installed")
+    assert "pip install 'depeg-monitor[compiled]'" in done.stderr
+    assert not out.exists()
+
+
+def test_without_a_c_compiler_the_command_says_so(tmp_path: Path) -> None:
+    out = tmp_path / "build"
+    done = cli(["compile", "--out", str(out)],
+               {**env_with(tmp_path), "CC": str(tmp_path / "no-such-cc")})
+    assert done.returncode == 1
+    assert done.stderr.startswith("compile: no C compiler:"), done.stderr
+    assert "apt-get install gcc" in done.stderr
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("where", ["checkout", "occupied"])
+def test_the_command_writes_only_where_it_may(tmp_path: Path, where: str) -> None:
+    """Never into the source tree; never over a directory that is not a previous build."""
+    if where == "checkout":
+        out = REPO / "compiled-here"
+    else:
+        out = tmp_path / "mine"
+        out.mkdir()
+        (out / "notes.txt").write_text("keep me")
+    done = cli(["compile", "--out", str(out)], env_with(tmp_path))
+    assert done.returncode == 1
+    if where == "checkout":
+        assert "inside the source tree" in done.stderr
+        assert not out.exists()
+    else:
+        assert "is not a previous build" in done.stderr
+        assert [p.name for p in out.iterdir()] == ["notes.txt"]
+
+
+@pytest.mark.parametrize("env", [
+    {},
+    {"XDG_DATA_HOME": "/srv/xdg"},
+    {"XDG_DATA_HOME": "relative/ignored"},
+    {DATA_DIR_ENV: "~/state", "XDG_DATA_HOME": "/srv/xdg"},
+    {DATA_DIR_ENV: "/var/lib/depeg-monitor"},
+], ids=["home", "xdg", "relative-xdg", "storage-variable", "storage-absolute"])
+def test_the_default_location_is_the_data_directory_the_environment_names(
+        env: dict[str, str]) -> None:
+    """What the loader finds before any configuration is read is where the command builds
+    without options: the data directory the configuration resolves from the same
+    environment (monitor/paths.py), plus compiled/."""
+    env = {"HOME": "/home/someone", **env}
+    assert default_location(env) == str(data_dir(load_config(env=env), env) / "compiled")
+
+
+def test_the_build_type_checks_as_the_checkout_does() -> None:
+    """The build's mypy settings (an installed package has no pyproject.toml) ignore the
+    same untyped packages as pyproject's [tool.mypy]."""
+    mypy = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["mypy"]
+    ignored = [m for o in mypy["overrides"] if o.get("ignore_missing_imports")
+               for m in o["module"]]
+    assert sorted(ignored) == sorted(IGNORE_MISSING_IMPORTS)
+    assert mypy["strict"] is True

@@ -30,6 +30,7 @@ from aiokafka.errors import KafkaError
 from prometheus_client import Gauge
 
 from .. import health, metrics
+from ..compiled import log_fields
 from ..engine import Output
 from ..kafka.closing import close_bounded
 from ..kafka.topics import ensure_topics
@@ -110,7 +111,7 @@ class MonitorDaemon(Assignment):
             self._consumer = consumer
             probe = asyncio.create_task(self.readiness.probe(consumer, self._check_topics))
             log.info("monitor.started", bootstrap_servers=k.bootstrap_servers,
-                     topic=k.ticks_topic, group=k.monitor_group)
+                     topic=k.ticks_topic, group=k.monitor_group, **log_fields())
             await self._loop(consumer)
             self._broker.abort()  # starts the grace period if it has not started yet
             async with self._lock:  # every changed token: the next start re-reads nothing
