@@ -16,12 +16,15 @@ from .. import metrics
 from ..config import KafkaConfig
 from ..engine import Output
 from ..logs import get_logger
-from ..records import TierChangeEvent, encode
+from ..records import RatingSnapshot, TierChangeEvent
+from ..records import _encoder as _records_encoder
 from ..ticks import BadTick
 from .deadletter import dead_letter
 from .publisher import Outgoing, Publisher
 
 log = get_logger(__name__)
+#: ``records.encode`` without its Python frame: the same encoder, so the same bytes.
+_encode = _records_encoder.encode
 
 
 @dataclass(slots=True)
@@ -43,19 +46,21 @@ class OutputWriter:
         self.publisher = publisher
         self.stats = stats
         self._dlq_reasons: Counter[str] = Counter()
+        #: token address -> (chain, record key ``chain:token``), for the snapshots' keys.
+        self._keys: dict[str, tuple[str, bytes]] = {}
 
     async def emit(self, outputs: list[Output]) -> None:
         """Hand ``outputs`` to the producer together (``Publisher.send_all``), in order."""
         k = self.kafka
         ratings_topic = k.ratings_topic
         records: list[Outgoing] = []
-        ratings = 0
-        observe = metrics.token_series.observe
+        snapshots: list[RatingSnapshot] = []
+        keys_of = self._keys.get
         for out in outputs:
             if isinstance(out, TierChangeEvent):
                 d = out.data
-                records.append(Outgoing(k.tier_changes_topic, encode(out),
-                                        f"{d.chain}:{d.token_address}".encode(), None, None,
+                records.append(Outgoing(k.tier_changes_topic, _encode(out),
+                                        self._key(d.chain, d.token_address), None, None,
                                         "tier_change"))
                 self.stats.tier_changes += 1
                 metrics.tier_changed(d.old_tier, d.new_tier)
@@ -63,13 +68,25 @@ class OutputWriter:
                          chain=d.chain, token=d.token_address, symbol=d.symbol,
                          old_tier=d.old_tier, new_tier=d.new_tier, rating=d.risk_score)
             else:
-                records.append(Outgoing(ratings_topic, encode(out),
-                                        f"{out.chain}:{out.token_address}".encode(), None,
-                                        None, "rating"))
-                ratings += 1
-                observe(out)
-        self.stats.ratings += ratings
+                # The record key by the snapshot's token string (the engine's one object
+                # per token, its hash kept): no key formatted and encoded per snapshot.
+                known = keys_of(out.token_address)
+                key = known[1] if known is not None and known[0] == out.chain \
+                    else self._key(out.chain, out.token_address)
+                records.append(Outgoing(ratings_topic, _encode(out), key, None, None,
+                                        "rating"))
+                snapshots.append(out)
+        if snapshots:
+            self.stats.ratings += len(snapshots)
+            metrics.token_series.observe_all(snapshots)
         await self.publisher.send_all(records)
+
+    def _key(self, chain: str, token: str) -> bytes:
+        """``chain:token`` as the record key; kept per token (the first chain seen keeps
+        an address found on two chains: the other chain's is formatted each time)."""
+        key = f"{chain}:{token}".encode()
+        self._keys.setdefault(token, (chain, key))
+        return key
 
     async def dead_letter(self, rec: Any, exc: BadTick) -> None:
         """``rec`` is the aiokafka ConsumerRecord that could not be used."""

@@ -21,6 +21,7 @@ import asyncio
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
+from operator import attrgetter
 
 from aiokafka import AIOKafkaProducer
 from aiokafka.errors import KafkaError
@@ -41,6 +42,10 @@ class Outgoing:
     headers: Headers | None
     #: metrics label: tier_change, rating, dead_letter or state.
     kind: str
+
+
+#: A record's metrics label (``_settle`` counts a batch's in C).
+_KIND = attrgetter("kind")
 
 
 class PartialFailure(Exception):
@@ -202,8 +207,7 @@ class Publisher:
                     raise result
                 failed += recs
             else:
-                for rec in recs:
-                    done[rec.kind] += 1
+                done.update(map(_KIND, recs))
         for kind, n in done.items():
             metrics.EVENTS_PUBLISHED.labels(kind).inc(n)
         for kind, n in Counter(r.kind for r in failed).items():
