@@ -102,12 +102,14 @@ class RatingSnapshot(msgspec.Struct, frozen=True):
     schema_version: int = 1
 
 
-_encoder = msgspec.json.Encoder()
+#: The encoder behind :func:`encode`; a hot path may call its ``encode`` directly (no
+#: Python frame), with the same bytes.
+ENCODER = msgspec.json.Encoder()
 
 
 def encode(record: TierChangeEvent | RatingSnapshot) -> bytes:
     """Compact JSON, non-ASCII unescaped: the exact bytes that are signed and sent."""
-    return _encoder.encode(record)
+    return ENCODER.encode(record)
 
 
 def decode_event(raw: bytes) -> TierChangeEvent:

@@ -16,15 +16,14 @@ from .. import metrics
 from ..config import KafkaConfig
 from ..engine import Output
 from ..logs import get_logger
-from ..records import RatingSnapshot, TierChangeEvent
-from ..records import _encoder as _records_encoder
+from ..records import ENCODER, RatingSnapshot, TierChangeEvent
 from ..ticks import BadTick
 from .deadletter import dead_letter
 from .publisher import Outgoing, Publisher
 
 log = get_logger(__name__)
 #: ``records.encode`` without its Python frame: the same encoder, so the same bytes.
-_encode = _records_encoder.encode
+_encode = ENCODER.encode
 
 
 @dataclass(slots=True)
