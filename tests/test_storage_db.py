@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 
 import asyncpg
 
@@ -63,3 +64,27 @@ async def test_pinned_connection_survives_a_failed_statement_and_is_released(
         assert await db.fetchval("SELECT current_setting('enable_sort')") == "on"
     finally:
         await asyncio.wait_for(db.close(), 30)
+
+
+async def test_a_new_sqlite_file_opens_while_another_connection_writes(tmp_path: Path) -> None:
+    """`run`'s services open one new database file together: switching it to WAL while
+    another connection is in a write transaction (a migration) must wait for it, not fail
+    (SQLite answers "database is locked" at once there, without its busy handler)."""
+    import sqlite3
+
+    path = tmp_path / "shared.sqlite"
+    writer = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    writer.execute("CREATE TABLE t (x INTEGER)")
+    writer.execute("BEGIN IMMEDIATE")
+    writer.execute("INSERT INTO t VALUES (1)")
+    opening = asyncio.create_task(connect(f"sqlite:///{path}"))
+    # The writer holds its lock for a while (not a wait for a result): the open meets it.
+    await asyncio.sleep(0.2)
+    writer.execute("COMMIT")
+    db = await opening
+    try:
+        assert [r["journal_mode"] for r in await db.fetch("PRAGMA journal_mode")] == ["wal"]
+        assert [r["x"] for r in await db.fetch("SELECT x FROM t")] == [1]
+    finally:
+        await db.close()
+        writer.close()

@@ -84,6 +84,25 @@ class _SqliteExecutor:
         return next(iter(row.values())) if row else None
 
 
+async def _use_wal(conn: aiosqlite.Connection) -> None:
+    """Put the file in WAL mode (it stays so). Switching needs the file to itself, and
+    SQLite answers "database is locked" at once, without its busy handler, while another
+    connection writes: `run`'s services open a new file together and one of them may be
+    migrating. So the switch is retried for up to the busy timeout."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + BUSY_TIMEOUT_MS / 1000
+    pause = 0.005
+    while True:
+        try:
+            await conn.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or loop.time() >= deadline:
+                raise
+        await asyncio.sleep(pause)
+        pause = min(pause * 2, 0.1)
+
+
 class SqliteDatabase(_SqliteExecutor):
     """One connection in autocommit mode; a lock serialises transactions on it."""
 
@@ -100,10 +119,10 @@ class SqliteDatabase(_SqliteExecutor):
         # check_same_thread=False: run_sync uses the connection from the loop's thread
         # (never at the same time as aiosqlite's: both are behind the lock).
         conn = await aiosqlite.connect(path, isolation_level=None, check_same_thread=False)
-        await conn.execute("PRAGMA journal_mode=WAL")
+        await conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+        await _use_wal(conn)
         await conn.execute("PRAGMA synchronous=NORMAL")
         await conn.execute("PRAGMA foreign_keys=ON")
-        await conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
         return cls(conn)
 
     async def execute(self, sql: str, *args: Any) -> None:
