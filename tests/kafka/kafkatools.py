@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections import defaultdict
 from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -62,6 +63,15 @@ def engine_transitions(ticks: Iterable[Tick],
     for tick in ticks:
         out.extend(o for o in engine.process(tick) if isinstance(o, TierChangeEvent))
     return out
+
+
+def by_partition(records: list[Any]) -> dict[int, list[tuple[bytes, bytes]]]:
+    """Consumed records as (key, value) per partition, each in offset order: what two
+    producers' outputs are compared by (the order across partitions is not defined)."""
+    out: dict[int, list[tuple[bytes, bytes]]] = defaultdict(list)
+    for rec in sorted(records, key=lambda r: (r.partition, r.offset)):
+        out[rec.partition].append((rec.key, rec.value))
+    return dict(out)
 
 
 def partition_of(key: str, partitions: int) -> int:

@@ -6,7 +6,6 @@ record with the key formatted from the record itself, on a real broker."""
 
 from __future__ import annotations
 
-from collections import defaultdict
 from typing import Any
 
 import pytest
@@ -19,7 +18,7 @@ from monitor.kafka.embedded import EmbeddedBroker
 from monitor.kafka.topics import ensure_topics, make_producer
 from monitor.records import RatingSnapshot, SignalValue, TierChangeData, TierChangeEvent, encode
 
-from .kafkatools import TopicReader, fast_kafka
+from .kafkatools import TopicReader, by_partition, fast_kafka
 
 pytestmark = pytest.mark.broker
 
@@ -41,13 +40,6 @@ def _change(chain: str, address: str, n: int) -> TierChangeEvent:
         data=TierChangeData(token_address=address, chain=chain, symbol="USDX", old_tier="ok",
                             new_tier="watch", risk_score=40.0, deviation_pct=-1.0,
                             price_usd="0.99", peg_usd="1"))
-
-
-def _by_partition(records: list[Any]) -> dict[int, list[tuple[bytes, bytes]]]:
-    out: dict[int, list[tuple[bytes, bytes]]] = defaultdict(list)
-    for rec in sorted(records, key=lambda r: (r.partition, r.offset)):
-        out[rec.partition].append((rec.key, rec.value))
-    return dict(out)
 
 
 async def test_emitted_keys_and_bytes_match_per_record_sends(broker: EmbeddedBroker) -> None:
@@ -111,9 +103,9 @@ async def test_emitted_keys_and_bytes_match_per_record_sends(broker: EmbeddedBro
 
         async with reader:
             await reader.until(complete, 30, name)
-    assert _by_partition(readers["ratings"].records) == \
-        _by_partition(readers["ratings-truth"].records)
-    assert _by_partition(readers["changes"].records) == \
-        _by_partition(readers["changes-truth"].records)
+    assert by_partition(readers["ratings"].records) == \
+        by_partition(readers["ratings-truth"].records)
+    assert by_partition(readers["changes"].records) == \
+        by_partition(readers["changes-truth"].records)
     keys = {rec.key for rec in readers["ratings"].records}
     assert {f"eth:{shared}".encode(), f"arb:{shared}".encode()} <= keys

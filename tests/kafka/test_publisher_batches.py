@@ -4,9 +4,6 @@ path of a plain aiokafka producer is the truth)."""
 
 from __future__ import annotations
 
-from collections import defaultdict
-from typing import Any
-
 import pytest
 from aiokafka import AIOKafkaProducer
 
@@ -15,18 +12,11 @@ from monitor.daemon.retry import Backoff
 from monitor.kafka.embedded import EmbeddedBroker
 from monitor.kafka.topics import ensure_topics, make_producer
 
-from .kafkatools import TopicReader, fast_kafka
+from .kafkatools import TopicReader, by_partition, fast_kafka
 
 pytestmark = pytest.mark.broker
 
 PARTITIONS = 5
-
-
-def _by_partition(records: list[Any]) -> dict[int, list[tuple[bytes, bytes]]]:
-    out: dict[int, list[tuple[bytes, bytes]]] = defaultdict(list)
-    for rec in sorted(records, key=lambda r: (r.partition, r.offset)):
-        out[rec.partition].append((rec.key, rec.value))
-    return dict(out)
 
 
 async def test_send_all_matches_per_record_sends(broker: EmbeddedBroker) -> None:
@@ -70,7 +60,7 @@ async def test_send_all_matches_per_record_sends(broker: EmbeddedBroker) -> None
         await single.until(lambda rs: len(rs) == len(keyed), 30, "single records")
         await states.until(lambda rs: len(rs) == len(explicit), 30, "state records")
     # Same partition per key, same order within each partition, nothing lost or doubled.
-    assert _by_partition(batched.records) == _by_partition(single.records)
-    assert len(_by_partition(batched.records)) > 1
-    assert _by_partition(states.records) == {
+    assert by_partition(batched.records) == by_partition(single.records)
+    assert len(by_partition(batched.records)) > 1
+    assert by_partition(states.records) == {
         p: [(key, value) for key, value, q in explicit if q == p] for p in range(PARTITIONS)}
