@@ -9,11 +9,14 @@ import os
 import re
 import sys
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import __version__
 from .command_index import HELP, is_service
 from .commands import Command
+
+if TYPE_CHECKING:  # the config module is loaded when a command runs, not for --help
+    from .config import Config
 
 GROUP = "depeg_monitor.commands"
 
@@ -190,17 +193,20 @@ def _stop_quietly_until_started() -> None:
         signal.signal(signum, stop)
 
 
-def _follow_data_dir(config_file: str | None, data_dir: str | None) -> None:
+def _follow_data_dir(config_file: str | None, data_dir: str | None) -> Config | None:
     """Load the compiled build (monitor/compiled.py) of the data directory ``--data-dir``
-    or the config file names, before the command's modules are imported. A config that
-    does not load is left for the real load below to report."""
+    or the config file names, before the command's modules are imported; the config
+    loaded for it (``main`` uses it rather than reading the file again), or None when it
+    does not load: the real load below reports that."""
     from .compiled import use_data_dir
     from .config import ConfigError, load_config
 
     try:
-        use_data_dir(str(load_config(config_file, data_dir=data_dir).storage.data_dir))
+        config = load_config(config_file, data_dir=data_dir)
     except ConfigError:
-        pass
+        return None
+    use_data_dir(str(config.storage.data_dir))
+    return config
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -219,8 +225,9 @@ def main(argv: list[str] | None = None) -> int:
         _stop_quietly_until_started()
     from .config import CONFIG_ENV  # loaded below in any case
 
+    early = None
     if first.data_dir or first.config or os.environ.get(CONFIG_ENV):
-        _follow_data_dir(first.config, first.data_dir)
+        early = _follow_data_dir(first.config, first.data_dir)
     chosen = next((ep for ep in eps if ep.name == first.command), None)
     command = _load(chosen) if chosen is not None else None
     commands = {first.command: command or listed[first.command]}
@@ -228,7 +235,9 @@ def main(argv: list[str] | None = None) -> int:
     from .config import ConfigError, load_config
 
     try:
-        config = load_config(args.config, data_dir=args.data_dir)
+        same = (args.config, args.data_dir) == (first.config, first.data_dir)
+        config = early if early is not None and same else \
+            load_config(args.config, data_dir=args.data_dir)
     except ConfigError as exc:
         print(f"depeg-monitor: {exc}", file=sys.stderr)
         return 2
