@@ -228,6 +228,11 @@ def main(argv: list[str] | None = None) -> int:
     early = None
     if first.data_dir or first.config or os.environ.get(CONFIG_ENV):
         early = _follow_data_dir(first.config, first.data_dir)
+    from .compiled import release_warning
+
+    # A build the process does not use is warned about now that the data directory is
+    # known; `compile` replaces that build (or reports it with --status): no warning.
+    release_warning(quiet=first.command == "compile")
     chosen = next((ep for ep in eps if ep.name == first.command), None)
     command = _load(chosen) if chosen is not None else None
     commands = {first.command: command or listed[first.command]}

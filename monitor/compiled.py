@@ -161,7 +161,7 @@ def default_location(env: Mapping[str, str] | None = None) -> str:
     return os.path.join(data, DIRECTORY)
 
 
-def _problem(folder: str, explicit: bool) -> str | None:
+def problem(folder: str, explicit: bool) -> str | None:
     """Why the build in ``folder`` cannot be used; None when it can, "" when there is
     none (no manifest) and it was not asked for by name (the usual case, said nowhere)."""
     try:
@@ -189,53 +189,107 @@ def _problem(folder: str, explicit: bool) -> str | None:
     return None
 
 
-def _warn(message: str) -> None:
+def _warn(message: str, stacklevel: int) -> None:
     """One warning; never an exception (``-W error`` must not break start-up)."""
     import warnings
 
     try:
-        warnings.warn(message, RuntimeWarning, stacklevel=5)
+        warnings.warn(message, RuntimeWarning, stacklevel=stacklevel + 1)
     except Exception:
         sys.stderr.write(f"RuntimeWarning: {message}\n")
 
 
-#: What :func:`decide` found, per (variable, default location): (folder or None, why).
-_decided: dict[tuple[str, str], tuple[str | None, str]] = {}
+def started_as_command(argv: list[str] | None = None,
+                       orig_argv: list[str] | None = None) -> bool:
+    """Whether this process is the ``depeg-monitor`` command (its console script, or
+    ``python -m monitor``): its packages choose their modules before its command line is
+    parsed, so the warning about an unusable build waits for :func:`release_warning`
+    (``compile`` replaces that build: it does not warn about it)."""
+    argv = sys.argv if argv is None else argv
+    orig_argv = getattr(sys, "orig_argv", []) if orig_argv is None else orig_argv
+    first = argv[0] if argv else ""
+    name = os.path.basename(first)
+    for launcher in ("-script.pyw", "-script.py", ".exe"):  # pip's Windows launchers
+        name = name.removesuffix(launcher)
+    if name == "depeg-monitor":
+        return True
+    if first != "-m":  # while ``python -m X`` imports X's package, argv[0] is "-m"
+        return False
+    for i, arg in enumerate(orig_argv[1:], 1):
+        if arg.startswith("-m"):
+            module = arg[2:] or (orig_argv[i + 1] if i + 1 < len(orig_argv) else "")
+            return module in ("monitor", "monitor.cli")
+    return False
 
 
-def decide() -> tuple[str | None, str]:
-    """The build this process uses (its directory, or None for the pure-Python modules)
-    and a short reason why; the first call per environment warns about an unusable build."""
+#: A build's directory or None, why, and the warning to give when a build is not used
+#: ("" when there is none to give).
+Decision = tuple[str | None, str, str]
+#: What :func:`decide` found, per (variable, default location).
+_decided: dict[tuple[str, str], Decision] = {}
+#: Whether warnings wait for the command line (:func:`started_as_command`); [] until the
+#: first decision, then [True] until :func:`release_warning`.
+_holding: list[bool] = []
+
+
+def _held() -> bool:
+    if not _holding:
+        _holding.append(started_as_command())
+    return _holding[0]
+
+
+def _decision() -> Decision:
     wanted = os.environ.get(ENV, "").strip()
     key = (wanted, "" if wanted else default_location())
     if key in _decided:
         return _decided[key]
-    found: tuple[str | None, str]
+    found: Decision
     if wanted.lower() == OFF:
-        found = (None, f"{ENV}={wanted}")
+        found = (None, f"{ENV}={wanted}", "")
     elif wanted:
         found = _choose(os.path.abspath(wanted), f"{ENV}={wanted}", explicit=True)
     else:
         found = _choose(key[1], "the default location", explicit=False)
     _decided[key] = found
+    if found[2] and not _held():
+        _warn(found[2], stacklevel=3)  # the package import (search_first, _decision)
     return found
 
 
-def _choose(folder: str, named: str, explicit: bool) -> tuple[str | None, str]:
+def decide() -> tuple[str | None, str]:
+    """The build this process uses (its directory, or None for the pure-Python modules)
+    and a short reason why; the first call per environment warns about an unusable build
+    (in the ``depeg-monitor`` command: :func:`release_warning` does)."""
+    folder, why, _ = _decision()
+    return folder, why
+
+
+def _choose(folder: str, named: str, explicit: bool) -> Decision:
     """The build in ``folder`` if it can be used (its runtime library made importable),
-    else None and why, warned once when there is a build and it is not used."""
-    problem = _problem(folder, explicit=explicit)
-    if problem:
-        _warn(f"depeg-monitor: the compiled build in {folder} ({named}) is not used: "
-              f"{problem}. Running the pure-Python modules; {REBUILD}"
-              f"{' with --out ' + folder if explicit else ''}, or set {ENV}={OFF}.")
-        return (None, f"the build in {folder} is not used: {problem}")
-    if problem == "":
-        return (None, f"no build in {folder}")
+    else None, why, and the warning when there is a build and it is not used."""
+    why_not = problem(folder, explicit=explicit)
+    if why_not:
+        return (None, f"the build in {folder} is not used: {why_not}",
+                f"depeg-monitor: the compiled build in {folder} ({named}) is not used: "
+                f"{why_not}. Running the pure-Python modules; {REBUILD}"
+                f"{' with --out ' + folder if explicit else ''}, or set {ENV}={OFF}.")
+    if why_not == "":
+        return (None, f"no build in {folder}", "")
     if folder not in sys.path:
         # mypyc's shared runtime library is a top-level module of the build directory.
         sys.path.append(folder)
-    return (folder, named)
+    return (folder, named, "")
+
+
+def release_warning(quiet: bool = False) -> None:
+    """The ``depeg-monitor`` command, its command line parsed (and the data directory it
+    names followed): give the held warning about the build the process does not use,
+    unless ``quiet`` (``compile``: it replaces that build, or reports it with --status)."""
+    if not _held():
+        return
+    _holding[0] = False
+    if _applied and _applied[0][2] and not quiet:
+        _warn(_applied[0][2], stacklevel=2)
 
 
 def build_dir() -> str | None:
@@ -245,13 +299,13 @@ def build_dir() -> str | None:
 
 #: The decision the packages were set up with (the first :func:`search_first`): what
 #: :func:`in_use` reports even if the environment changed since.
-_applied: list[tuple[str | None, str]] = []
+_applied: list[Decision] = []
 
 
 def search_first(package: str, path: list[str]) -> None:
     """Put the build's directory for ``package`` before the sources in its ``__path__``."""
     if not _applied:
-        _applied.append(decide())
+        _applied.append(_decision())
     folder = _applied[0][0]
     if folder is not None:
         compiled = os.path.join(folder, *package.split("."))
@@ -275,6 +329,8 @@ def use_data_dir(data_dir: str) -> None:
         return
     before = _applied[0][0]
     _applied[0] = _choose(folder, "the data directory", explicit=False)
+    if _applied[0][2] and not _held():
+        _warn(_applied[0][2], stacklevel=3)
     for package in ("monitor", "monitor.engine"):
         loaded = sys.modules.get(package)
         path = getattr(loaded, "__path__", None)
@@ -291,7 +347,7 @@ def in_use() -> dict[str, str]:
     """Which modules this process runs, for start-up logs and ``compile --status``:
     ``{"modules": "compiled", "build": DIR}`` or ``{"modules": "python", "why": ...}``.
     Judged by the engine module actually loaded, when it is."""
-    folder, why = _applied[0] if _applied else decide()
+    folder, why = _applied[0][:2] if _applied else decide()
     engine = sys.modules.get("monitor.engine.engine")
     loaded = getattr(engine, "__file__", None) or ""
     if folder is not None and (engine is None or not loaded.endswith(".py")):

@@ -30,6 +30,7 @@ from .compiled import (
     SOURCE_ROOT,
     Manifest,
     interpreter_tag,
+    problem,
     source_digests,
     source_stats,
 )
@@ -89,6 +90,17 @@ def inside_sources(out: Path) -> bool:
     return out == root or root in out.parents
 
 
+def replaces(out: Path) -> str:
+    """What is in ``out`` before a build replaces it, said once as a status (the loader's
+    warning about an unusable build there is not given in the command that replaces it)."""
+    why_not = problem(str(out), explicit=True)
+    if not (out / MANIFEST).is_file():
+        return "nothing (no previous build)"
+    if why_not is None:
+        return "an up-to-date build (the same sources)"
+    return f"a build not in use: {why_not}"
+
+
 def build(out: Path, log: Any) -> Manifest:
     """Compile :data:`MODULES` and install the extension modules in ``out`` (replacing a
     previous build there); returns the manifest. Logs ``compiled.*`` events to ``log``."""
@@ -100,15 +112,16 @@ def build(out: Path, log: Any) -> Manifest:
                                              and not (out / MANIFEST).is_file())):
         raise BuildError(f"{out} exists and is not a previous build (no {MANIFEST}); "
                          "choose a new or empty directory (--out)")
-    problem = missing_tools()
-    if problem is not None:
-        raise BuildError(problem)
+    missing = missing_tools()
+    if missing is not None:
+        raise BuildError(missing)
     from mypy.version import __version__ as mypy_version
 
     started = time.monotonic()
     root = Path(SOURCE_ROOT)
     log.info("compiled.build_started", out=str(out), modules=len(MODULES),
-             mypy=mypy_version, interpreter=interpreter_tag(), sources=str(root / "monitor"))
+             mypy=mypy_version, interpreter=interpreter_tag(), sources=str(root / "monitor"),
+             replaces=replaces(out))
     stats = source_stats()  # before the bytes: an edit in between shows as a changed mtime
     digests = source_digests()
     with tempfile.TemporaryDirectory(prefix="depeg-mypyc-") as tmp:

@@ -33,6 +33,7 @@ from monitor.compiled import (
     interpreter_tag,
     source_digests,
     source_stats,
+    started_as_command,
 )
 from monitor.compiled_build import IGNORE_MISSING_IMPORTS
 from monitor.config import load_config
@@ -85,10 +86,11 @@ def compiled_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     out = home / "depeg-monitor" / "compiled"
     # Progress as component.event log lines, then one line saying how it will be used.
-    events = [json.loads(line)["event"] for line in done.stderr.splitlines()
-              if line.startswith("{")]
-    assert events == ["compiled.build_started", "compiled.mypyc_finished",
-                      "compiled.build_finished"], done.stderr
+    lines = [json.loads(line) for line in done.stderr.splitlines() if line.startswith("{")]
+    assert [line["event"] for line in lines] == [
+        "compiled.build_started", "compiled.mypyc_finished", "compiled.build_finished"
+    ], done.stderr
+    assert lines[0]["replaces"] == "nothing (no previous build)"
     assert done.stdout.splitlines() == [done.stdout.strip()]
     assert done.stdout.startswith(f"compiled build ready in {out}: depeg-monitor processes "
                                   "with this data directory")
@@ -257,6 +259,55 @@ def test_a_stale_build_is_ignored_with_one_warning(tmp_path: Path,
     files = FILES[:1]
     stale = replay(tmp_path, env, "stale", files)
     assert stale == replay(tmp_path, env_with(compiled_home, OFF), "pure", files)
+    # The command warns once too, after its command line, unless it is `compile`, whose
+    # --status says it instead (and whose build replaces that one: the next test).
+    command = cli(["config"], env)
+    assert command.returncode == 0 and command.stderr.count(WARNING) == 1, command.stderr
+    status = cli(["compile", "--status"], env)
+    assert status.stderr == ""
+    assert status.stdout.startswith("modules: python (the build in ") and \
+        "is not used: the sources changed since it was built" in status.stdout
+
+
+def test_compile_replaces_a_stale_build_without_warning_about_it(
+        tmp_path: Path, compiled_home: Path) -> None:
+    """Rebuilding is the fix the warning asks for: the command says what it replaces in
+    its start line and gives no warning (checked where warnings are errors); the new
+    build is the one processes then load, silently."""
+    home = stale_copy(compiled_home, tmp_path, **edited(compiled_home, True, True))
+    env = env_with(home)
+    done = subprocess.run([sys.executable, "-W", "error", "-m", "monitor", "--log-format",
+                           "json", "compile"], env=env, capture_output=True, text=True,
+                          check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert WARNING not in done.stderr and "RuntimeWarning" not in done.stderr, done.stderr
+    started = next(json.loads(line) for line in done.stderr.splitlines()
+                   if line.startswith("{"))
+    assert started["event"] == "compiled.build_started"
+    assert started["replaces"] == ("a build not in use: the sources changed since it was "
+                                   "built")
+    loaded = probe(env)
+    assert [Path(f).suffix for f in loaded.stdout.split()] == [".so", ".so"]
+    assert loaded.stderr == ""
+
+
+@pytest.mark.parametrize(("argv", "orig_argv", "held"), [
+    (["/opt/venv/bin/depeg-monitor", "compile"], ["python", "/opt/venv/bin/depeg-monitor"],
+     True),
+    (["C:/venv/Scripts/depeg-monitor.exe", "run"], ["python"], True),
+    (["-m", "compile"], ["python", "-W", "error", "-m", "monitor", "compile"], True),
+    (["-m", "replay"], ["python", "-mmonitor.cli", "replay"], True),
+    (["-m"], ["python", "-m", "pytest"], False),
+    (["-c", "compile"], ["python", "-c", "import monitor", "compile"], False),
+    (["/usr/bin/pytest", "compile"], ["python", "/usr/bin/pytest", "compile"], False),
+], ids=["console-script", "windows-launcher", "python-m", "python-m-cli", "other-module",
+        "python-c", "other-program"])
+def test_only_the_command_holds_its_warning_for_the_command_line(
+        argv: list[str], orig_argv: list[str], held: bool) -> None:
+    """The ``depeg-monitor`` command gives the warning after parsing its command line (so
+    that ``compile`` can leave it out); any other program importing ``monitor`` gets it at
+    import, as before."""
+    assert started_as_command(argv, orig_argv) is held
 
 
 def test_a_touched_source_is_hashed_and_still_matches(tmp_path: Path,
