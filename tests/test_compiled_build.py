@@ -435,3 +435,36 @@ def test_the_build_type_checks_as_the_checkout_does() -> None:
                for m in o["module"]]
     assert sorted(ignored) == sorted(IGNORE_MISSING_IMPORTS)
     assert mypy["strict"] is True
+
+
+def test_the_build_type_checks_without_the_report_extra(tmp_path: Path) -> None:
+    """The build's type check (mypyc stops on any mypy error) over the installed sources in
+    an environment where matplotlib is not installed -- `pip install '.[compiled]'`, no
+    `report` extra, as the Docker image and the systemd install do. mypy is given an
+    interpreter that sees this environment's packages but matplotlib's."""
+    import site
+
+    from monitor.compiled_build import MYPY_INI
+
+    packages = Path(site.getsitepackages()[0])
+    visible = tmp_path / "packages"
+    visible.mkdir()
+    for entry in packages.iterdir():
+        if not entry.name.startswith(("matplotlib", "mpl_toolkits", "__editable__")) \
+                and entry.suffix != ".pth":
+            (visible / entry.name).symlink_to(entry)
+    env = tmp_path / "env"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(env)], check=True)
+    (next(env.glob("lib/python*/site-packages")) / "visible.pth").write_text(f"{visible}\n")
+    python = env / "bin" / "python"
+    assert subprocess.run([python, "-c", "import msgspec"], check=False).returncode == 0
+    assert subprocess.run([python, "-c", "import matplotlib"], capture_output=True,
+                          check=False).returncode != 0
+    work = tmp_path / "work"
+    shutil.copytree(REPO / "monitor", work / "monitor",
+                    ignore=shutil.ignore_patterns("__pycache__", "*.so"))
+    (work / "mypy.ini").write_text(MYPY_INI)
+    done = subprocess.run([sys.executable, "-m", "mypy", "--python-executable", str(python),
+                           "--no-incremental", *MODULES], cwd=work, capture_output=True,
+                          text=True, check=False)
+    assert done.returncode == 0, done.stdout[-3000:]
