@@ -278,3 +278,37 @@ def test_dockerfile_copies_existing_paths() -> None:
                 if not source.endswith("*"):
                     assert (REPO / source).exists(), line
     assert 'ENTRYPOINT ["depeg-monitor"]' in text and "USER 10001" in text
+
+
+def _instructions(stage: str) -> str:
+    """A Dockerfile stage without its comment lines."""
+    return "\n".join(line for line in stage.splitlines() if not line.lstrip().startswith("#"))
+
+
+def test_the_image_builds_the_compiled_engine_and_runs_it_without_a_compiler() -> None:
+    """The mypyc build is made in the build stage, copied with the installed code and named
+    in the runtime image; the compiler, mypy and pip installs stay in the build stage
+    (docs/compiled.md "In the shipped deployments")."""
+    text = (REPO / "Dockerfile").read_text()
+    _, build, runtime = (_instructions(s) for s in re.split(r"^FROM .*$", text, flags=re.M))
+    default = re.findall(r"^ARG COMPILED=(\S+)$", build + "\n" + runtime, re.M)
+    assert len(default) == 2 and default[0] == default[1], default
+    assert default[0].startswith("/opt/depeg-monitor/")  # inside what the runtime copies
+    assert "gcc" in build and 'compile --out "$COMPILED"' in build
+    assert "compile --status" in build  # loaded once, without mypy, or the image fails
+    assert "COPY --from=build /opt/depeg-monitor /opt/depeg-monitor" in runtime
+    assert "DEPEG_MONITOR_COMPILED=$COMPILED" in runtime
+    assert not re.search(r"gcc|apt-get|mypy|pip install", runtime), runtime
+
+
+def test_the_systemd_install_builds_what_the_unit_names() -> None:
+    """docs/deploy.md's install (and upgrade) steps compile into the directory the unit's
+    DEPEG_MONITOR_COMPILED names, and create the config file its DEPEG_CONFIG names."""
+    unit = (DEPLOY / "systemd" / "depeg-monitor.service").read_text()
+    doc = (REPO / "docs" / "deploy.md").read_text()
+    named = re.findall(r"^Environment=DEPEG_MONITOR_COMPILED=(\S+)$", unit, re.M)
+    assert len(named) == 1
+    steps = f"/opt/depeg-monitor/bin/depeg-monitor compile --out {named[0]}"
+    assert doc.count(steps) == 2 and steps.split("bin/")[1] in unit  # install and upgrade
+    config = re.findall(r"^Environment=DEPEG_CONFIG=(\S+)$", unit, re.M)
+    assert len(config) == 1 and re.search(rf"^install .* {re.escape(config[0])}$", doc, re.M)
