@@ -14,7 +14,8 @@ before the sources in the package's ``__path__``. Which build, if any (docs/comp
 
 The pure-Python modules stay the reference and the fallback: a build whose sources differ
 from the files beside this one (edited since, or another checkout or version), made for
-another interpreter, or incomplete, is ignored with one warning (re-run the command) and
+another interpreter, or incomplete, is ignored with one warning (re-run the command; the
+``depeg-monitor`` command gives it once its command line is parsed, ``compile`` never) and
 the sources run. ``tests/test_compiled_build.py`` checks a build replays byte for byte.
 
 This module must stay cheap and dependency-free: both package ``__init__`` files call it,
@@ -201,10 +202,9 @@ def _warn(message: str, stacklevel: int) -> None:
 
 def started_as_command(argv: list[str] | None = None,
                        orig_argv: list[str] | None = None) -> bool:
-    """Whether this process is the ``depeg-monitor`` command (its console script, or
-    ``python -m monitor``): its packages choose their modules before its command line is
-    parsed, so the warning about an unusable build waits for :func:`release_warning`
-    (``compile`` replaces that build: it does not warn about it)."""
+    """Whether this is the ``depeg-monitor`` command (console script, ``python -m monitor``),
+    whose packages choose their modules before its command line is parsed: its warning
+    waits for :func:`release_warning` (``compile`` replaces that build, so it does not)."""
     argv = sys.argv if argv is None else argv
     orig_argv = getattr(sys, "orig_argv", []) if orig_argv is None else orig_argv
     first = argv[0] if argv else ""
@@ -222,13 +222,11 @@ def started_as_command(argv: list[str] | None = None,
     return False
 
 
-#: A build's directory or None, why, and the warning to give when a build is not used
-#: ("" when there is none to give).
+#: A build's directory (None: pure Python), why, and the warning to give ("": none).
 Decision = tuple[str | None, str, str]
 #: What :func:`decide` found, per (variable, default location).
 _decided: dict[tuple[str, str], Decision] = {}
-#: Whether warnings wait for the command line (:func:`started_as_command`); [] until the
-#: first decision, then [True] until :func:`release_warning`.
+#: Whether warnings wait for :func:`release_warning`; set at the first decision.
 _holding: list[bool] = []
 
 
