@@ -252,7 +252,15 @@ def main(argv: list[str] | None = None) -> int:
         level=args.log_level or config.logging.level,
         fmt=args.log_format or config.logging.format,
     )
-    return commands[args.command].run(args, config)
+    try:
+        return commands[args.command].run(args, config)
+    except BrokenPipeError:
+        # The reader of stdout went away (`depeg-monitor keys list | head`): no traceback,
+        # and nothing more written; the exit status a shell gives a process ended by
+        # SIGPIPE. stdout points at /dev/null so the interpreter's last flush is quiet.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 128 + 13
 
 
 if __name__ == "__main__":
