@@ -106,21 +106,6 @@ async def _count_ids(tx: Executor, ids: Sequence[str]) -> int:
     return total
 
 
-_INSERT = (
-    "INSERT INTO webhook_deliveries (id, subscription_id, api_key_id, event_id,"
-    " event_type, status, attempts, next_attempt_at, created_at, updated_at)"
-    " VALUES ($1, $2, $3, $4, $5, 'pending', 0, $6, $6, $6)"
-    " ON CONFLICT (id) DO NOTHING"
-)
-#: PostgreSQL: a new delivery also enters the due queue (``webhook_due``); a replayed
-#: one (the insert does nothing) does not.
-_INSERT_QUEUED = (
-    f"WITH new AS ({_INSERT} RETURNING id, next_attempt_at)"
-    " INSERT INTO webhook_due (delivery_id, status, next_attempt_at)"
-    " SELECT id, 'pending', next_attempt_at FROM new"
-)
-
-
 class DeliveryStore:
     def __init__(self, db: Database) -> None:
         self.db = db
@@ -146,8 +131,10 @@ class DeliveryStore:
                 ids = [d[0] for d in deliveries]
                 before = await _count_ids(tx, ids)
                 await tx.executemany(
-                    _INSERT_QUEUED if self.db.dialect == "postgresql" else _INSERT,
-                    deliveries)
+                    "INSERT INTO webhook_deliveries (id, subscription_id, api_key_id, event_id,"
+                    " event_type, status, attempts, next_attempt_at, created_at, updated_at)"
+                    " VALUES ($1, $2, $3, $4, $5, 'pending', 0, $6, $6, $6)"
+                    " ON CONFLICT (id) DO NOTHING", deliveries)
                 await tx.executemany(
                     "INSERT INTO cu_ledger (id, api_key_id, kind, ref, units, created_at)"
                     " VALUES ($1, $2, 'delivery', $3, 1, $4) ON CONFLICT (kind, ref) DO NOTHING",

@@ -43,19 +43,13 @@ from .deliveries import _DUE_SELECT, INTERRUPTED, DueDelivery
 #: row (``lease_until IS NULL``, every row of a backlog) skips the comparison with each of
 #: the cycle's ~40 outcome ids (a generic plan cannot hash a parameter array).
 _DUE_WHERE = (
-    " AND q.next_attempt_at <= $12 AND d.next_attempt_at <= $12"
+    " AND d.next_attempt_at <= $12"
     " AND (d.lease_until IS NULL OR (d.lease_until < $12 AND d.id <> ALL($1::text[])))"
     " AND s.is_active = 1 AND s.deleted_at IS NULL"
     " AND d.api_key_id IN (SELECT id FROM api_keys WHERE revoked_at IS NULL)"
     " AND s.endpoint <> ALL($14::text[])"
-    " ORDER BY q.next_attempt_at LIMIT $13 FOR UPDATE OF d SKIP LOCKED"
+    " ORDER BY d.next_attempt_at LIMIT $13 FOR UPDATE OF d SKIP LOCKED"
 )
-#: The due read walks the narrow queue (``webhook_due``, schema v4) in time order and
-#: joins each candidate to its wide row, whose own status and time are tested again
-#: (the wide row is the truth; a stale queue row is skipped, never sent).
-_QUEUE_SELECT = _DUE_SELECT.replace(
-    " FROM webhook_deliveries d",
-    " FROM webhook_due q JOIN webhook_deliveries d ON d.id = q.delivery_id")
 _COLUMNS = ("id, subscription_id, api_key_id, event_id, event_type, status, attempts,"
             " created_at, next_attempt_at, webhook_url, endpoint, secret_sealed,"
             " previous_secret_sealed, rotated_at, payload")
@@ -70,25 +64,14 @@ CYCLE_SQL = (
     " updated_at = v.now, completed_at = COALESCE(v.completed, d.completed_at),"
     " lease_token = NULL, lease_until = NULL FROM v"
     " WHERE d.id = v.id AND d.lease_token = v.token AND d.status <> 'success'"
-    " RETURNING d.id, d.status, d.next_attempt_at),"
-    # The queue follows the outcome: a finished delivery leaves it, a retry's time moves
-    # (an upsert: the wide row is the truth, so a retry is queued even if its row was
-    # missing).
-    " dequeued AS (DELETE FROM webhook_due q USING recorded r WHERE q.delivery_id = r.id"
-    " AND r.next_attempt_at IS NULL),"
-    " requeued AS (INSERT INTO webhook_due (delivery_id, status, next_attempt_at)"
-    " SELECT r.id, r.status, r.next_attempt_at FROM recorded r"
-    " WHERE r.next_attempt_at IS NOT NULL ON CONFLICT (delivery_id) DO UPDATE"
-    " SET status = excluded.status, next_attempt_at = excluded.next_attempt_at),"
+    " RETURNING d.id),"
     " history AS (INSERT INTO webhook_attempts (delivery_id, attempt, manual, started_at,"
     " status_code, latency_ms, error) SELECT v.id, v.attempt, 0, v.started, v.code,"
     " v.latency, v.error FROM v JOIN recorded r ON r.id = v.id"
     " ON CONFLICT (delivery_id, attempt) DO UPDATE SET status_code = excluded.status_code,"
     " latency_ms = excluded.latency_ms, error = excluded.error),"
-    f" pending AS ({_QUEUE_SELECT} WHERE q.status = 'pending' AND d.status = 'pending'"
-    f"{_DUE_WHERE}),"
-    f" failed AS ({_QUEUE_SELECT} WHERE q.status = 'failed' AND d.status = 'failed'"
-    f"{_DUE_WHERE}),"
+    f" pending AS ({_DUE_SELECT} WHERE d.status = 'pending'{_DUE_WHERE}),"
+    f" failed AS ({_DUE_SELECT} WHERE d.status = 'failed'{_DUE_WHERE}),"
     f" due AS (SELECT {_COLUMNS} FROM pending UNION ALL SELECT {_COLUMNS} FROM failed),"
     " ranked AS (SELECT due.*, row_number() OVER (PARTITION BY due.endpoint"
     " ORDER BY due.next_attempt_at, due.id) AS rank, COALESCE(room.n, $17) AS room"
@@ -102,8 +85,7 @@ CYCLE_SQL = (
     " gave_up AS (UPDATE webhook_deliveries d SET status = 'max_retries_exceeded',"
     " next_attempt_at = NULL, updated_at = $12, completed_at = $12, lease_token = NULL,"
     " lease_until = NULL, last_error = COALESCE(d.last_error, $22) FROM picked p"
-    " WHERE d.id = p.id AND p.attempts >= $21 RETURNING d.id),"
-    " gone AS (DELETE FROM webhook_due q USING gave_up g WHERE q.delivery_id = g.id),"
+    " WHERE d.id = p.id AND p.attempts >= $21),"
     " interrupted AS (INSERT INTO webhook_attempts (delivery_id, attempt, manual,"
     " started_at, status_code, latency_ms, error) SELECT p.id, p.attempts, 0, $12, NULL, 0,"
     " $22 FROM picked p WHERE p.attempts > 0 ON CONFLICT (delivery_id, attempt) DO NOTHING)"

@@ -73,29 +73,6 @@ CREATE INDEX webhook_deliveries_owner ON webhook_deliveries (api_key_id, created
 {_DUE_INDEX}
 """
 
-#: PostgreSQL: an outcome changes ``status`` and ``next_attempt_at``, the due index's
-#: columns, so its UPDATE was never a heap-only (HOT) update: a new row version with an
-#: entry in every index of the wide row. The due rows now have a narrow table of their
-#: own (one row per pending or failed delivery: inserted at intake, its time moved on a
-#: retry, deleted when the delivery finishes) and the wide row no due index, so the
-#: outcome UPDATE touches no indexed column. The wide row's ``status`` and
-#: ``next_attempt_at`` stay the truth: every reader through ``webhook_due`` re-tests them,
-#: so the queue only has to hold every due delivery (a stale row is skipped).
-#: SQLite keeps its due index: it has no row versions (an UPDATE rewrites only the index
-#: entries whose columns change), so a second table would only add writes.
-_PG_V4 = """
-CREATE TABLE webhook_due (
-  delivery_id TEXT PRIMARY KEY,
-  status TEXT NOT NULL,
-  next_attempt_at DOUBLE PRECISION NOT NULL
-);
-INSERT INTO webhook_due (delivery_id, status, next_attempt_at)
-  SELECT id, status, next_attempt_at FROM webhook_deliveries
-  WHERE status IN ('pending', 'failed') AND next_attempt_at IS NOT NULL;
-CREATE INDEX webhook_due_next ON webhook_due (status, next_attempt_at);
-DROP INDEX webhook_deliveries_due
-"""
-
 MIGRATIONS = [
     Migration(1, "api keys, subscriptions, events, deliveries, attempts, CU ledger", """
 CREATE TABLE api_keys (
@@ -198,9 +175,6 @@ CREATE INDEX cu_ledger_owner ON cu_ledger (api_key_id, created_at);
     Migration(3, "webhook_deliveries: no UNIQUE (subscription_id, event_id), partial due"
                  " index; webhook_attempts: no foreign key",
               {"postgresql": _PG_V3, "sqlite": _SQLITE_V3}),
-    # PostgreSQL: the due rows in a narrow table of their own (see _PG_V4).
-    Migration(4, "webhook_due: the due deliveries' queue (PostgreSQL)", _PG_V4,
-              dialect="postgresql"),
 ]
 
 
