@@ -5,16 +5,18 @@ longer than 1,000 pages, inside that COMMIT: the pages are copied into the datab
 file and both files are synced (``synchronous=NORMAL`` syncs at checkpoints, not at
 commits). The worker commits each cycle on the event loop's own thread
 (:meth:`~monitor.storage.db.SqliteDatabase.run_sync`), so every few dozen cycles one
-COMMIT stood still for that I/O and no send, answer or claim moved meanwhile. In a
-drain of 20,000 deliveries the COMMITs took 60 µs of wall time per delivery with those
-checkpoints (12 µs of it CPU) and 19 µs without.
+COMMIT stood still for that I/O and no send, answer or claim moved meanwhile: in a
+drain of 20,000 deliveries ~33 COMMITs took over 2 ms each, and the COMMITs' wall time
+per delivery fell by a third to a half with the checkpoints moved here (docs/
+performance.md, "Delivery, fourteenth pass").
 
 So the worker's connection does not checkpoint (``wal_autocheckpoint=0``) while the
 dispatcher runs, and this runs ``PRAGMA wal_checkpoint(PASSIVE)`` on a connection of
 its own in a worker thread instead: after a cycle, when none is running and
 :data:`INTERVAL` has passed since the last one began, and once more when the
 dispatcher stops. A PASSIVE checkpoint takes no lock a writer waits for, and SQLite
-releases the GIL while it copies and syncs.
+releases the GIL while it copies and syncs; a log over :data:`RESTART_FRAMES` is
+copied with writers held off, so that it starts over (see ``_checkpoint``).
 
 Durability does not change: a transaction is in the log (the database's own file,
 replayed on open) when its COMMIT returns, checkpointed or not. Other processes'
@@ -35,6 +37,11 @@ log = get_logger(__name__)
 #: Seconds between the starts of two checkpoints while the worker is busy (SQLite's own
 #: 1,000-page threshold is ~4 MB of log; a busy worker writes far less than that in 0.1 s).
 INTERVAL = 0.1
+#: Log frames (pages) past which a checkpoint also restarts the log: SQLite's own
+#: checkpoint threshold, so the log stays about as long as it was with its checkpoints.
+RESTART_FRAMES = 1000
+#: How long the RESTART waits for a writer to finish (then it tries again next time).
+BUSY_SECONDS = 1.0
 #: What the worker's connection is set back to on stop (SQLite's default).
 DEFAULT_AUTOCHECKPOINT = 1000
 
@@ -76,8 +83,16 @@ class WalCheckpoints:
         try:
             if self._conn is None:
                 self._conn = sqlite3.connect(self._path, check_same_thread=False,
-                                             isolation_level=None)
-            self._conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+                                             isolation_level=None, timeout=BUSY_SECONDS)
+            _, frames, _ = self._conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+            if frames >= RESTART_FRAMES:
+                # Writes went on during the PASSIVE checkpoints, so the log was never
+                # wholly copied when a writer began, which is when SQLite starts it
+                # over: it grew (25 MB in one drain of 20,000). RESTART makes writers
+                # wait while it copies the rest (the worker's cycle waits on a thread,
+                # see run_sync, not on the event loop), and the next commit starts the
+                # log from its beginning.
+                self._conn.execute("PRAGMA wal_checkpoint(RESTART)").fetchall()
         except sqlite3.Error as exc:
             # The log stays the database's; the next checkpoint copies what this did not.
             log.warning("webhook.wal_checkpoint_failed", error=str(exc))
@@ -93,4 +108,7 @@ class WalCheckpoints:
             if self._conn is not None:
                 self._conn.close()
                 self._conn = None
-            await self._db.execute(f"PRAGMA wal_autocheckpoint={DEFAULT_AUTOCHECKPOINT}")
+            try:
+                await self._db.execute(f"PRAGMA wal_autocheckpoint={DEFAULT_AUTOCHECKPOINT}")
+            except (sqlite3.Error, ValueError) as exc:  # ValueError: aiosqlite closed
+                log.warning("webhook.wal_autocheckpoint_not_restored", error=str(exc))
