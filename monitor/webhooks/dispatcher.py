@@ -301,9 +301,9 @@ class Dispatcher:
         finishes or the poll interval passes. On stop, in-flight sends finish (each is
         bounded by the HTTP timeout), their outcomes are written, and claimed deliveries
         not sent are given back."""
-        stop_wait = asyncio.create_task(stop.wait())
         # SQLite: the log's checkpoints on a thread, not inside a cycle's COMMIT.
         checkpoints = await WalCheckpoints.start(self.attempts.store.db)
+        stop_wait = asyncio.create_task(stop.wait())
         try:
             while not stop.is_set():
                 look = self.wake.is_set()
