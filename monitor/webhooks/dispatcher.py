@@ -47,6 +47,7 @@ from ..storage.delivery_batches import (
 )
 from . import metrics
 from .attempts import DeliveryAttempts, backoff_delay
+from .walcheckpoint import WalCheckpoints
 
 __all__ = ["CLAIM_AHEAD", "DeliveryAttempts", "Dispatcher", "backoff_delay"]
 
@@ -300,6 +301,8 @@ class Dispatcher:
         finishes or the poll interval passes. On stop, in-flight sends finish (each is
         bounded by the HTTP timeout), their outcomes are written, and claimed deliveries
         not sent are given back."""
+        # SQLite: the log's checkpoints on a thread, not inside a cycle's COMMIT.
+        checkpoints = await WalCheckpoints.start(self.attempts.store.db)
         stop_wait = asyncio.create_task(stop.wait())
         try:
             while not stop.is_set():
@@ -311,6 +314,8 @@ class Dispatcher:
                     busy = await self.cycle(look)
                 except Exception as exc:
                     log.error("webhook.dispatch_error", error=str(exc))
+                if busy and checkpoints is not None:
+                    checkpoints.after_cycle()
                 if busy and self._more_due:
                     continue  # the read was cut at its limit: claim the rest now
                 wake_wait = asyncio.create_task(self.wake.wait())
@@ -323,6 +328,8 @@ class Dispatcher:
         finally:
             stop_wait.cancel()
             await self._drain()
+            if checkpoints is not None:
+                await checkpoints.stop()
 
     async def _drain(self) -> None:
         self._stopping = True
