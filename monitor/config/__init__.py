@@ -9,7 +9,8 @@ One idea per module: ``load`` (the root :class:`Config`, reading the file and th
 environment), ``model`` (the rating model), ``kafka``, ``surfaces`` (API, delivery, V3),
 ``sources`` (registry, chains) and ``process`` (storage, logs, metrics, gc, spread stage).
 The vault side's section is ``monitor/vaults/config.py``; the check every section's
-``__post_init__`` uses is ``monitor/config_section.py``. Import from here: ``from monitor.config import X``.
+``__post_init__`` uses is ``monitor/config_section.py``. Import from here:
+``from monitor.config import X``.
 """
 
 from __future__ import annotations
