@@ -25,7 +25,7 @@ import asyncio
 import math
 import time
 from collections import Counter
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
@@ -34,16 +34,14 @@ from aiokafka.errors import KafkaError
 
 from .. import health, metrics
 from ..config import Config
-from ..daemon.brokercalls import BrokerCalls
 from ..daemon.clients import commit_unless_fenced, start_group_consumer, start_producer
 from ..daemon.deadletter import dead_letter
+from ..daemon.lifecycle import ConsumerDaemon, ConsumerStats, summary
 from ..daemon.publisher import Publisher
-from ..daemon.readiness import Readiness
 from ..daemon.rebalance import Listener, restore_or_failure, start_offset
 from ..daemon.retry import Aborted
 from ..daemon.state import STATE_VERSION, StateRecord, encode_state, read_states
 from ..gcpolicy import service_started
-from ..kafka.closing import close_bounded
 from ..kafka.topics import ensure_topics, ensure_vault_topics, make_consumer
 from ..logs import get_logger
 from ..services import Service
@@ -60,40 +58,27 @@ CONSUMER = "vaults"
 
 
 @dataclass(slots=True)
-class VaultDaemonStats:
-    records: int = 0
+class VaultDaemonStats(ConsumerStats):
     facts: int = 0
-    dead_letters: int = 0
-    ratings: int = 0
     depeg_changes: int = 0
-    checkpoints: int = 0
     restored_vaults: int = 0
-    skipped_restored: int = 0
 
 
-class VaultDaemon:
+#: The stopped line's figures: every count but the restore's skipped records.
+SUMMARY = ("records", "facts", "dead_letters", "ratings", "depeg_changes", "checkpoints",
+           "restored_vaults")
+
+
+class VaultDaemon(ConsumerDaemon):
     def __init__(self, config: Config, check_name: str = "vaults") -> None:
-        self.config = config
-        self.kafka = config.kafka
+        super().__init__(config, check_name)
         self.vaults = config.vaults
-        self.check_name = check_name
         self.depeg = DepegTable()
         self.stats = VaultDaemonStats()
         self._parts: dict[int, VaultPartition] = {}
-        self._lock = asyncio.Lock()
-        self._consumer: AIOKafkaConsumer | None = None
         self._follower: AIOKafkaConsumer | None = None
         self._publisher: Publisher | None = None
-        self._stop = asyncio.Event()
         self._dlq_reasons: Counter[str] = Counter()
-        self.readiness = Readiness(self.kafka.ready_stall_seconds,
-                                   lambda: self._stop.is_set(), self._describe)
-        self._broker = BrokerCalls(self.kafka, self.readiness, lambda: self._stop.is_set(),
-                                   lambda: self._consumer is not None)
-        self._retry = self._broker.retry
-        #: Set once this instance joined its group and restored its partitions' state.
-        self.joined = self.readiness.joined
-        self._fatal: BaseException | None = None
 
     # -- lifecycle --------------------------------------------------------------------
     async def run(self, stop: asyncio.Event | None = None) -> None:
@@ -109,8 +94,7 @@ class VaultDaemon:
                 await self._retry(lambda: ensure_vault_topics(k, self.vaults),
                                   "ensure_vault_topics")
             producer = await self._retry(partial(start_producer, k), "producer_start")
-            self._publisher = Publisher(producer, self._broker.backoff(), self._broker.abort,
-                                        self.readiness.failure, self.readiness.recovery)
+            self._publisher = self._broker.publisher(producer)
             self._follower = await self._retry(partial(start_follower, k, self.depeg),
                                                "depeg_follower_start")
             listener = Listener(self.on_revoked, self.on_assigned)
@@ -125,21 +109,15 @@ class VaultDaemon:
             self._broker.abort()  # starts the grace period if it has not started yet
             async with self._lock:
                 await self._checkpoint(list(self._parts))
-            log.info("vaults.stopped", **self._summary())
+            log.info("vaults.stopped", **summary(self.stats, SUMMARY))
         except Aborted as exc:
             log.error("vaults.shutdown_incomplete", error=str(exc),
                       note="offsets not committed; the next start re-processes from the last "
                            "commit (identical records)")
         finally:
-            if probe:
-                probe.cancel()
-            health.unregister_check(self.check_name)
-            metrics.ASSIGNED_PARTITIONS.labels(CONSUMER).set(0)
-            for what, client in (("consumer_stop", self._consumer),
-                                 ("follower_stop", self._follower),
-                                 ("producer_stop", producer)):
-                if client is not None:
-                    await close_bounded(client.stop(), what, "vaults.close_failed")
+            await self._leave(CONSUMER, probe, (("consumer_stop", self._consumer),
+                                                ("follower_stop", self._follower),
+                                                ("producer_stop", producer)))
 
     # -- the loop ---------------------------------------------------------------------
     async def _loop(self, consumer: AIOKafkaConsumer, follower: AIOKafkaConsumer) -> None:
@@ -376,10 +354,6 @@ class VaultDaemon:
     def _describe(self) -> str:
         vaults = sum(len(part.engine) for part in self._parts.values())
         return f"{len(self._parts)} partitions, {vaults} vaults, {len(self.depeg)} depeg tokens"
-
-    def _summary(self) -> dict[str, int]:
-        """The stopped line's figures: every count but the restore's skipped records."""
-        return {k: v for k, v in asdict(self.stats).items() if k != "skipped_restored"}
 
 
 # -- the service (the command, ``depeg-monitor vaults``, is in ``command.py``) ------------
