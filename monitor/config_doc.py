@@ -1,4 +1,4 @@
-"""The configuration model as a commented TOML document, generated from monitor/config.py.
+"""The configuration model as a commented TOML document, generated from monitor/config/.
 
 ``depeg-monitor config --defaults`` prints it (values set), and the shipped
 ``depeg-monitor.example.toml`` is the same text with the values commented out, so neither
@@ -24,7 +24,7 @@ HEADER = """\
 # Use: depeg-monitor --config this-file.toml COMMAND (or DEPEG_CONFIG=this-file.toml).
 # Uncomment what you change. Any setting can also come from the environment as
 # DEPEG_<SECTION>__<FIELD>, e.g. DEPEG_API__PORT=8081 or DEPEG_KAFKA__BOOTSTRAP_SERVERS=kafka:9092;
-# the environment wins over the file. Generated from monitor/config.py: do not edit by hand
+# the environment wins over the file. Generated from monitor/config/: do not edit by hand
 # (depeg-monitor config --example > depeg-monitor.example.toml).
 """
 
@@ -32,7 +32,7 @@ HEADER = """\
 @cache
 def _comments(module_name: str) -> dict[str, tuple[str, dict[str, list[str]]]]:
     """class name -> (docstring, field -> its ``#:`` comment lines), from the source of the
-    module that defines the section (monitor/config.py, monitor/vaults/config.py, ...)."""
+    module that defines the section (monitor/config/model.py, monitor/vaults/config.py, ...)."""
     module = sys.modules.get(module_name, config_module)
     source = inspect.getsource(module)
     lines = source.splitlines()

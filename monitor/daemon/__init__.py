@@ -15,6 +15,8 @@ broker parts: ``brokercalls``, ``clients``, ``publisher``, ``readiness``, ``reba
 - ``publisher``: sends records and waits until the broker acknowledged them;
 - ``retry``: backoff for broker operations, bounded only by a shutdown's grace period;
 - ``brokercalls``: one daemon's retry policy (forever while running, a grace after a stop);
+- ``lifecycle``: what the monitor and the vault daemon share around their loops (set-up,
+  counts, the way out);
 - ``clients``: starting the Kafka clients, and offset commits the group may fence;
 - ``deadletter``: the small, self-describing record a bad tick becomes;
 - ``clock``: extrapolated event time for tokens whose ticks stopped;

@@ -8,19 +8,15 @@ loop itself). They all read and write the attributes set up here, under ``_lock`
 
 from __future__ import annotations
 
-import asyncio
-
-from aiokafka import AIOKafkaConsumer
 from prometheus_client import Gauge
 
 from ..config import Config
 from ..spread.feed import gated_keys_or_none
-from .brokercalls import BrokerCalls
 from .clock import LiveClock
+from .lifecycle import ConsumerDaemon
 from .lost import LossDetector
 from .outputs import DaemonStats, OutputWriter
 from .partitions import PartitionState
-from .readiness import Readiness
 from .spread_gate import GateWatch
 from .sweep import Sweeper
 
@@ -29,36 +25,22 @@ from .sweep import Sweeper
 LOGGER = "monitor.daemon.ingest"
 
 
-class MonitorBase:
-    """The attributes the layers share, set up once (the constructor of ``MonitorDaemon``)."""
+class MonitorBase(ConsumerDaemon):
+    """The attributes the layers share, set up once (the constructor of ``MonitorDaemon``);
+    those of the lifecycle the vault daemon shares are set up by ``ConsumerDaemon``."""
 
     def __init__(self, config: Config, check_name: str = "monitor") -> None:
-        self.config = config
-        self.kafka = config.kafka
-        self.check_name = check_name
+        super().__init__(config, check_name)
         self.stats = DaemonStats()
         self._parts: dict[int, PartitionState] = {}
         #: Tokens whose ratings wait for the spread stage (docs/cross-chain-spread.md).
         self._spread_gated = gated_keys_or_none(config)
         #: Revoked partitions, until the next assignment says whether they come back.
         self._set_aside: dict[int, PartitionState] = {}
-        self._lock = asyncio.Lock()
         self._clock = LiveClock(config.model.stale_after_seconds)
         self._sweeper = Sweeper(self._clock, config.model.refresh_seconds)
         self._gates = GateWatch(config)
-        self._consumer: AIOKafkaConsumer | None = None
         self._out: OutputWriter | None = None
-        self._stop = asyncio.Event()
-        self.readiness = Readiness(self.kafka.ready_stall_seconds,
-                                   lambda: self._stop.is_set(), self._describe)
-        self._broker = BrokerCalls(self.kafka, self.readiness, lambda: self._stop.is_set(),
-                                   lambda: self._consumer is not None)
-        self._retry = self._broker.retry
-        #: Set once this instance joined its group and restored its partitions' state.
-        self.joined = self.readiness.joined
-        #: Set by a rebalance callback that could not restore state, or when the broker
-        #: lost what it had acknowledged (``lost.py``); the loop raises it.
-        self._fatal: BaseException | None = None
         self._losses = LossDetector()
         #: Monotonic time the loop last started an iteration (None before the loop runs).
         self._loop_beat: float | None = None

@@ -16,9 +16,11 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Protocol, TypeVar
 
+from aiokafka import AIOKafkaProducer
 from aiokafka.errors import KafkaError
 
 from ..config import KafkaConfig
+from .publisher import Publisher
 from .retry import Backoff, retry
 
 #: What a broker call may fail with and still succeed later: the broker or the network.
@@ -68,3 +70,9 @@ class BrokerCalls:
         return await retry(op, what=what, backoff=self.backoff(), abort=self.abort,
                            retry_on=RETRIABLE, on_failure=self.readiness.failure,
                            on_recovery=self.readiness.recovery)
+
+    def publisher(self, producer: AIOKafkaProducer) -> Publisher:
+        """A publisher on ``producer`` whose sends wait out the broker under this policy,
+        its failures and recoveries reported where the calls' are."""
+        return Publisher(producer, self.backoff(), self.abort, self.readiness.failure,
+                         self.readiness.recovery)

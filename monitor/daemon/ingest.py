@@ -32,7 +32,6 @@ from prometheus_client import Gauge
 from .. import health, metrics
 from ..compiled import log_fields
 from ..engine import Output
-from ..kafka.closing import close_bounded
 from ..kafka.topics import ensure_topics
 from ..logs import get_logger
 from ..ticks import BadTick, Tick, decode_tick
@@ -41,9 +40,9 @@ from ..timesanity import check_not_future
 from .assignment import Assignment
 from .base import LOGGER
 from .clients import start_group_consumer, start_producer
+from .lifecycle import summary
 from .lost import BrokerLost
 from .outputs import OutputWriter
-from .publisher import Publisher
 from .rebalance import Listener
 from .retry import Aborted
 
@@ -51,6 +50,9 @@ log = get_logger(LOGGER)
 
 #: Closing the clients after a stop may take this long on top of the grace period.
 SHUTDOWN_MARGIN_SECONDS = 5.0
+#: The stopped line's figures, in its order.
+SUMMARY = ("records", "ticks", "dead_letters", "tier_changes", "ratings", "checkpoints",
+           "restored_tokens")
 #: aiokafka ships no type hints; a fetched record (``aiokafka.structs.ConsumerRecord``).
 Record = Any
 
@@ -101,9 +103,7 @@ class MonitorDaemon(Assignment):
             if k.create_topics:
                 await self._retry(lambda: ensure_topics(k), "ensure_topics")
             producer = await self._retry(partial(start_producer, k), "producer_start")
-            publisher = Publisher(producer, self._broker.backoff(), self._broker.abort,
-                                  self.readiness.failure, self.readiness.recovery)
-            self._out = OutputWriter(k, publisher, self.stats)
+            self._out = OutputWriter(k, self._broker.publisher(producer), self.stats)
             listener = Listener(self.on_revoked, self.on_assigned)
             consumer = await self._retry(
                 partial(start_group_consumer, k, k.monitor_group, k.ticks_topic, listener),
@@ -122,16 +122,9 @@ class MonitorDaemon(Assignment):
                       note="offsets not committed; the next start re-processes from the "
                            "last commit (same event ids)")
         finally:
-            if probe:
-                probe.cancel()
-            health.unregister_check(self.check_name)
-            metrics.ASSIGNED_PARTITIONS.labels("monitor").set(0)
-            if consumer:
-                await close_bounded(consumer.stop(), "consumer_stop", "monitor.close_failed",
-                                    SHUTDOWN_MARGIN_SECONDS)
-            if producer:
-                await close_bounded(producer.stop(), "producer_stop", "monitor.close_failed",
-                                    SHUTDOWN_MARGIN_SECONDS)
+            await self._leave("monitor", probe, (("consumer_stop", consumer),
+                                                 ("producer_stop", producer)),
+                              SHUTDOWN_MARGIN_SECONDS)
 
     def alive(self) -> tuple[bool, str]:
         """Liveness for ``/healthz``: the loop finished an iteration recently."""
@@ -335,7 +328,4 @@ class MonitorDaemon(Assignment):
                 "refresh); replay it from the dead-letter topic if it matters")
 
     def _summary(self) -> dict[str, int]:
-        s = self.stats
-        return {"records": s.records, "ticks": s.ticks, "dead_letters": s.dead_letters,
-                "tier_changes": s.tier_changes, "ratings": s.ratings,
-                "checkpoints": s.checkpoints, "restored_tokens": s.restored_tokens}
+        return summary(self.stats, SUMMARY)

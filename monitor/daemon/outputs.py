@@ -19,6 +19,7 @@ from ..logs import get_logger
 from ..records import ENCODER, RatingSnapshot, TierChangeEvent
 from ..ticks import BadTick
 from .deadletter import dead_letter
+from .lifecycle import ConsumerStats
 from .publisher import Outgoing, Publisher
 
 log = get_logger(__name__)
@@ -27,16 +28,11 @@ _encode = ENCODER.encode
 
 
 @dataclass(slots=True)
-class DaemonStats:
-    records: int = 0
+class DaemonStats(ConsumerStats):
     ticks: int = 0
-    dead_letters: int = 0
     tier_changes: int = 0
-    ratings: int = 0
     batches: int = 0
-    checkpoints: int = 0
     restored_tokens: int = 0
-    skipped_restored: int = 0
 
 
 class OutputWriter:

@@ -10,7 +10,8 @@ the error that ended its work (or its result) is what the caller sees.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Iterable
+from typing import Protocol
 
 from ..logs import get_logger
 
@@ -36,3 +37,18 @@ async def close_bounded(closing: Awaitable[None], what: str, event: str,
         if task is not None and task.cancelling():
             raise
         log.warning(event, client=what, error="CancelledError")
+
+
+class Stoppable(Protocol):
+    """A Kafka client: what :func:`close_all` needs of it."""
+
+    def stop(self) -> Awaitable[None]: ...
+
+
+async def close_all(clients: Iterable[tuple[str, Stoppable | None]], event: str,
+                    seconds: float = CLOSE_SECONDS) -> None:
+    """:func:`close_bounded` for each ``(what, client)`` in order, skipping the clients
+    that were never started (None): the end of a service's ``run`` however it ended."""
+    for what, client in clients:
+        if client is not None:
+            await close_bounded(client.stop(), what, event, seconds)

@@ -33,18 +33,19 @@ class TopicError(RuntimeError):
     """A topic exists in a shape the monitor cannot use."""
 
 
-def topic_specs(config: KafkaConfig) -> list[NewTopic]:
-    """Every topic the monitor reads or writes, with its settings."""
+def _specs(config: KafkaConfig, kept: tuple[str, ...], state: str) -> list[NewTopic]:
+    """``kept`` topics with ``kafka.partitions`` and retention, then the ``state`` topic,
+    compacted: only the newest state per key matters, so compaction keeps it bounded."""
     n, rf = config.partitions, config.replication_factor
     plain = {"retention.ms": RETENTION_MS}
-    return [
-        NewTopic(config.ticks_topic, n, rf, topic_configs=plain),
-        NewTopic(config.ratings_topic, n, rf, topic_configs=plain),
-        NewTopic(config.tier_changes_topic, n, rf, topic_configs=plain),
-        NewTopic(config.dlq_topic, n, rf, topic_configs=plain),
-        # Only the newest state per token matters; compaction keeps the topic bounded.
-        NewTopic(config.state_topic, n, rf, topic_configs={"cleanup.policy": "compact"}),
-    ]
+    return [*(NewTopic(name, n, rf, topic_configs=plain) for name in kept),
+            NewTopic(state, n, rf, topic_configs={"cleanup.policy": "compact"})]
+
+
+def topic_specs(config: KafkaConfig) -> list[NewTopic]:
+    """Every topic the monitor reads or writes, with its settings."""
+    return _specs(config, (config.ticks_topic, config.ratings_topic,
+                           config.tier_changes_topic, config.dlq_topic), config.state_topic)
 
 
 def admin_client(config: KafkaConfig, bootstrap_servers: str | None = None) -> AIOKafkaAdminClient:
@@ -91,15 +92,8 @@ async def _create_missing(admin: AIOKafkaAdminClient, specs: list[NewTopic]) -> 
 
 def vault_topic_specs(config: KafkaConfig, vaults: VaultsConfig) -> list[NewTopic]:
     """The vault side's topics (``[vaults]``), with ``kafka.partitions`` and retention."""
-    n, rf = config.partitions, config.replication_factor
-    plain = {"retention.ms": RETENTION_MS}
-    return [
-        NewTopic(vaults.facts_topic, n, rf, topic_configs=plain),
-        NewTopic(vaults.ratings_topic, n, rf, topic_configs=plain),
-        NewTopic(vaults.dlq_topic, n, rf, topic_configs=plain),
-        # Only the newest state per vault matters; compaction keeps the topic bounded.
-        NewTopic(vaults.state_topic, n, rf, topic_configs={"cleanup.policy": "compact"}),
-    ]
+    return _specs(config, (vaults.facts_topic, vaults.ratings_topic, vaults.dlq_topic),
+                  vaults.state_topic)
 
 
 async def ensure_vault_topics(config: KafkaConfig, vaults: VaultsConfig,

@@ -35,7 +35,7 @@ from ..daemon.clients import start_assigned_consumer, start_producer
 from ..daemon.publisher import Publisher
 from ..daemon.retry import Aborted
 from ..gcpolicy import service_started
-from ..kafka.closing import close_bounded
+from ..kafka.closing import close_all, close_bounded
 from ..kafka.topics import admin_client, ensure_topics
 from ..logs import get_logger
 from ..registry import RegistryError
@@ -133,8 +133,7 @@ class SpreadDaemon:
                 await self._retry(lambda: ensure_topics(k), "ensure_topics")
                 await self._retry(self._ensure_state_topic, "ensure_state_topic")
             producer = await self._retry(partial(start_producer, k), "producer_start")
-            publisher = Publisher(producer, self._broker.backoff(), self._broker.abort,
-                                  self._broker_log.failure, self._broker_log.recovery)
+            publisher = self._broker.publisher(producer)
             consumer = await self._retry(
                 partial(start_assigned_consumer, k, f"{k.client_id}-spread"), "consumer_start")
             self._consumer = consumer
@@ -154,10 +153,8 @@ class SpreadDaemon:
                       note="state not written; the next start repeats from the last one")
         finally:
             health.unregister_check("spread")
-            if consumer is not None:
-                await close_bounded(consumer.stop(), "consumer_stop", "spread.close_failed")
-            if producer is not None:
-                await close_bounded(producer.stop(), "producer_stop", "spread.close_failed")
+            await close_all((("consumer_stop", consumer), ("producer_stop", producer)),
+                            "spread.close_failed")
 
     async def check(self) -> tuple[bool, str]:
         if self.registry_error:

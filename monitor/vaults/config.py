@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import msgspec
 
+from ..config_section import require
+
 DAY = 86400.0
 
 
@@ -128,13 +130,15 @@ class VaultsConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
             unknown = sorted(set(self.blocking_tags) - TAG_KEYS)
             if unknown:
                 raise ValueError(f"vaults.blocking_tags: unknown tag keys {unknown}")
-        if len(self.severity_points) != 8:
-            raise ValueError("vaults.severity_points: give 8 values, for severities 3 to 10")
-        if any(p < 0 for p in self.severity_points) or self.category_cap < 0:
-            raise ValueError("vaults.severity_points and category_cap must be >= 0")
-        if min(self.floors.by_tag().values(), default=0) < 0 or max(
-                self.floors.by_tag().values(), default=0) > 100:
-            raise ValueError("vaults.floors: each floor is 0-100")
         t = self.thresholds
-        if t.dormant_events > t.inactive_events:
-            raise ValueError("vaults.thresholds: dormant_events must not exceed inactive_events")
+        floors = self.floors.by_tag().values()
+        require("vaults", [
+            (len(self.severity_points) == 8,
+             "severity_points: give 8 values, for severities 3 to 10"),
+            (not (any(p < 0 for p in self.severity_points) or self.category_cap < 0),
+             "severity_points and category_cap must be >= 0"),
+            (not (min(floors, default=0) < 0 or max(floors, default=0) > 100),
+             "floors: each floor is 0-100"),
+            (t.dormant_events <= t.inactive_events,
+             "thresholds: dormant_events must not exceed inactive_events"),
+        ])

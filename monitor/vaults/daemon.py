@@ -22,10 +22,7 @@ records of the re-processed interval come out in the order they had before.
 from __future__ import annotations
 
 import asyncio
-import math
 import time
-from collections import Counter
-from dataclasses import asdict, dataclass
 from functools import partial
 from typing import Any
 
@@ -34,66 +31,30 @@ from aiokafka.errors import KafkaError
 
 from .. import health, metrics
 from ..config import Config
-from ..daemon.brokercalls import BrokerCalls
-from ..daemon.clients import commit_unless_fenced, start_group_consumer, start_producer
+from ..daemon.clients import start_group_consumer, start_producer
 from ..daemon.deadletter import dead_letter
-from ..daemon.publisher import Publisher
-from ..daemon.readiness import Readiness
-from ..daemon.rebalance import Listener, restore_or_failure, start_offset
+from ..daemon.lifecycle import summary
+from ..daemon.rebalance import Listener
 from ..daemon.retry import Aborted
-from ..daemon.state import STATE_VERSION, StateRecord, encode_state, read_states
-from ..gcpolicy import service_started
-from ..kafka.closing import close_bounded
-from ..kafka.topics import ensure_topics, ensure_vault_topics, make_consumer
+from ..kafka.topics import ensure_topics, ensure_vault_topics
 from ..logs import get_logger
 from ..services import Service
-from .depeg_link import DepegTable
+from .checkpoint import CONSUMER, LOGGER, VaultCheckpoints
 from .facts import BAD_FACT_REASONS, BadFacts, decode_facts
 from .follower import decode_changes, start_follower
-from .partitions import VaultPartition
 from .records import VaultRating, encode_rating
 
-log = get_logger(__name__)
+log = get_logger(LOGGER)
 
 Record = Any  # aiokafka.structs.ConsumerRecord (aiokafka ships no type hints)
-CONSUMER = "vaults"
+#: The stopped line's figures: every count but the restore's skipped records.
+SUMMARY = ("records", "facts", "dead_letters", "ratings", "depeg_changes", "checkpoints",
+           "restored_vaults")
 
 
-@dataclass(slots=True)
-class VaultDaemonStats:
-    records: int = 0
-    facts: int = 0
-    dead_letters: int = 0
-    ratings: int = 0
-    depeg_changes: int = 0
-    checkpoints: int = 0
-    restored_vaults: int = 0
-    skipped_restored: int = 0
-
-
-class VaultDaemon:
-    def __init__(self, config: Config, check_name: str = "vaults") -> None:
-        self.config = config
-        self.kafka = config.kafka
-        self.vaults = config.vaults
-        self.check_name = check_name
-        self.depeg = DepegTable()
-        self.stats = VaultDaemonStats()
-        self._parts: dict[int, VaultPartition] = {}
-        self._lock = asyncio.Lock()
-        self._consumer: AIOKafkaConsumer | None = None
-        self._follower: AIOKafkaConsumer | None = None
-        self._publisher: Publisher | None = None
-        self._stop = asyncio.Event()
-        self._dlq_reasons: Counter[str] = Counter()
-        self.readiness = Readiness(self.kafka.ready_stall_seconds,
-                                   lambda: self._stop.is_set(), self._describe)
-        self._broker = BrokerCalls(self.kafka, self.readiness, lambda: self._stop.is_set(),
-                                   lambda: self._consumer is not None)
-        self._retry = self._broker.retry
-        #: Set once this instance joined its group and restored its partitions' state.
-        self.joined = self.readiness.joined
-        self._fatal: BaseException | None = None
+class VaultDaemon(VaultCheckpoints):
+    """The loop and its lifecycle; the state it runs on, its checkpoints and its rebalance
+    callbacks are ``checkpoint.py``."""
 
     # -- lifecycle --------------------------------------------------------------------
     async def run(self, stop: asyncio.Event | None = None) -> None:
@@ -109,8 +70,7 @@ class VaultDaemon:
                 await self._retry(lambda: ensure_vault_topics(k, self.vaults),
                                   "ensure_vault_topics")
             producer = await self._retry(partial(start_producer, k), "producer_start")
-            self._publisher = Publisher(producer, self._broker.backoff(), self._broker.abort,
-                                        self.readiness.failure, self.readiness.recovery)
+            self._publisher = self._broker.publisher(producer)
             self._follower = await self._retry(partial(start_follower, k, self.depeg),
                                                "depeg_follower_start")
             listener = Listener(self.on_revoked, self.on_assigned)
@@ -125,21 +85,15 @@ class VaultDaemon:
             self._broker.abort()  # starts the grace period if it has not started yet
             async with self._lock:
                 await self._checkpoint(list(self._parts))
-            log.info("vaults.stopped", **self._summary())
+            log.info("vaults.stopped", **summary(self.stats, SUMMARY))
         except Aborted as exc:
             log.error("vaults.shutdown_incomplete", error=str(exc),
                       note="offsets not committed; the next start re-processes from the last "
                            "commit (identical records)")
         finally:
-            if probe:
-                probe.cancel()
-            health.unregister_check(self.check_name)
-            metrics.ASSIGNED_PARTITIONS.labels(CONSUMER).set(0)
-            for what, client in (("consumer_stop", self._consumer),
-                                 ("follower_stop", self._follower),
-                                 ("producer_stop", producer)):
-                if client is not None:
-                    await close_bounded(client.stop(), what, "vaults.close_failed")
+            await self._leave(CONSUMER, probe, (("consumer_stop", self._consumer),
+                                                ("follower_stop", self._follower),
+                                                ("producer_stop", producer)))
 
     # -- the loop ---------------------------------------------------------------------
     async def _loop(self, consumer: AIOKafkaConsumer, follower: AIOKafkaConsumer) -> None:
@@ -263,123 +217,6 @@ class VaultDaemon:
         if self._dlq_reasons:
             log.warning("vaults.dead_letters", topic=self.vaults.dlq_topic, **self._dlq_reasons)
             self._dlq_reasons.clear()
-
-    # -- checkpoints --------------------------------------------------------------------
-    async def _checkpoint(self, partitions: list[int]) -> None:
-        """States of changed vaults -> state topic (acknowledged), then commit offsets."""
-        publisher = self._publisher
-        assert publisher is not None
-        parts = [self._parts[p] for p in partitions if p in self._parts]
-        await publisher.flush()
-        now = time.time()
-        written = 0
-        for part in parts:
-            for key in sorted(part.dirty):
-                state = part.engine.state(key)
-                if state is None:
-                    continue
-                record = StateRecord(
-                    version=STATE_VERSION, key=key, partition=part.partition,
-                    offset=part.next_offset,
-                    last_event_ts=state.clock if math.isfinite(state.clock) else None,
-                    written_at=now, stale=False, engine_state=part.engine.export_state(key))
-                await publisher.send(self.vaults.state_topic, encode_state(record),
-                                     key=key.encode(), partition=part.partition, kind="state")
-                written += 1
-        await publisher.flush()
-        for part in parts:
-            part.dirty.clear()
-        offsets = {TopicPartition(self.vaults.facts_topic, part.partition): part.next_offset
-                   for part in parts if part.next_offset != part.committed}
-        if offsets:
-            await self._commit(offsets)
-            for part in parts:
-                part.committed = part.next_offset
-        if written or offsets:
-            self.stats.checkpoints += 1
-        self._set_gauges()
-
-    async def _commit(self, offsets: dict[TopicPartition, int]) -> None:
-        consumer = self._consumer
-        assert consumer is not None
-        await self._retry(
-            partial(commit_unless_fenced, consumer, offsets, "vaults.commit_fenced"), "commit")
-
-    def _set_gauges(self) -> None:
-        tiers: Counter[str] = Counter()
-        verdicts: Counter[str] = Counter()
-        attention = 0
-        for part in self._parts.values():
-            for key in part.engine.keys():
-                state = part.engine.state(key)
-                if state is not None and state.last is not None:
-                    tiers[state.last.tier] += 1
-                    verdicts[state.last.verdict] += 1
-                    attention += state.last.attention
-        metrics.set_vault_counts(dict(tiers), dict(verdicts), attention)
-
-    # -- rebalancing ------------------------------------------------------------------
-    async def on_revoked(self, revoked: list[TopicPartition]) -> None:
-        ours = [tp.partition for tp in revoked if tp.topic == self.vaults.facts_topic]
-        async with self._lock:
-            try:
-                await self._checkpoint(ours)
-            except Exception as exc:
-                log.error("vaults.revoke_checkpoint_failed",
-                          error=f"{type(exc).__name__}: {exc}"[:300])
-            finally:
-                for p in ours:
-                    self._parts.pop(p, None)
-                    metrics.CONSUMER_LAG.labels(CONSUMER, str(p)).set(0)
-                metrics.ASSIGNED_PARTITIONS.labels(CONSUMER).set(len(self._parts))
-        if ours:
-            log.info("vaults.partitions_revoked", partitions=sorted(ours))
-
-    async def on_assigned(self, assigned: list[TopicPartition]) -> None:
-        failure = await restore_or_failure(self._restore, assigned, "vaults.restore_failed")
-        if failure is not None:
-            self._fatal = failure
-
-    async def _restore(self, assigned: list[TopicPartition]) -> None:
-        consumer = self._consumer
-        assert consumer is not None
-        topic = self.vaults.facts_topic
-        async with self._lock:
-            new = sorted(tp.partition for tp in assigned
-                         if tp.topic == topic and tp.partition not in self._parts)
-            states = await self._retry(
-                lambda: read_states(self._state_reader, self.vaults.state_topic, new),
-                "restore_state")
-            restored = 0
-            for p in new:
-                position = await self._retry(
-                    partial(start_offset, consumer, TopicPartition(topic, p)), "start_offset")
-                self._parts[p] = VaultPartition.restore(p, self.vaults, self.depeg, position,
-                                                        states[p])
-                restored += len(states[p])
-            self.stats.restored_vaults += restored
-            if not self.joined.is_set():  # started: imports done, first state restored
-                service_started("vaults", self.config.gc)
-            self.joined.set()
-            metrics.ASSIGNED_PARTITIONS.labels(CONSUMER).set(len(self._parts))
-        log.info("vaults.partitions_assigned", partitions=new, restored_vaults=restored,
-                 positions={p: self._parts[p].next_offset for p in new})
-
-    def _state_reader(self) -> AIOKafkaConsumer:
-        k = self.kafka
-        return make_consumer(k, group_id=None, client_id=f"{k.client_id}-vaults-state-reader")
-
-    # -- helpers ------------------------------------------------------------------------
-    def _sorted_parts(self) -> list[VaultPartition]:
-        return [self._parts[p] for p in sorted(self._parts)]
-
-    def _describe(self) -> str:
-        vaults = sum(len(part.engine) for part in self._parts.values())
-        return f"{len(self._parts)} partitions, {vaults} vaults, {len(self.depeg)} depeg tokens"
-
-    def _summary(self) -> dict[str, int]:
-        """The stopped line's figures: every count but the restore's skipped records."""
-        return {k: v for k, v in asdict(self.stats).items() if k != "skipped_restored"}
 
 
 # -- the service (the command, ``depeg-monitor vaults``, is in ``command.py``) ------------
