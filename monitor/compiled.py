@@ -48,7 +48,7 @@ MANIFEST = "depeg-monitor-compiled.txt"
 MANIFEST_HEADER = "depeg-monitor compiled build, manifest 1"
 #: The build's directory inside the data directory (the command's default ``--out``).
 DIRECTORY = "compiled"
-#: The environment form of ``storage.data_dir`` (monitor/config.py).
+#: The environment form of ``storage.data_dir`` (monitor/config/process.py).
 DATA_DIR_ENV = "DEPEG_STORAGE__DATA_DIR"
 #: The checkout's (or installed tree's) root: the directory holding ``monitor/``.
 SOURCE_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
