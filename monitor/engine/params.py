@@ -56,6 +56,7 @@ class Params:
         self.calm_decay_per_hour = cfg.calm_decay_per_hour
         self.floor_window_seconds = cfg.floor_window_seconds
         self.snapshot_seconds = cfg.snapshot_seconds
+        self.stale_after_seconds = cfg.stale_after_seconds
         weights = cfg.weights
         #: Every signal's weight by name.
         self.weights: dict[str, float] = {
