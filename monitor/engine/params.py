@@ -92,6 +92,10 @@ class Params:
         #: Every window length a refresh without detail reads (reads, floors, premium).
         self.lengths: tuple[float, ...] = tuple(sorted(
             {s for s, _ in self.reads} | {float(cfg.floor_window_seconds), 3600.0}))
+        #: The bucket and every one of those lengths a whole number of seconds (the steady
+        #: memo's aligned short-cut, monitor/engine/steady.py, relies on it).
+        self.whole_lengths: bool = float(cfg.bucket_seconds).is_integer() and all(
+            s.is_integer() for s in self.lengths)
 
 
 #: The metric snapshot's TWAP windows, in minutes (``evaluate`` names their metrics).
