@@ -255,8 +255,16 @@ class Engine:
             t.tags.popleft()
             ts = tick.ts
             due = t.next_refresh
-            if due is not None and due < ts:  # else _refresh_until would do nothing
-                self._refresh_until(t, ts, out, inclusive=False)
+            if due is not None and due < ts and self._every > 0:
+                # ``_refresh_until(t, ts, out, inclusive=False)`` inline: the boundaries
+                # before ``ts`` (one, nearly always), a call fewer per refresh.
+                every = self._every
+                while True:
+                    self._evaluate(t, due, out)
+                    due += every
+                    t.next_refresh = due
+                    if not due < ts:
+                        break
             price = tick.price
             slippage = tick.slippage_bps
             oracle = tick.oracle_price

@@ -100,7 +100,7 @@ def evaluate(w: Windows, obs: Observations, cfg: Params, now: float,
         down = -deviation
     minutes_low = low_s / 60.0
     minutes_high = high_s / 60.0
-    window_minutes = cfg.persistence_window_seconds / 60.0
+    window_minutes = cfg.persistence_window_minutes
     share_low = minutes_low / window_minutes
     share_high = minutes_high / window_minutes
 
@@ -117,7 +117,9 @@ def evaluate(w: Windows, obs: Observations, cfg: Params, now: float,
         if oracle_obs and peg else None
     )
 
-    headroom = _headroom(obs, cfg, now, divergence if oracle_obs else None)
+    # A price-only feed (no oracle, no spread ever): neither observed, no call.
+    headroom = _headroom(obs, cfg, now, divergence if oracle_obs else None) \
+        if oracle_obs or obs.spread is not None else _NO_HEADROOM
     slippage = obs.slippage_bps
     score_dev = _ramp(down, 0.0, cfg.deviation_full)
     score_slip = _ramp(slippage or 0.0, cfg.slippage_floor_bps, cfg.slippage_full_bps) \
