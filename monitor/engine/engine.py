@@ -330,10 +330,11 @@ class Engine:
         # of the previous refresh is in the saved state, so a restore keeps the cadence).
         # Always with no cadence (0) or no earlier refresh; otherwise only when ``now`` is
         # in a later epoch-aligned period of ``every`` seconds than the previous refresh.
-        every = c.snapshot_seconds
-        previous = t.last_eval
-        snap = self.snapshots and (every <= 0 or previous is None
-                                   or now // every != previous // every)
+        snap = False
+        if self.snapshots:
+            every = c.snapshot_seconds
+            previous = t.last_eval
+            snap = every <= 0 or previous is None or now // every != previous // every
         t.last_eval = now
         w = t.windows
         if w.last_dev is None:
