@@ -130,7 +130,12 @@ def steady_figures_of(memo: Steady | None, w: Windows, obs: Observations, last_s
         at = memo.at
         if now >= at and now < _EXACT and (now - at) % w.bucket == 0.0:
             return memo, memo.figures
-    shape = held_shape(w, cfg, now) if cfg.volatility_floor > 0 else None
+    # A price held for less than the shortest window less a bucket lies in every window
+    # (``held_shape`` would give None): a token with ticks, most of its refreshes. Not
+    # keeping a memo is always safe (the figures are worked out in full).
+    since = w.last_price_ts
+    shape = held_shape(w, cfg, now) if cfg.volatility_floor > 0 and not (
+        since is not None and now - since < cfg.held_within) else None
     if shape is None:
         return None, figures_of(w, obs, cfg, now, False)[0]
     # Whether slippage, oracle and spread are young enough to count (signals.evaluate):
