@@ -38,6 +38,7 @@ MODULES = ("monitor/engine/windows.py", "monitor/engine/readings.py",
            "monitor/engine/figures.py", "monitor/engine/rounding.py",
            "monitor/engine/steady.py", "monitor/engine/engine.py",
            "monitor/engine/tokenstate.py", "monitor/engine/outputs.py",
+           "monitor/engine/refresh.py",
            "monitor/engine/ringroll.py", "monitor/engine/windowquery.py", "monitor/tickfiles.py",
            "monitor/timefmt.py", "monitor/replay.py")
 ENV = "DEPEG_MONITOR_COMPILED"

@@ -13,24 +13,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from ..config import ModelConfig
-from ..records import (
-    RatingSnapshot,
-    Tier,
-    TierChangeEvent,
-)
+from ..records import Tier
 from ..ticks import Tick
-from ..timefmt import format_ts
-from .figures import figures_of
-from .outputs import rating_snapshot, tier_change
+from .outputs import Output as Output  # re-exported (monitor.engine)
 from .params import params
-from .rating import publish_rating
-from .rounding import NATIVE, round_to
-from .steady import steady_figures_of
-from .tiers import step_tier
+from .refresh import refresh
 from .tokenstate import _NO_TIME, _Token, export_token, restore_token
 from .windows import Windows
-
-Output = TierChangeEvent | RatingSnapshot
 
 
 @dataclass(slots=True)
@@ -82,7 +71,7 @@ class Engine:
         # mean the same key; held, so no other string can take their identity).
         self._last_chain = self._last_token = self._last_key = ""
         # The last refresh time stamped and its text: every token refreshes at the same
-        # boundaries, so consecutive refreshes nearly always share one (``_evaluate``).
+        # boundaries, so consecutive refreshes nearly always share one (``refresh.stamp_of``).
         self._stamp_at = math.nan  # equal to no time
         self._stamp = ""
 
@@ -260,7 +249,7 @@ class Engine:
                 # before ``ts`` (one, nearly always), a call fewer per refresh.
                 every = self._every
                 while True:
-                    self._evaluate(t, due, out)
+                    refresh(self, t, due, out)
                     due += every
                     t.next_refresh = due
                     if not due < ts:
@@ -311,7 +300,7 @@ class Engine:
                     every = self._every
                     t.next_refresh = float(math.ceil(ts / every) * every)
             if self._every <= 0:
-                self._evaluate(t, ts, out)
+                refresh(self, t, ts, out)
 
     def _refresh_until(self, t: _Token, ts: float, out: list[Output], *, inclusive: bool) -> None:
         """Evaluate every refresh boundary before ``ts`` (or at it, when ``inclusive``)."""
@@ -319,65 +308,5 @@ class Engine:
         if every <= 0 or t.next_refresh is None:
             return
         while t.next_refresh < ts or (inclusive and t.next_refresh == ts):
-            self._evaluate(t, t.next_refresh, out)
+            refresh(self, t, t.next_refresh, out)
             t.next_refresh += every
-
-    def _evaluate(self, t: _Token, now: float, out: list[Output]) -> None:
-        c = self._p
-        stats = self.stats
-        stats.refreshes += 1
-        # Due before last_eval moves: the first refresh of its snapshot period (the period
-        # of the previous refresh is in the saved state, so a restore keeps the cadence).
-        # Always with no cadence (0) or no earlier refresh; otherwise only when ``now`` is
-        # in a later epoch-aligned period of ``every`` seconds than the previous refresh.
-        snap = False
-        if self.snapshots:
-            every = c.snapshot_seconds
-            previous = t.last_eval
-            snap = every <= 0 or previous is None or now // every != previous // every
-        t.last_eval = now
-        w = t.windows
-        if w.last_dev is None:
-            # No price with a peg yet: the token is unrated. Rating it from slippage or
-            # oracle ticks alone would publish a tier with no price behind it.
-            stats.unrated += 1
-            return
-        tier = t.tier
-        old = tier.tier
-        if not snap:  # a quiet token's refresh may reuse the last one's (steady.py)
-            # The last tick applied stands for the token's inputs: the very same object
-            # while no tick is applied (None since a restore, until one is).
-            t.steady, figures = steady_figures_of(t.steady, w, t.obs, t.sig_tick, c, now)
-            raw, floor, deviation, calm, above = figures
-            rating = publish_rating(t.held, raw, floor, calm, now, c)
-            changed = step_tier(tier, rating, deviation, above, now, c)
-            if changed is None:
-                return
-            stamp = self._stamp_of(now)
-        else:
-            figures, signals, metrics = figures_of(w, t.obs, c, now, True)
-            raw, floor, deviation, calm, above = figures
-            rating = publish_rating(t.held, raw, floor, calm, now, c)
-            changed = step_tier(tier, rating, deviation, above, now, c)
-            stamp = self._stamp_of(now)
-        # ``round`` with digits; compiled, mostly without its decimal conversion.
-        deviation_pct = round_to(deviation * 100.0, 4, 1e4) if NATIVE \
-            else round(deviation * 100.0, 4)
-        if snap:
-            metrics["rating_raw"] = raw  # keys evaluate placed: no kwargs dict, no update
-            metrics["rating_floor"] = floor
-            metrics["calm"] = float(calm)
-            out.append(rating_snapshot(t, now, stamp, rating, signals, metrics,
-                                       deviation_pct, c))
-        if changed is not None:
-            stats.transitions += 1
-            out.append(tier_change(t, stamp, old, changed, rating, deviation_pct))
-
-    def _stamp_of(self, now: float) -> str:
-        """``format_ts(now)``: every token refreshes at the same boundaries, so the last
-        time stamped and its text are kept (``format_ts`` was ~13.8 k instructions)."""
-        if now == self._stamp_at:
-            return self._stamp
-        self._stamp = stamp = format_ts(now)
-        self._stamp_at = now
-        return stamp

@@ -20,6 +20,9 @@ from .params import Params
 from .tiers import tier_band
 from .tokenstate import _Token
 
+#: What the engine publishes: rating snapshots and tier change events.
+Output = TierChangeEvent | RatingSnapshot
+
 
 def rating_snapshot(t: _Token, now: float, stamp: str, rating: float,
                     signals: list[SignalValue], metrics: dict[str, float | None],
