@@ -1,6 +1,6 @@
 """The records a refresh publishes: the rating snapshot and the tier change event.
 
-What ``Engine._evaluate`` works out (the rating, the tier, the signals and metrics)
+What a refresh (``refresh.refresh``) works out (the rating, the tier, the signals and metrics)
 turned into the record types of ``monitor.records``; apart from the engine's tick and
 refresh code because it is the outputs' shape, not the model.
 """

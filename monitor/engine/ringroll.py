@@ -35,10 +35,10 @@ def add_general(w: Windows, ts: float, dev: float, last_dev: float | None,
             stop = (b + 1) * bucket
             head = w.head
             if ts <= stop and head is not None and b == head:
-                # A tick in the bucket of the one before it that the short path
-                # above did not take (on the bucket's end, or the first after a
+                # A tick in the bucket of the one before it that ``add_price``'s short
+                # path did not take (on the bucket's end, or the first after a
                 # ``load``). An interval inside one bucket is shorter than the ring:
-                # no cut. The general loop below is inlined too: a call cost more.
+                # no cut, and none of the loop below.
                 slot = b % size
                 dt = ts - since
                 f[_DEV][slot] += last_dev * dt

@@ -1,6 +1,6 @@
 """One token's state in the engine, and its save and restore (the state topic's bytes).
 
-Apart from the engine's per-tick and refresh code (``engine.py``) because it is a
+Apart from the engine's per-tick and refresh code (``engine.py``, ``refresh.py``) because it is a
 different idea: what a token carries between ticks, and how that becomes bytes and back.
 The saved structs themselves live in ``saved.py`` (msgspec structs are never compiled).
 """
