@@ -37,7 +37,10 @@ MODULES = ("monitor/engine/windows.py", "monitor/engine/readings.py",
            "monitor/engine/rating.py", "monitor/engine/tiers.py",
            "monitor/engine/memo.py", "monitor/engine/params.py",
            "monitor/engine/figures.py", "monitor/engine/rounding.py",
-           "monitor/engine/steady.py", "monitor/engine/engine.py", "monitor/tickfiles.py",
+           "monitor/engine/steady.py", "monitor/engine/engine.py",
+           "monitor/engine/tokenstate.py", "monitor/engine/outputs.py",
+           "monitor/engine/refresh.py",
+           "monitor/engine/ringroll.py", "monitor/engine/windowquery.py", "monitor/tickfiles.py",
            "monitor/timefmt.py", "monitor/replay.py")
 ENV = "DEPEG_MONITOR_COMPILED"
 #: The value of :data:`ENV` that forces the pure-Python modules.

@@ -42,7 +42,7 @@ def figures_of(w: Windows, obs: Observations, cfg: Params, now: float,
     # Calm: no price more than persistence_low below peg in the calm window.
     calm = calm_min >= -cfg.persistence_low
     # The premium count is read only by a token at least premium_enter above peg
-    # (``tiers.target_tier`` enters premium only then): below that it is not counted.
+    # (``tiers.step_tier`` enters premium only then): below that it is not counted.
     above = count_beyond(w, now, 3600, cfg.premium_lines, above=True)[0] \
         if deviation >= cfg.premium_enter else 0
     if detail:

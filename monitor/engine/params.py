@@ -32,6 +32,8 @@ class Params:
         self.config = cfg
         self.deviation_full = cfg.deviation_full
         self.persistence_window_seconds = cfg.persistence_window_seconds
+        #: The persistence window in minutes (the division ``evaluate`` made per refresh).
+        self.persistence_window_minutes = cfg.persistence_window_seconds / 60.0
         self.persistence_low = cfg.persistence_low
         self.slippage_floor_bps = cfg.slippage_floor_bps
         self.slippage_full_bps = cfg.slippage_full_bps
@@ -56,6 +58,7 @@ class Params:
         self.calm_decay_per_hour = cfg.calm_decay_per_hour
         self.floor_window_seconds = cfg.floor_window_seconds
         self.snapshot_seconds = cfg.snapshot_seconds
+        self.stale_after_seconds = cfg.stale_after_seconds
         weights = cfg.weights
         #: Every signal's weight by name.
         self.weights: dict[str, float] = {
@@ -80,17 +83,40 @@ class Params:
         self.premium_lines: tuple[float, ...] = (cfg.premium_enter,)
         #: The windows and fields a refresh without detail reads, in ``evaluate``'s order
         #: (the calm window's lowest deviation last).
-        self.reads: tuple[tuple[float, tuple[int, ...]], ...] = (
+        #: Neighbours of one length are one read with both fields (with the defaults the
+        #: volatility and calm windows: ``read_fields`` lists the same values in the same
+        #: order, working out the window once).
+        self.reads: tuple[tuple[float, tuple[int, ...]], ...] = _merged((
             (float(cfg.deviation_window_seconds), (_DEV, _COV)),
             (float(cfg.persistence_window_seconds), (_LOW, _HIGH)),
             (float(cfg.volatility_window_seconds), (_R2,)),
-            (float(cfg.calm_window_seconds), (_MIN,)))
+            (float(cfg.calm_window_seconds), (_MIN,))))
         #: The windows and fields a refresh with detail reads, and where ``evaluate`` picks
         #: its values (:func:`_detail_reads`: made once per configuration, here).
         self.detail_reads = _detail_reads(cfg)
         #: Every window length a refresh without detail reads (reads, floors, premium).
         self.lengths: tuple[float, ...] = tuple(sorted(
             {s for s, _ in self.reads} | {float(cfg.floor_window_seconds), 3600.0}))
+        #: The bucket and every one of those lengths a whole number of seconds (the steady
+        #: memo's aligned short-cut, monitor/engine/steady.py, relies on it).
+        #: A price held for less than this lies in every one of those windows (the steady
+        #: memo is not tried: ``held_shape`` would find the held price inside a window).
+        self.held_within: float = self.lengths[0] - cfg.bucket_seconds
+        self.whole_lengths: bool = float(cfg.bucket_seconds).is_integer() and all(
+            s.is_integer() for s in self.lengths)
+
+
+def _merged(reads: tuple[tuple[float, tuple[int, ...]], ...],
+            ) -> tuple[tuple[float, tuple[int, ...]], ...]:
+    """``reads`` with each run of neighbours of one length made one read of their fields
+    in order (``read_fields`` then gives the same list)."""
+    merged: list[tuple[float, tuple[int, ...]]] = []
+    for seconds, which in reads:
+        if merged and merged[-1][0] == seconds:
+            merged[-1] = (seconds, merged[-1][1] + which)
+        else:
+            merged.append((seconds, which))
+    return tuple(merged)
 
 
 #: The metric snapshot's TWAP windows, in minutes (``evaluate`` names their metrics).

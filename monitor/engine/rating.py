@@ -105,20 +105,23 @@ def publish_rating(held: Held, raw: float, floor: float, calm: bool, now: float,
     (the first of equal values wins, so -0.0 and 0.0 come out as they did): compiled,
     a builtin called with several arguments went through a tuple every refresh.
     """
+    # Calm, the band edges play no part (no stop, the support dropped): not worked out.
+    # The tests of the stop are pure compares, made in another order than before.
+    held_rating = held.rating
+    edge = 0.0 if calm else band_edge(held_rating, cfg)
     decayed = 0.0
-    edge = band_edge(held.rating, cfg)
     at = held.at
     if at is not None:
         rate = cfg.calm_decay_per_hour if calm else cfg.hold_decay_per_hour
         elapsed = 0.0  # max(0.0, now - at)
         if now - at > elapsed:
             elapsed = now - at
-        decayed = held.rating - rate * elapsed / 3600.0
-        support_at = held.support_at
-        supported = raw >= edge - cfg.hold_margin or (
-            support_at is not None and now - support_at <= cfg.hold_seconds)
-        if not calm and edge > 0 and supported and edge > decayed:
-            decayed = edge  # max(decayed, edge)
+        decayed = held_rating - rate * elapsed / 3600.0
+        if not calm and edge > 0 and edge > decayed:
+            support_at = held.support_at
+            if raw >= edge - cfg.hold_margin or (
+                    support_at is not None and now - support_at <= cfg.hold_seconds):
+                decayed = edge  # max(decayed, edge)
     top = raw  # max(raw, floor, decayed, 0.0)
     if floor > top:
         top = floor
@@ -130,13 +133,14 @@ def publish_rating(held: Held, raw: float, floor: float, calm: bool, now: float,
     if top < capped:
         capped = top
     rating = _round2(capped)
-    new_edge = band_edge(rating, cfg)
     if calm:
         held.support_at = None
-    elif raw >= new_edge - cfg.hold_margin:
-        held.support_at = now
-    elif new_edge != edge:
-        held.support_at = None
+    else:
+        new_edge = band_edge(rating, cfg)
+        if raw >= new_edge - cfg.hold_margin:
+            held.support_at = now
+        elif new_edge != edge:
+            held.support_at = None
     held.rating = rating
     held.at = now
     return rating

@@ -100,7 +100,7 @@ def evaluate(w: Windows, obs: Observations, cfg: Params, now: float,
         down = -deviation
     minutes_low = low_s / 60.0
     minutes_high = high_s / 60.0
-    window_minutes = cfg.persistence_window_seconds / 60.0
+    window_minutes = cfg.persistence_window_minutes
     share_low = minutes_low / window_minutes
     share_high = minutes_high / window_minutes
 
@@ -117,26 +117,52 @@ def evaluate(w: Windows, obs: Observations, cfg: Params, now: float,
         if oracle_obs and peg else None
     )
 
-    headroom = _headroom(obs, cfg, now, divergence if oracle_obs else None)
+    # A price-only feed (no oracle, no spread ever): neither observed, no call.
+    headroom = _headroom(obs, cfg, now, divergence if oracle_obs else None) \
+        if oracle_obs or obs.spread is not None else _NO_HEADROOM
     slippage = obs.slippage_bps
+    score_dev = _ramp(down, 0.0, cfg.deviation_full)
+    score_slip = _ramp(slippage or 0.0, cfg.slippage_floor_bps, cfg.slippage_full_bps) \
+        if slip_obs else 0.0
+    score_low = share_low if share_low < 1.0 else 1.0  # min(1.0, share_low)
+    score_high = share_high if share_high < 1.0 else 1.0
+    score_vol = _ramp(vol_ratio, cfg.burst_start, cfg.burst_full)
+    if not detail:
+        # ``combine`` without the breakdown, written out for the six signals: the same
+        # additions and products in the same order, no signal tuples, no loops.
+        w0, w1, w2, w3, w4, w5 = cfg.signal_weights
+        head_obs = headroom[3]
+        observed_weight: int | float = 0
+        if has_price:
+            observed_weight += w0
+        if slip_obs:
+            observed_weight += w1
+        if has_price:
+            observed_weight += w2
+            observed_weight += w3
+            observed_weight += w4
+        if head_obs:
+            observed_weight += w5
+        some = observed_weight > 0
+        total = 0.0
+        total += 100.0 * (w0 / observed_weight if has_price and some else 0.0) * score_dev
+        total += 100.0 * (w1 / observed_weight if slip_obs and some else 0.0) * score_slip
+        total += 100.0 * (w2 / observed_weight if has_price and some else 0.0) * score_low
+        total += 100.0 * (w3 / observed_weight if has_price and some else 0.0) * score_high
+        total += 100.0 * (w4 / observed_weight if has_price and some else 0.0) * score_vol
+        total += 100.0 * (w5 / observed_weight if head_obs and some else 0.0) * headroom[2]
+        return _clamped(total), [], observed_weight, deviation, {}, calm_min
     # In ``params.SIGNAL_NAMES`` order (``combine`` pairs them with ``signal_weights``).
     signals = (
-        ("price_deviation", None if deviation is None else deviation * 100.0,
-         _ramp(down, 0.0, cfg.deviation_full), has_price),
-        ("slippage", slippage if slip_obs else None,
-         _ramp(slippage or 0.0, cfg.slippage_floor_bps, cfg.slippage_full_bps)
-         if slip_obs else 0.0, slip_obs),
-        ("persistence_50bp", minutes_low, share_low if share_low < 1.0 else 1.0,
-         has_price),  # min(1.0, share_low)
-        ("persistence_100bp", minutes_high, share_high if share_high < 1.0 else 1.0,
+        ("price_deviation", None if deviation is None else deviation * 100.0, score_dev,
          has_price),
-        ("volatility_burst", vol_ratio,
-         _ramp(vol_ratio, cfg.burst_start, cfg.burst_full), has_price),
+        ("slippage", slippage if slip_obs else None, score_slip, slip_obs),
+        ("persistence_50bp", minutes_low, score_low, has_price),
+        ("persistence_100bp", minutes_high, score_high, has_price),
+        ("volatility_burst", vol_ratio, score_vol, has_price),
         headroom,
     )
     raw, values, observed_weight = combine(signals, cfg.signal_weights, detail)
-    if not detail:
-        return raw, values, observed_weight, deviation, {}, calm_min
     # One dict in the snapshot's key order (its JSON order); ``x * 100.0`` is ``_pct``.
     spread, spread_ts, price_ts = obs.spread, obs.spread_ts, obs.price_ts
     metrics: dict[str, float | None] = {
@@ -240,11 +266,16 @@ def combine(signals: tuple[Signal, ...], weights: tuple[float, ...], detail: boo
                 else round_to(score, 6, 1e6) if NATIVE else round(score, 6),
                 w, points if points == 0.0
                 else round_to(points, 4, 1e4) if NATIVE else round(points, 4), observed))
-    # ``min(100.0, max(0.0, total))`` as the builtins compare (the first of equal values
-    # wins: -0.0 and NaN give 0.0); the bounds (+0.0 and 100.0: a quiet token's rating,
-    # a clamped one) are their own ``round(x, 2)``, which costs a decimal conversion.
+    return _clamped(total), values, observed_weight
+
+
+def _clamped(total: float) -> float:
+    """The raw rating of a weighted ``total``: ``round(min(100.0, max(0.0, total)), 2)``,
+    the ``min``/``max`` as the builtins compare (the first of equal values wins: -0.0 and
+    NaN give 0.0); the bounds (+0.0 and 100.0: a quiet token's rating, a clamped one) are
+    their own ``round(x, 2)``, which costs a decimal conversion."""
     if not total > 0.0:
-        return 0.0, values, observed_weight
+        return 0.0
     if not total < 100.0:
-        return 100.0, values, observed_weight
-    return round_to(total, 2, 100.0) if NATIVE else round(total, 2), values, observed_weight
+        return 100.0
+    return round_to(total, 2, 100.0) if NATIVE else round(total, 2)

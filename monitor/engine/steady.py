@@ -35,6 +35,7 @@ with this short-cut gives the same events, states and figures as one without.
 from __future__ import annotations
 
 import math
+from typing import Final
 
 from ..config import ModelConfig
 from .figures import Figures, figures_of
@@ -48,14 +49,43 @@ Shape = list[tuple[int, float]]
 class Steady:
     """The figures of a refresh made in the held state, and what they were made from."""
 
-    __slots__ = ("figures", "fresh", "shape", "sig")
+    __slots__ = ("at", "figures", "fresh", "shape", "sig")
 
     def __init__(self, sig: object, shape: Shape, fresh: tuple[bool, bool, bool],
-                 figures: Figures) -> None:
+                 figures: Figures, at: float = math.nan) -> None:
         self.sig = sig
         self.shape = shape
         self.fresh = fresh
         self.figures = figures
+        #: The refresh time these were made at, when a later refresh a whole number of
+        #: buckets on is known to have the same shape and freshness (:func:`_aligned`);
+        #: NaN (after no time) otherwise.
+        self.at = at
+
+
+#: Below this every whole number of seconds and every difference of two is exact.
+_EXACT: Final = 2.0 ** 52
+_STALE: Final = (False, False, False)
+
+
+def _aligned(now: float, fresh: tuple[bool, bool, bool], cfg: Params) -> float:
+    """``now`` when a later refresh of the same held state ``d`` seconds on, ``d`` a whole
+    number of buckets, has the very same shape and freshness as this one; else NaN.
+
+    Freshness: each observation is stale here and so stays (``now - ts`` only grows with
+    ``now``). Shape: with ``now``, the bucket and every window length whole numbers of
+    seconds below 2**52, every figure ``held_shape`` works out is exact: ``end_b`` and
+    ``end_b - first_b`` move by ``d / bucket`` (``math.ceil`` of a correctly rounded
+    quotient of two whole numbers below 2**53 is the exact ceiling: a quotient that is not
+    whole is at least ``1/bucket`` from the next whole one, far more than its rounding),
+    ``now - first_b * bucket`` does not move, the clip to the ring's oldest bucket moves
+    with them, and both tests (``first_b > edge``, ``since <= start``) only get truer as
+    ``now`` grows. For a later ``now`` below 2**52, ``now - at`` is then exact, so
+    ``(now - at) % bucket == 0.0`` (``fmod``: exact) says ``d`` is a whole number of
+    buckets, and ``now`` is whole too."""
+    if fresh == _STALE and cfg.whole_lengths and 0.0 <= now < _EXACT and now.is_integer():
+        return now
+    return math.nan
 
 
 def held_shape(w: Windows, cfg: Params, now: float) -> Shape | None:
@@ -94,7 +124,18 @@ def steady_figures(memo: Steady | None, w: Windows, obs: Observations, last_sig:
 def steady_figures_of(memo: Steady | None, w: Windows, obs: Observations, last_sig: object,
                       cfg: Params, now: float) -> tuple[Steady | None, Figures]:
     """:func:`steady_figures` with the settings already looked up (the engine's call)."""
-    shape = held_shape(w, cfg, now) if cfg.volatility_floor > 0 else None
+    if memo is not None and memo.sig is last_sig:
+        # The same held state a whole number of buckets after an aligned memo: the same
+        # shape and freshness without working them out (``_aligned``; NaN fails ``>=``).
+        at = memo.at
+        if now >= at and now < _EXACT and (now - at) % w.bucket == 0.0:
+            return memo, memo.figures
+    # A price held for less than the shortest window less a bucket lies in every window
+    # (``held_shape`` would give None): a token with ticks, most of its refreshes. Not
+    # keeping a memo is always safe (the figures are worked out in full).
+    since = w.last_price_ts
+    shape = held_shape(w, cfg, now) if cfg.volatility_floor > 0 and not (
+        since is not None and now - since < cfg.held_within) else None
     if shape is None:
         return None, figures_of(w, obs, cfg, now, False)[0]
     # Whether slippage, oracle and spread are young enough to count (signals.evaluate):
@@ -107,4 +148,4 @@ def steady_figures_of(memo: Steady | None, w: Windows, obs: Observations, last_s
             and memo.fresh == fresh:
         return memo, memo.figures
     figures = figures_of(w, obs, cfg, now, False)[0]
-    return Steady(last_sig, shape, fresh, figures), figures
+    return Steady(last_sig, shape, fresh, figures, _aligned(now, fresh, cfg)), figures

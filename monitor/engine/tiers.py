@@ -41,23 +41,6 @@ def tier_band(rating: float, cfg: Params) -> Tier:
     return _OK
 
 
-def target_tier(rating: float, deviation: float | None, above_minutes: int, current: Tier,
-                cfg: Params) -> Tier:
-    """The tier a published rating gives, with the premium state for the ok band.
-
-    Premium is entered when the price spent at least ``premium_minutes`` whole minutes of
-    the last hour more than ``premium_enter`` above peg (a single oracle round at 1.006 is
-    not a premium), and left once the 5-minute deviation is below ``premium_exit``.
-    """
-    raw = tier_band(rating, cfg)
-    if raw is not _OK or deviation is None:
-        return raw
-    if current is _PREMIUM:
-        return _PREMIUM if deviation >= cfg.premium_exit else _OK
-    entered = above_minutes >= cfg.premium_minutes and deviation >= cfg.premium_enter
-    return _PREMIUM if entered else _OK
-
-
 def step(state: TierState, rating: float, deviation: float | None, above_minutes: int,
          now: float, cfg: ModelConfig) -> Tier | None:
     """Set the tier for a published rating; returns the new tier when it changes."""
@@ -66,9 +49,29 @@ def step(state: TierState, rating: float, deviation: float | None, above_minutes
 
 def step_tier(state: TierState, rating: float, deviation: float | None, above_minutes: int,
               now: float, cfg: Params) -> Tier | None:
-    """:func:`step` with the settings already looked up (the engine's per-refresh call)."""
-    target = target_tier(rating, deviation, above_minutes, state.tier, cfg)
-    if target is state.tier:
+    """:func:`step` with the settings already looked up (the engine's per-refresh call).
+
+    The tier is the band of the rating (:func:`tier_band`, written out here: this runs at
+    every refresh), with the premium state for the ok band: premium is entered when the
+    price spent at least ``premium_minutes`` whole minutes of the last hour more than
+    ``premium_enter`` above peg (a single oracle round at 1.006 is not a premium), and
+    left once the 5-minute deviation is below ``premium_exit``."""
+    current = state.tier
+    if rating >= cfg.critical_at:
+        target = _CRITICAL
+    elif rating >= cfg.warning_at:
+        target = _WARNING
+    elif rating >= cfg.watch_at:
+        target = _WATCH
+    elif deviation is None:
+        target = _OK
+    elif current is _PREMIUM:
+        target = _PREMIUM if deviation >= cfg.premium_exit else _OK
+    elif above_minutes >= cfg.premium_minutes and deviation >= cfg.premium_enter:
+        target = _PREMIUM
+    else:
+        target = _OK
+    if target is current:
         return None
     state.tier = target
     state.since = now

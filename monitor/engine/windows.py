@@ -15,10 +15,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import NamedTuple
 
 from .readings import NEVER, Flags, column, count_beyond, read_fields
-from .ringfields import _COV, _DEV, _EMPTY, _HIGH, _LOW, _MAX, _MIN, _R2, _TICKS
+from .ringfields import _EMPTY, _HIGH, _LOW
 from .ringfields import COV as COV  # the field names, re-exported for the readers
 from .ringfields import DEV as DEV
 from .ringfields import HIGH as HIGH
@@ -27,20 +26,10 @@ from .ringfields import MAX as MAX
 from .ringfields import MIN as MIN
 from .ringfields import R2 as R2
 from .ringfields import TICKS as TICKS
+from .ringroll import add_general
 from .saved import WindowState as WindowState  # re-exported: its old home
-
-
-class Sums(NamedTuple):
-    """Time-weighted sums over one window."""
-
-    dev_dt: float    # integral of deviation over time (divide by ``covered`` for the mean)
-    covered: float   # seconds with a known price
-    low_s: float     # seconds below peg by more than ``low``
-    high_s: float    # seconds below peg by more than ``high``
-    r2: float        # sum of squared deviation changes (realised variance)
-    ticks: float
-    min_dev: float
-    max_dev: float
+from .windowquery import Sums as Sums  # re-exported: its old home
+from .windowquery import bucket_extremes, window_sums
 
 
 class Windows:
@@ -178,111 +167,7 @@ class Windows:
             if ts < end + bucket:
                 self._next_bucket(ts, dev, since, last_dev, end, bucket)
                 return
-        f = self._f
-        bucket = self.bucket
-        new_b = int(ts // bucket)
-        size = self.size
-        if last_dev is not None and since is not None:
-            if since < ts:  # tested first: the engine's case
-                b = int(since // bucket)
-                stop = (b + 1) * bucket
-                head = self.head
-                if ts <= stop and head is not None and b == head:
-                    # A tick in the bucket of the one before it that the short path
-                    # above did not take (on the bucket's end, or the first after a
-                    # ``load``). An interval inside one bucket is shorter than the ring:
-                    # no cut. The general loop below is inlined too: a call cost more.
-                    slot = b % size
-                    dt = ts - since
-                    f[_DEV][slot] += last_dev * dt
-                    f[_COV][slot] += dt
-                    below_high = last_dev < -self.high
-                    if last_dev < -self.low:
-                        f[_LOW][slot] += dt
-                        if below_high:
-                            f[_HIGH][slot] += dt
-                        if b > self.low_b:
-                            self.low_b = b
-                    if below_high and b > self.high_b:
-                        self.high_b = b
-                    # No min/max store: ``last_dev`` is already within this bucket's
-                    # extremes. The call that took it wrote it into its bucket, ``b``
-                    # (then the head: ticks come in time order); extremes only widen
-                    # since, and nothing empties the head bucket while it is the head.
-                else:  # [since, ts) from bucket ``b`` on, one pass per bucket
-                    t = since
-                    horizon = ts - size * bucket
-                    if t < horizon:  # a gap longer than the ring: its newest stretch only
-                        t = horizon
-                        b = int(t // bucket)
-                        stop = (b + 1) * bucket
-                    below_low = last_dev < -self.low
-                    below_high = last_dev < -self.high
-                    while True:  # one pass per bucket covered
-                        if stop > ts:
-                            stop = ts
-                        dt = stop - t
-                        if head is not None and b <= head:
-                            slot = b % size
-                        else:  # rolling the ring forward
-                            slot = self._slot(b)
-                            head = b
-                        f[_DEV][slot] += last_dev * dt
-                        f[_COV][slot] += dt
-                        if below_low:
-                            f[_LOW][slot] += dt
-                            if below_high:
-                                f[_HIGH][slot] += dt
-                        if last_dev < f[_MIN][slot]:
-                            f[_MIN][slot] = last_dev
-                        if last_dev > f[_MAX][slot]:
-                            f[_MAX][slot] = last_dev
-                        t = stop
-                        if t >= ts:
-                            break
-                        b = int(t // bucket)
-                        stop = (b + 1) * bucket
-                    # ``b`` is the newest bucket written: time below the lines reached it.
-                    if below_low and b > self.low_b:
-                        self.low_b = b
-                    if below_high and b > self.high_b:
-                        self.high_b = b
-            elif ts < since:
-                self._flags.clear()  # out of order (never from the engine): rework them
-        b = new_b
-        head = self.head
-        # The new price's bucket is the head now unless it came before the head (a tick
-        # out of order, never from the engine): then the short path stays shut.
-        if head is not None and b <= head:
-            slot = b % size
-            if b == head:
-                self._open = b
-                self._open_end = (b + 1) * bucket
-            else:
-                self._open = NEVER
-                self._open_end = -math.inf
-        else:
-            slot = self._slot(b)
-            self._open = b
-            self._open_end = (b + 1) * bucket
-        self._open_slot = slot
-        if last_dev is not None:
-            change = dev - last_dev
-            r2 = change * change
-            f[_R2][slot] += r2
-            base_ts = self.base_ts  # the decay then the change: the same two roundings
-            if base_ts is None:
-                self.base_s += r2
-            else:
-                self.base_s = self.base_s * math.exp(-(ts - base_ts) / self.base_tau) + r2
-        self.base_ts = ts
-        f[_TICKS][slot] += 1.0
-        if dev < f[_MIN][slot]:
-            f[_MIN][slot] = dev
-        if dev > f[_MAX][slot]:
-            f[_MAX][slot] = dev
-        self.last_price_ts = ts
-        self.last_dev = dev
+        add_general(self, ts, dev, last_dev, since)
 
     def _next_bucket(self, ts: float, dev: float, since: float, last_dev: float,
                      end: float, bucket: float) -> None:
@@ -349,95 +234,27 @@ class Windows:
         self.last_dev = dev
 
     # -- queries (read-only: the open interval since the last tick is added on the fly) --
-    def _slices(self, lo: int, hi: int) -> list[slice]:
-        """Ring slices covering buckets lo..hi (inclusive, within the ring)."""
-        a, b = lo % self.size, hi % self.size
-        return [slice(a, b + 1)] if a <= b else [slice(a, None), slice(0, b + 1)]
-
     def window(self, now: float, seconds: float) -> Sums:
         """Sums over [now - seconds, now), bucket-aligned (a refresh at a bucket boundary
         sees exactly that interval), including the still-open interval since the last tick."""
-        bucket = self.bucket
-        end_b = int(now // bucket)
-        if now == end_b * bucket:
-            end_b -= 1  # the bucket starting at `now` holds nothing before `now`
-        first_b = math.ceil((now - seconds) / bucket)
-        first_b = max(first_b, end_b - self.size + 1)
-        acc = list(_EMPTY)
-        head = self.head
-        if head is not None:
-            lo, hi = max(first_b, head - self.size + 1), min(end_b, head)
-            if lo <= hi:
-                f = self._f
-                for sl in self._slices(lo, hi):
-                    for i in (_DEV, _COV, _LOW, _HIGH, _R2, _TICKS):
-                        acc[i] += sum(f[i][sl])
-                    acc[_MIN] = min(acc[_MIN], min(f[_MIN][sl]))
-                    acc[_MAX] = max(acc[_MAX], max(f[_MAX][sl]))
-        dev = self.last_dev
-        if dev is not None and self.last_price_ts is not None:
-            start = max(self.last_price_ts, first_b * bucket)
-            if now > start:
-                dt = now - start
-                acc[_DEV] += dev * dt
-                acc[_COV] += dt
-                if dev < -self.low:
-                    acc[_LOW] += dt
-                    if dev < -self.high:
-                        acc[_HIGH] += dt
-                acc[_MIN] = min(acc[_MIN], dev)
-                acc[_MAX] = max(acc[_MAX], dev)
-        return Sums(*acc)
+        return window_sums(self, now, seconds)
 
     def buckets_below(self, now: float, seconds: float, level: float) -> int:
         """Buckets of [now - seconds, now) in which the price was known and *every* price
         held was more than ``level`` below peg (the highest deviation of the bucket is
         below ``-level``). Conservative on purpose: a bucket that touched the line does
         not count, so a hard floor built on this never fires on a brief dip."""
-        return sum(1 for x in self.bucket_extremes(now, seconds, above=False) if x < -level)
+        return sum(1 for x in bucket_extremes(self, now, seconds, False) if x < -level)
 
     def buckets_above(self, now: float, seconds: float, level: float) -> int:
         """Buckets in which every price held was more than ``level`` *above* peg."""
-        return sum(1 for x in self.bucket_extremes(now, seconds, above=True) if x > level)
+        return sum(1 for x in bucket_extremes(self, now, seconds, True) if x > level)
 
     def bucket_extremes(self, now: float, seconds: float, *, above: bool) -> list[float]:
         """Per bucket of [now - seconds, now) in which the price was known, the extreme
         that must clear a line for the bucket to count as wholly beyond it: the lowest
-        deviation held (``above``) or the highest (below). One pass serves several lines
-        (the hard floors ask for three)."""
-        bucket = self.bucket
-        end_b = int(now // bucket)
-        if now == end_b * bucket:
-            end_b -= 1
-        first_b = max(math.ceil((now - seconds) / bucket), end_b - self.size + 1)
-        if first_b > end_b:
-            return []
-        head = self.head
-        dev, since = self.last_dev, self.last_price_ts
-        # Buckets from the one holding the last tick onwards also hold ``dev`` (the step
-        # function keeps the last price until the next tick), which the ring lacks yet.
-        held_from = int(since // bucket) if since is not None and dev is not None \
-            else end_b + 1
-        f_ext = self._f[_MIN] if above else self._f[_MAX]
-        f_cov = self._f[_COV]
-        out: list[float] = []
-        # Ring buckets before the held stretch: those with a known price.
-        if head is not None:
-            lo, hi = max(first_b, head - self.size + 1), min(end_b, head, held_from - 1)
-            if lo <= hi:
-                for sl in self._slices(lo, hi):
-                    out += [x for c, x in zip(f_cov[sl], f_ext[sl], strict=True) if c > 0]
-        # The held stretch: always covered; its extreme also counts ``dev`` (an empty
-        # slot's extreme is ±inf, so then it is ``dev`` alone).
-        lo = max(first_b, held_from)
-        if lo <= end_b and dev is not None:
-            pick = min if above else max
-            for b in range(lo, end_b + 1):
-                if head is not None and head - self.size < b <= head:
-                    out.append(pick(f_ext[b % self.size], dev))
-                else:
-                    out.append(dev)
-        return out
+        deviation held (``above``) or the highest (below)."""
+        return bucket_extremes(self, now, seconds, above)
 
     # -- the same queries, only what a refresh reads (monitor/engine/readings.py) -------
     def fields(self, now: float, seconds: float, which: Sequence[int]) -> list[float]:
