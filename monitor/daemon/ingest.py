@@ -238,15 +238,13 @@ class MonitorDaemon(Assignment):
             engine_stats = engine.stats
             take = engine.take
             clock = self._clock
-            # A restored partition read again: checked per tick only while it has marks
-            # (nothing in the loop adds any, so a partition without marks at the batch's
-            # start has none in it: the usual case costs one local test per tick).
+            # Restore marks: nothing in the loop adds any, so a partition without them at
+            # the batch's start has none in it (one local test per tick). Below the restore
+            # position only ticks a compact state left out are processed; each record's
+            # own offset decides, so sifting them first is the per-record test.
             restoring = bool(part.refeed or part.skip_below)
             todo = recs
             if recs[0].offset < part.resume_at:
-                # Below the restore position only the ticks a compact state left out are
-                # processed: the rest is inside the restored states (each record's own
-                # offset decides, so sifting them first is the per-record test in order).
                 todo = [rec for rec in recs if not part.inside_restored(rec.offset)]
             # The token's ticks since its last written state (Uncovered.took, inlined).
             uncovered = part.uncovered
@@ -271,9 +269,8 @@ class MonitorDaemon(Assignment):
                     # decoder's cached object, its hash kept) maps to its key string, chain
                     # and record key once seen: an identity compare and a compare of bytes,
                     # instead of formatting and encoding the key (or hashing the record
-                    # key's new bytes per tick); and the one key string per token keeps its
-                    # hash for the dict lookups below. A subscript, not ``.get``: no method
-                    # call per tick (a token's first record takes the full check).
+                    # key's new bytes per tick); the one key string per token keeps its hash
+                    # for the dict lookups below. Subscripts, not ``.get``: no method call.
                     try:
                         known = token_keys[tick.token]
                     except KeyError:
@@ -310,11 +307,10 @@ class MonitorDaemon(Assignment):
                         await out.dead_letter(rec, BadTick("late",
                                                            self._late_detail(key, tick)))
                     continue
-                # A spread observation is no liveness. (Event times are finite: a first
-                # tick of the batch is newer than _NEVER.)
+                # A spread observation is no liveness.
                 if tick.cross_chain_chains is None and ts > newest_of(key, _NEVER):
                     newest[key] = ts
-                try:  # a subscript: the token's first tick since its state is the rare case
+                try:  # the token's first tick since its written state is the rare case
                     counts[key] += 1
                 except KeyError:
                     uncovered.took(key, offset, started)
