@@ -337,7 +337,7 @@ def quix_round(bootstrap: str, topic: str, group: str, total: int) -> float:
 
 
 async def table_rounds(rows: list[Row], n_tokens: int, partitions: int, rounds: int,
-                       config: Config) -> int:
+                       config: Config, no_peer: bool = False) -> int:
     """The README table's rows: per row one broker, its ticks published once, then the
     bare consumer, the monitor (and Quix Streams when installed) in rotating order for
     ``rounds`` rounds; each monitor round gets its own group and output/state topics, so
@@ -349,7 +349,7 @@ async def table_rounds(rows: list[Row], n_tokens: int, partitions: int, rounds: 
     compiled = engine_compiled()
     label = " (mypyc build)" if compiled else ""
     # The peer and the bytes rows do not depend on the build: the pure run gives them.
-    peer = quix_available() and not compiled
+    peer = quix_available() and not compiled and not no_peer
     # The slowest row's state records: its tokens' rings are the fullest (a short run at one
     # tick a second covers minutes of event time, its states are far below steady size).
     full_states: list[bytes] = []
@@ -551,6 +551,8 @@ def main() -> int:
     parser.add_argument("--compression", default=KafkaConfig().compression,
                         choices=["zstd", "lz4", "snappy", "gzip", "none"],
                         help="kafka.compression of the monitor's outputs")
+    parser.add_argument("--no-peer", action="store_true",
+                        help="no Quix Streams rounds even when installed (quicker A/B runs)")
     parser.add_argument("--gc", choices=["on", "off"], default="on",
                         help="the monitor's [gc] policy (monitor/gcpolicy.py): on = the "
                              "defaults, off = gc.enabled false (CPython's thresholds)")
@@ -584,7 +586,7 @@ def main() -> int:
                  "second": Row("second", 1, args.ticks_per_second_row or args.ticks)}
         rows = [known[name] for name in args.rows.split(",")]
         errors = asyncio.run(table_rounds(rows, n_tokens, args.partitions, args.rounds,
-                                          config))
+                                          config, args.no_peer))
         from common import fail_on_errors
 
         fail_on_errors(errors, "the monitor rounds (dead letters of valid ticks)")

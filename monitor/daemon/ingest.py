@@ -57,6 +57,23 @@ SUMMARY = ("records", "ticks", "dead_letters", "tier_changes", "ratings", "check
 Record = Any
 
 
+#: Older than any tick (event times are finite): ``newest``'s default in the loop.
+_NEVER = float("-inf")
+
+
+def _checked_key(token_keys: dict[str, tuple[str, str, bytes]], tick: Tick,
+                 rkey: bytes | None) -> str:
+    """The tick's key when ``rkey`` (the record's key) is it, else :class:`BadTick`; kept
+    in ``token_keys`` by the tick's token for the next record (the first chain seen keeps
+    an address found on two chains: the other chain's ticks come here every time)."""
+    key = tick.key
+    if rkey != key.encode():
+        raise BadTick("bad_key", f"record key {rkey!r:.80} is not {key!r}: a token's "
+                      "ticks must share one partition")
+    token_keys.setdefault(tick.token, (key, tick.chain, rkey))
+    return key
+
+
 class MonitorDaemon(Assignment):
     """The loop and its lifecycle; what it runs on is set up in ``base.py``, and the
     checkpoint, rebalance and broker-loss paths it calls are the classes it extends."""
@@ -214,13 +231,18 @@ class MonitorDaemon(Assignment):
             engine_stats = engine.stats
             take = engine.take
             clock = self._clock
-            refeed, skip_below = part.refeed, part.skip_below
+            # Restore marks: nothing in the loop adds any, so a partition without them at
+            # the batch's start has none in it (one local test per tick). Below the restore
+            # position only ticks a compact state left out are processed; each record's
+            # own offset decides, so sifting them first is the per-record test.
+            restoring = bool(part.refeed or part.skip_below)
+            todo = recs
+            if recs[0].offset < part.resume_at:
+                todo = [rec for rec in recs if not part.inside_restored(rec.offset)]
             # The token's ticks since its last written state (Uncovered.took, inlined).
             uncovered = part.uncovered
-            counts, counts_of = uncovered.count, uncovered.count.get
-            resume_at = part.resume_at
+            counts = uncovered.count
             token_keys = part.token_keys
-            keys_of = token_keys.get
             # No tick can be past its future bound below this (the bound is max(wall,
             # newest) + tolerance, never lower): most ticks skip the exact check.
             future_from = wall + tolerance
@@ -232,34 +254,29 @@ class MonitorDaemon(Assignment):
             # takes is the same to within the batch.
             newest: dict[str, float] = {}
             newest_of = newest.get
-            for rec in recs:
+            for rec in todo:
                 offset: int = rec.offset
-                if offset < resume_at and offset not in refeed:
-                    continue  # read again after a restore, but inside the restored states
                 try:
                     tick = decode_tick(rec.value)
                     # The record key must be the tick's key. The tick's token string (the
                     # decoder's cached object, its hash kept) maps to its key string, chain
                     # and record key once seen: an identity compare and a compare of bytes,
                     # instead of formatting and encoding the key (or hashing the record
-                    # key's new bytes per tick); and the one key string per token keeps its
-                    # hash for the dict lookups below.
-                    rkey = rec.key
-                    known = keys_of(tick.token)
-                    if known is not None and known[1] == tick.chain and known[2] == rkey:
-                        key = known[0]
+                    # key's new bytes per tick); the one key string per token keeps its hash
+                    # for the dict lookups below. Subscripts, not ``.get``: no method call.
+                    try:
+                        known = token_keys[tick.token]
+                    except KeyError:
+                        key = _checked_key(token_keys, tick, rec.key)
                     else:
-                        key = tick.key
-                        if rkey != key.encode():
-                            raise BadTick("bad_key", f"record key {rkey!r:.80} is not "
-                                          f"{key!r}: a token's ticks must share one "
-                                          "partition")
-                        # The first chain seen keeps an address found on two chains.
-                        token_keys.setdefault(tick.token, (key, tick.chain, rkey))
+                        if known[1] == tick.chain and known[2] == rec.key:
+                            key = known[0]
+                        else:
+                            key = _checked_key(token_keys, tick, rec.key)
                 except BadTick as exc:
                     await out.dead_letter(rec, exc)
                     continue
-                if (refeed or skip_below) and part.should_skip(key, offset):
+                if restoring and part.should_skip(key, offset):
                     self.stats.skipped_restored += 1
                     continue
                 ts = tick.ts
@@ -283,15 +300,13 @@ class MonitorDaemon(Assignment):
                         await out.dead_letter(rec, BadTick("late",
                                                            self._late_detail(key, tick)))
                     continue
-                if tick.cross_chain_chains is None:  # a spread observation is no liveness
-                    seen = newest_of(key)
-                    if seen is None or ts > seen:
-                        newest[key] = ts
-                n = counts_of(key)
-                if n is None:
+                # A spread observation is no liveness.
+                if tick.cross_chain_chains is None and ts > newest_of(key, _NEVER):
+                    newest[key] = ts
+                try:  # the token's first tick since its written state is the rare case
+                    counts[key] += 1
+                except KeyError:
                     uncovered.took(key, offset, started)
-                else:
-                    counts[key] = n + 1
             clock.ticked(newest, tp.partition)
             # Nothing in the loop reads the position: it moves once per partition.
             part.next_offset = recs[-1].offset + 1

@@ -20,9 +20,9 @@ from __future__ import annotations
 import asyncio
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
 from operator import attrgetter
 
+import msgspec
 from aiokafka import AIOKafkaProducer
 from aiokafka.errors import KafkaError
 
@@ -33,8 +33,11 @@ from .retry import Backoff, retry
 Headers = list[tuple[str, bytes]]
 
 
-@dataclass(slots=True)
-class Outgoing:
+class Outgoing(msgspec.Struct, gc=False):
+    """One record for the producer. A struct, not a dataclass: made per output record
+    (a rating snapshot, a state), its constructor is C (a dataclass's is a Python
+    function: ~1 µs a record). Holds no cycle: untracked by the collector."""
+
     topic: str
     value: bytes
     key: bytes | None
