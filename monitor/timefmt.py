@@ -19,15 +19,18 @@ def fast_iso(text: str) -> float | None:
     for any other text (then :func:`parse_ts` decides: it tries this first)."""
     if len(text) != 20 or text[10] != "T" or text[19] != "Z" or text[13] != ":":
         return None
-    day = _day_cache.get(text[:10])
-    if day is None:
+    # Subscripts, not ``.get``: no method call per tick (a miss is once a day or clock).
+    try:
+        day = _day_cache[text[:10]]
+    except KeyError:
         if len(_day_cache) > 100_000:
             _day_cache.clear()
         day = datetime.fromisoformat(text[:10]).replace(tzinfo=UTC).timestamp()
         _day_cache[text[:10]] = day
     clock = text[11:19]
-    seconds = _clock_cache.get(clock)
-    if seconds is None:
+    try:
+        seconds = _clock_cache[clock]
+    except KeyError:
         digits = clock[0:2] + clock[3:5] + clock[6:8]
         if clock[5] != ":" or not (digits.isascii() and digits.isdigit()):
             # Not the plain shape ("07:50x00", "+7:50:00", " 7:50:00"), which int() would
@@ -35,7 +38,7 @@ def fast_iso(text: str) -> float | None:
             return None
         h, m, sec = int(text[11:13]), int(text[14:16]), int(text[17:19])
         if h > 23 or m > 59 or sec > 59:
-            raise ValueError(f"invalid time of day in {text!r}")
+            raise ValueError(f"invalid time of day in {text!r}") from None
         # Whole seconds: ``day`` is a whole number of seconds, so ``day + seconds`` is
         # the same float as adding the hours, minutes and seconds one by one.
         seconds = h * 3600 + m * 60 + sec
