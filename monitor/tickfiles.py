@@ -231,11 +231,10 @@ def merge_by_time(streams: Iterable[Iterator[Row]]) -> Iterator[Row]:
             if i != best and times[i] < times[rival]:
                 rival = i
         limit = times[rival]
-        source = sources[best]
-        following: Row | None = heads[best]
-        while following is not None:
-            yield following
-            following = next(source, None)
+        yield heads[best]
+        # A ``for`` over the stream, left with ``break`` (the stream keeps its place): no
+        # ``next`` call per row.
+        for following in sources[best]:
             if isinstance(following, Tick):
                 ts = following.ts
                 # The scan above reads ``times`` only once this loop has stopped.
@@ -243,7 +242,8 @@ def merge_by_time(streams: Iterable[Iterator[Row]]) -> Iterator[Row]:
                     heads[best] = following
                     times[best] = ts
                     break
-        if following is None:
+            yield following
+        else:  # the stream is done
             del sources[best], heads[best], times[best]
     if heads:
         yield heads[0]
