@@ -53,9 +53,24 @@ def refresh(e: Engine, t: _Token, now: float, out: list[Output]) -> None:
         # while no tick is applied (None since a restore, until one is).
         t.steady, figures = steady_figures_of(t.steady, w, t.obs, t.sig_tick, c, now)
         raw, floor, deviation, calm, above = figures
-        rating = publish_rating(t.held, raw, floor, calm, now, c)
+        held = t.held
+        before, at = held.rating, held.at
+        q = t.quiet
+        if q is not None and at is not None and q[0] is figures and q[1] is old \
+                and now - at == q[2] and before == q[3] and (before != 0.0 or before is q[3]):
+            # The inputs of the last such refresh, bit for bit (the same figures object;
+            # the same held rating, ``0.0`` and ``-0.0`` told apart by identity; the same
+            # elapsed time): ``publish_rating`` (calm: a function of these alone) finds
+            # that rating again and ``step_tier`` no change. Its writes, the rating aside.
+            held.support_at = None
+            held.at = now
+            return
+        rating = publish_rating(held, raw, floor, calm, now, c)
         changed = step_tier(tier, rating, deviation, above, now, c)
         if changed is None:
+            if calm and at is not None and rating == before and (
+                    rating != 0.0 or rating is before):
+                t.quiet = (figures, old, now - at, rating)
             return
         stamp = stamp_of(e, now)
     else:
