@@ -34,8 +34,8 @@ _state_decoder = msgspec.msgpack.Decoder(_Saved)
 _NO_TIME: Final = -math.inf
 
 
-#: See ``_Token.quiet``: (figures, tier, elapsed, rating).
-Quiet = tuple[tuple[float, float, float, bool, int], Tier, float, float]
+#: See ``_Token.quiet``: (steady memo, tier, elapsed, rating).
+Quiet = tuple[Steady, Tier, float, float]
 
 
 def _time_or_none(value: float) -> float | None:
@@ -93,7 +93,7 @@ class _Token:
         #: The last refresh's figures, reused while provably unchanged (never saved).
         self.steady: Steady | None = None
         #: A calm quiet refresh that published the rating it found and changed no tier:
-        #: (its figures, the tier, ``now - held.at`` then, the rating), so that the next
+        #: (its steady memo, the tier, ``now - held.at`` then, the rating), so that the next
         #: one with the very same inputs skips both steps (refresh.py; never saved).
         self.quiet: Quiet | None = None
 
