@@ -160,9 +160,13 @@ def _plain_tick(known: tuple[str, str, str], ts_text: str, price_s: str,
             ts = parse_ts(ts_text)
         price_t = price_s.strip() or None
         price = float(price_t) if price_t is not None else None
-        slip_t = slip_s.strip()
-        slippage = float(slip_t) if slip_t else None
-        oracle_t = oracle_s.strip() or None
+        # An empty cell (the shared files' slippage, and the oracle and source cells a
+        # canonical row does not have) is tested as it is: no ``strip`` call for nothing.
+        slippage = None
+        if slip_s:
+            slip_t = slip_s.strip()
+            slippage = float(slip_t) if slip_t else None
+        oracle_t = (oracle_s.strip() or None) if oracle_s else None
         oracle = float(oracle_t) if oracle_t is not None else None
     except (ValueError, TypeError, OverflowError):
         return None
@@ -176,7 +180,7 @@ def _plain_tick(known: tuple[str, str, str], ts_text: str, price_s: str,
     if price is None and slippage is None and oracle is None:
         return None
     return Tick(ts, known[0], known[1], known[2], price, price_t, peg[1], peg[0], slippage,
-                oracle, source[:64], oracle_t)
+                oracle, source[:64] if source else source, oracle_t)
 
 
 def read_jsonl(path: Path) -> Iterator[Row]:
@@ -227,11 +231,10 @@ def merge_by_time(streams: Iterable[Iterator[Row]]) -> Iterator[Row]:
             if i != best and times[i] < times[rival]:
                 rival = i
         limit = times[rival]
-        source = sources[best]
-        following: Row | None = heads[best]
-        while following is not None:
-            yield following
-            following = next(source, None)
+        yield heads[best]
+        # A ``for`` over the stream, left with ``break`` (the stream keeps its place): no
+        # ``next`` call per row.
+        for following in sources[best]:
             if isinstance(following, Tick):
                 ts = following.ts
                 # The scan above reads ``times`` only once this loop has stopped.
@@ -239,7 +242,8 @@ def merge_by_time(streams: Iterable[Iterator[Row]]) -> Iterator[Row]:
                     heads[best] = following
                     times[best] = ts
                     break
-        if following is None:
+            yield following
+        else:  # the stream is done
             del sources[best], heads[best], times[best]
     if heads:
         yield heads[0]

@@ -9,7 +9,7 @@ from typing import Final
 # The caches are Final (filled and cleared, never rebound): the mypyc build then reads them
 # from a C static instead of looking each up in the module's dict on every tick.
 _day_cache: Final[dict[str, float]] = {}
-#: ``HH:MM:SS`` -> seconds into the day: a tick file repeats the clocks of its cadence
+#: ``HH:MM:SSZ`` -> seconds into the day: a tick file repeats the clocks of its cadence
 #: (1,440 for one-minute ticks), so one lookup replaces three ``int`` parses.
 _clock_cache: Final[dict[str, int]] = {}
 
@@ -17,25 +17,34 @@ _clock_cache: Final[dict[str, int]] = {}
 def fast_iso(text: str) -> float | None:
     """``YYYY-MM-DDTHH:MM:SSZ``, the shape of nearly every tick, without datetime; None
     for any other text (then :func:`parse_ts` decides: it tries this first)."""
-    if len(text) != 20 or text[10] != "T" or text[19] != "Z" or text[13] != ":":
+    if len(text) != 20:
         return None
-    day = _day_cache.get(text[:10])
-    if day is None:
+    # The caches are keyed by the day with its ``T`` and the clock with its ``Z``, and
+    # only ever hold texts whose shape was checked (the ``T``, both colons, the ``Z``):
+    # a row found in both needs no character test. A miss makes every test first, in
+    # the order a plain check would (None before a date is parsed).
+    try:
+        day = _day_cache[text[:11]]
+    except KeyError:
+        if text[10] != "T" or text[19] != "Z" or text[13] != ":":
+            return None
         if len(_day_cache) > 100_000:
             _day_cache.clear()
         day = datetime.fromisoformat(text[:10]).replace(tzinfo=UTC).timestamp()
-        _day_cache[text[:10]] = day
-    clock = text[11:19]
-    seconds = _clock_cache.get(clock)
-    if seconds is None:
+        _day_cache[text[:11]] = day
+    clock = text[11:20]
+    try:
+        seconds = _clock_cache[clock]
+    except KeyError:
         digits = clock[0:2] + clock[3:5] + clock[6:8]
-        if clock[5] != ":" or not (digits.isascii() and digits.isdigit()):
+        if clock[2] != ":" or clock[5] != ":" or clock[8] != "Z" or not (
+                digits.isascii() and digits.isdigit()):
             # Not the plain shape ("07:50x00", "+7:50:00", " 7:50:00"), which int() would
             # read anyway: the full parser below decides, as it does for every other shape.
             return None
         h, m, sec = int(text[11:13]), int(text[14:16]), int(text[17:19])
         if h > 23 or m > 59 or sec > 59:
-            raise ValueError(f"invalid time of day in {text!r}")
+            raise ValueError(f"invalid time of day in {text!r}") from None
         # Whole seconds: ``day`` is a whole number of seconds, so ``day + seconds`` is
         # the same float as adding the hours, minutes and seconds one by one.
         seconds = h * 3600 + m * 60 + sec

@@ -116,12 +116,13 @@ def read_fields(w: Windows, now: float,
         # adding 0.0 changes no sum, as none is -0.0: ``sum`` starts from +0).
         add = _NO_ADD if not held or dev is None else (
             dev * dt, dt, dt if below_low else 0.0, dt if below_high else 0.0, 0.0, 0.0)
-        # The slice(s) of the window, worked out once for all its fields. A sum is
-        # ``sum(slice, 0.0)``: from a float 0.0, as ``window`` sums (the same additions
-        # as the builtin from int 0 for a non-empty slice, and a float for an empty one,
-        # which the compiled build needs), each slice's sum from zero, then the two added.
+        # The slice(s) of the window, written where a field reads them (``f[i][a:b + 1]``:
+        # no ``slice`` object made per window, a builtin call, most windows reading none
+        # or one field's). A sum is ``sum(slice, 0.0)``: from a float 0.0, as ``window``
+        # sums (the same additions as the builtin from int 0 for a non-empty slice, and a
+        # float for an empty one, which the compiled build needs), each slice's sum from
+        # zero, then the two added.
         wrap = a > b
-        sl = slice(a, b + 1)
         for i in which:
             if i < _MIN:
                 # Nothing below the line since before the slice: every cell is 0.0 (these
@@ -137,7 +138,7 @@ def read_fields(w: Windows, now: float,
                 elif a == b:  # one bucket (the 1-minute TWAP): ``sum`` of it is 0.0 + it
                     append(0.0 + f[i][a] + add[i])
                 else:
-                    append((_total(f[i], a, b) if _NATIVE_SUM else sum(f[i][sl], 0.0))
+                    append((_total(f[i], a, b) if _NATIVE_SUM else sum(f[i][a:b + 1], 0.0))
                            + add[i])
             elif i == _MIN:
                 # ``min(acc, x)`` written as the builtin compares (the first of equal
@@ -154,7 +155,7 @@ def read_fields(w: Windows, now: float,
                     if x < acc:
                         acc = x
                 else:
-                    x = _lowest(f[i], a, b) if _NATIVE else min(f[i][sl])
+                    x = _lowest(f[i], a, b) if _NATIVE else min(f[i][a:b + 1])
                     if x < acc:
                         acc = x
                 if held and dev is not None and dev < acc:
@@ -173,7 +174,7 @@ def read_fields(w: Windows, now: float,
                     if x > acc:
                         acc = x
                 else:
-                    x = _highest(f[i], a, b) if _NATIVE else max(f[i][sl])
+                    x = _highest(f[i], a, b) if _NATIVE else max(f[i][a:b + 1])
                     if x > acc:
                         acc = x
                 if held and dev is not None and dev > acc:

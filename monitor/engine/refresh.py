@@ -8,6 +8,7 @@ engine's settings, counters and timestamp text as they are (``e``: its ``Engine`
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING
 
 from ..timefmt import format_ts
@@ -51,11 +52,29 @@ def refresh(e: Engine, t: _Token, now: float, out: list[Output]) -> None:
     if not snap:  # a quiet token's refresh may reuse the last one's (steady.py)
         # The last tick applied stands for the token's inputs: the very same object
         # while no tick is applied (None since a restore, until one is).
-        t.steady, figures = steady_figures_of(t.steady, w, t.obs, t.sig_tick, c, now)
+        steady, figures = steady_figures_of(t.steady, w, t.obs, t.sig_tick, c, now)
+        t.steady = steady
         raw, floor, deviation, calm, above = figures
-        rating = publish_rating(t.held, raw, floor, calm, now, c)
+        held = t.held
+        before, at = held.rating, held.at
+        q = t.quiet
+        if q is not None and at is not None and q[0] is steady and q[1] is old \
+                and now - at == q[2] and before == q[3] and (before != 0.0 or _same_zero(
+                    before, q[3])):
+            # The inputs of the last such refresh, bit for bit (the same steady memo, so
+            # the same figures; the same held rating, ``0.0`` and ``-0.0`` told apart; the
+            # same elapsed time): ``publish_rating`` (calm: a function of these alone)
+            # finds that rating again and ``step_tier`` no change. Its writes, the rating
+            # aside.
+            held.support_at = None
+            held.at = now
+            return
+        rating = publish_rating(held, raw, floor, calm, now, c)
         changed = step_tier(tier, rating, deviation, above, now, c)
         if changed is None:
+            if steady is not None and calm and at is not None and rating == before and (
+                    rating != 0.0 or _same_zero(rating, before)):
+                t.quiet = (steady, old, now - at, rating)
             return
         stamp = stamp_of(e, now)
     else:
@@ -76,6 +95,13 @@ def refresh(e: Engine, t: _Token, now: float, out: list[Output]) -> None:
     if changed is not None:
         stats.transitions += 1
         out.append(tier_change(t, stamp, old, changed, rating, deviation_pct))
+
+
+def _same_zero(x: float, y: float) -> bool:
+    """Whether two zeros have the same sign: the same object (the pure build keeps one
+    object in the held rating and the memo), else the signs compared (compiled, a float
+    is a new box each time it is read)."""
+    return x is y or math.copysign(1.0, x) == math.copysign(1.0, y)
 
 
 def stamp_of(e: Engine, now: float) -> str:

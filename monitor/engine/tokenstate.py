@@ -14,6 +14,7 @@ from typing import Final
 
 import msgspec
 
+from ..records import Tier
 from ..ticks import Tick
 from .rating import Held
 from .saved import Saved as _Saved
@@ -33,6 +34,10 @@ _state_decoder = msgspec.msgpack.Decoder(_Saved)
 _NO_TIME: Final = -math.inf
 
 
+#: See ``_Token.quiet``: (steady memo, tier, elapsed, rating).
+Quiet = tuple[Steady, Tier, float, float]
+
+
 def _time_or_none(value: float) -> float | None:
     return None if value == _NO_TIME else value
 
@@ -44,7 +49,8 @@ class _Token:
 
     __slots__ = ("_sig", "_sig_of", "chain", "held", "last_applied", "last_eval",
                  "last_tick_ts", "max_seen", "next_refresh", "obs", "peg_text", "pending",
-                 "price_text", "sig_tick", "spread_mark", "steady", "symbol", "tags", "tier",
+                 "price_text", "quiet", "sig_tick", "spread_mark", "steady", "symbol", "tags",
+                 "tier",
                  "token", "windows")
 
     def __init__(self, chain: str, token: str, symbol: str, windows: Windows,
@@ -86,6 +92,10 @@ class _Token:
         self.spread_mark = spread_mark
         #: The last refresh's figures, reused while provably unchanged (never saved).
         self.steady: Steady | None = None
+        #: A calm quiet refresh that published the rating it found and changed no tier:
+        #: (its steady memo, the tier, ``now - held.at`` then, the rating), so that the next
+        #: one with the very same inputs skips both steps (refresh.py; never saved).
+        self.quiet: Quiet | None = None
 
     @property
     def last_sig(self) -> tuple[float | None, ...] | None:

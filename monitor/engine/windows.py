@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Final
 
 from .readings import NEVER, Flags, column, count_beyond, read_fields
 from .ringfields import _EMPTY, _HIGH, _LOW
@@ -30,6 +31,11 @@ from .ringroll import add_general
 from .saved import WindowState as WindowState  # re-exported: its old home
 from .windowquery import Sums as Sums  # re-exported: its old home
 from .windowquery import bucket_extremes, window_sums
+
+#: An empty bucket's extremes, as ``_next_bucket`` reads them per tick (``-math.inf``
+#: made a float each time; Final: the compiled build inlines them).
+_INF: Final = math.inf
+_NEG_INF: Final = -math.inf
 
 
 class Windows:
@@ -199,16 +205,16 @@ class Windows:
             self._c_low[new] = dt if below_low else 0.0
             self._c_high[new] = dt if below_low and below_high else 0.0
             # The empty slot's extremes (inf, -inf) against ``last_dev``.
-            low = last_dev if last_dev < math.inf else math.inf
-            high = last_dev if last_dev > -math.inf else -math.inf
+            low = last_dev if last_dev < _INF else _INF
+            high = last_dev if last_dev > _NEG_INF else _NEG_INF
             written = nb  # the newest bucket with time held in it
         else:  # on the boundary: the new bucket holds only the new price
             self._c_dev[new] = 0.0
             self._c_cov[new] = 0.0
             self._c_low[new] = 0.0
             self._c_high[new] = 0.0
-            low = math.inf
-            high = -math.inf
+            low = _INF
+            high = _NEG_INF
             written = b
         if below_low and written > self.low_b:
             self.low_b = written
