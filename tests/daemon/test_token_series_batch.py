@@ -10,8 +10,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from monitor import metrics
-from monitor.metrics import SIGNALS, TokenSeries
+from monitor.metrics import SIGNALS, TOKEN_SERIES_DROPPED
 from monitor.records import RatingSnapshot, SignalValue
+from monitor.token_series import TokenSeries
 
 TOKENS = [(chain, f"0x{i:040x}") for i in range(7) for chain in ("eth", "arb")][:9]
 
@@ -49,7 +50,8 @@ step = st.tuples(st.integers(0, len(TOKENS) - 1), st.integers(0, 3), st.booleans
 @given(st.lists(step, max_size=60), st.integers(0, 6))
 def test_observe_all_matches_observe(steps: list[tuple[int, int, bool, bool]],
                                      cap: int) -> None:
-    one, batched = TokenSeries(cap), TokenSeries(cap)
+    one = TokenSeries(cap, dropped=TOKEN_SERIES_DROPPED)
+    batched = TokenSeries(cap, dropped=TOKEN_SERIES_DROPPED)
     before = _dropped()
     dropped_one = 0
     batch: list[RatingSnapshot] = []
@@ -72,7 +74,7 @@ def test_observe_all_matches_observe(steps: list[tuple[int, int, bool, bool]],
 
 
 def test_a_batch_over_the_cap_counts_each_dropped_snapshot() -> None:
-    series = TokenSeries(2)
+    series = TokenSeries(2, dropped=TOKEN_SERIES_DROPPED)
     before = _dropped()
     series.observe_all([_snapshot(t, n, 0) for n, t in enumerate([0, 1, 2, 3, 2, 0, 4])])
     assert _dropped() - before == 4  # tokens 2, 3, 2 again and 4; 0 and 1 have series
