@@ -97,11 +97,11 @@ class Params:
         #: Every window length a refresh without detail reads (reads, floors, premium).
         self.lengths: tuple[float, ...] = tuple(sorted(
             {s for s, _ in self.reads} | {float(cfg.floor_window_seconds), 3600.0}))
-        #: The bucket and every one of those lengths a whole number of seconds (the steady
-        #: memo's aligned short-cut, monitor/engine/steady.py, relies on it).
         #: A price held for less than this lies in every one of those windows (the steady
         #: memo is not tried: ``held_shape`` would find the held price inside a window).
         self.held_within: float = self.lengths[0] - cfg.bucket_seconds
+        #: The bucket and every one of those lengths a whole number of seconds (the steady
+        #: memo's aligned short-cut, monitor/engine/steady.py, relies on it).
         self.whole_lengths: bool = float(cfg.bucket_seconds).is_integer() and all(
             s.is_integer() for s in self.lengths)
 
