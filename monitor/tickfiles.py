@@ -7,8 +7,9 @@ and carry on: a bad row is a value, not an exception.
 from __future__ import annotations
 
 import csv
+import io
 import math
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from itertools import chain
 from operator import itemgetter
@@ -16,7 +17,7 @@ from pathlib import Path
 
 from .chains import is_chain, normalize_address
 from .ticks import CSV_HEADER, BadTick, Tick, decode_tick, make_tick
-from .timefmt import fast_iso, parse_ts
+from .timefmt import fast_iso, iso_caches, parse_ts
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,7 +35,13 @@ def _is_jsonl(path: Path) -> bool:
     return path.suffix.lower() in {".jsonl", ".ndjson", ".json"}
 
 
-def read_csv(path: Path) -> Iterator[Row]:
+#: Characters a canonical file is read in (below csv's default field limit, 131,072).
+BLOCK = 1 << 16
+
+
+def read_csv(path: Path, block: int = BLOCK) -> Iterator[Row]:
+    """The rows of a tick CSV file; ``block`` is the size of the reads of a canonical
+    file's plain path (tests make it small to cross its edges)."""
     with path.open(newline="", encoding="utf-8") as fh:
         header = next(csv.reader(fh), None)
         if header is None:
@@ -55,55 +62,136 @@ def read_csv(path: Path) -> Iterator[Row]:
                          "source")
         ))
         names: dict[tuple[str, str, str], tuple[str, str, str] | None] = {}
-        # The previous row's name cells and what they named: a file is mostly one token,
-        # so comparing three short strings spares a tuple and its hash per row.
-        last_chain = last_token = last_symbol = ""
-        known: tuple[str, str, str] | None = None
-        # Likewise the previous row's peg cell and what it read as: a file's peg is one
-        # value nearly throughout, and parsing it was ~10 % of reading a plain row.
-        last_peg = ""
-        peg = _plain_number("")
         limit = csv.field_size_limit()
         line = 1
-        for text in fh:
+        lines: Iterator[str] = fh
+        if canonical:
+            # The plain path: the file read in blocks and cut at "\n" by ``str.split``
+            # (no readline per line), each row checked against the previous one's name
+            # and peg cells and its time read from fast_iso's caches, all in this frame.
+            # A block with a quote or a "\r" (csv.reader's business), or whose lines
+            # could hold a cell over csv's field limit (an error), ends it: the rest of
+            # the file, from the start of the block's first unfinished line, goes
+            # through the loop below.
+            days, clocks = iso_caches()
+            last_chain = last_token = last_symbol = last_peg = ""
+            # No cell holds a "\n": nothing is the last plain price before the first.
+            last_price = "\n"
+            known: tuple[str, str, str] | None = None
+            peg = _plain_number("")
+            chain_n = address = symbol_n = ""
+            peg_v: float | None = None
+            peg_t: str | None = None
+            price = 0.0
+            price_t = ""
+            plain = False
+            inf = math.inf
+            # Slices made once: `text[:11]` builds a slice object each time in 3.11.
+            day, clock = slice(11), slice(11, None)
+            carry = ""
+            size = max(1, min(block, limit))
+            while True:
+                text = fh.read(size)
+                if not text:
+                    if carry:
+                        lines = iter((carry,))
+                    break
+                text = carry + text
+                if text[-1] == "\r":  # its "\n", if any, with it
+                    text += fh.read(1)
+                # Lines end at "\n", perhaps after a "\r" (a "\r" alone ends a line too:
+                # then every "\r" must start a "\r\n").
+                crlf = text.count("\r\n")
+                if '"' in text or len(text) > limit or text.count("\r") != crlf:
+                    # Finish the line the block stopped in: the loop below starts at a
+                    # line's start.
+                    lines = chain(io.StringIO(text + fh.readline(), newline=""), fh)
+                    break
+                # Every line end a "\r\n": cut there, and no cell ends with a "\r".
+                pieces = text.split("\r\n" if crlf and crlf == text.count("\n") else "\n")
+                carry = pieces.pop()
+                for text in pieces:
+                    line += 1
+                    row = text.split(",")
+                    try:  # a row of another width raises, and is read below
+                        ts_text, chain_s, token, symbol, price_s, peg_s, slip_s = row
+                    except ValueError:
+                        pass
+                    else:
+                        if chain_s != last_chain or token != last_token or \
+                                symbol != last_symbol:
+                            last_chain, last_token, last_symbol = chain_s, token, symbol
+                            known = _known(chain_s, token, symbol, names)
+                            if known is not None:
+                                chain_n, address, symbol_n = known
+                            plain = known is not None and peg is not None
+                        if peg_s != last_peg:
+                            last_peg = peg_s
+                            peg = _plain_number(peg_s)
+                            if peg is not None:
+                                peg_t, peg_v = peg
+                            plain = known is not None and peg is not None
+                        if plain and not slip_s:
+                            try:
+                                # Only a 20-character text is in both caches this way.
+                                ts = days[ts_text[day]] + clocks[ts_text[clock]]
+                            except KeyError:
+                                pass  # not cached yet: _plain_tick below
+                            else:
+                                if price_s == last_price:
+                                    yield Tick(ts, chain_n, address, symbol_n, price,
+                                               price_t, peg_v, peg_t)
+                                    continue
+                                cell = price_s.strip()
+                                try:
+                                    value = float(cell)  # "" too raises ValueError
+                                except ValueError:
+                                    value = 0.0
+                                # Positive and finite (NaN fails both tests).
+                                if 0.0 < value < inf:
+                                    last_price, price, price_t = price_s, value, cell
+                                    yield Tick(ts, chain_n, address, symbol_n, price,
+                                               price_t, peg_v, peg_t)
+                                    continue
+                    if text[-1:] == "\r":
+                        text = text[:-1]
+                    if text:
+                        yield _any_row(path, line, text.split(","), width, fields, names)
+        for text in lines:
             line += 1
             # csv.reader's record, cut without it where it cannot differ: a line with no
             # quote (a quoted cell may span lines) and no cell over the field limit (an
             # error) is its cells split at commas, without the line end (only ever at
             # the end of a line read with newline=""). Anything else: csv.reader itself.
             if '"' in text or len(text) > limit:
-                row = next(csv.reader(chain((text,), fh)), [])
+                row = next(csv.reader(chain((text,), lines)), [])
             else:
                 text = text.rstrip("\r\n")
                 row = text.split(",") if text else []
-            if len(row) != width:
-                if not row:
-                    continue
-                # Short rows read empty cells; cells past the header are ignored.
-                row = (row + [""] * (width - len(row)))[:width]
-            if canonical:
-                ts_text, chain_s, token, symbol, price_s, peg_s, slip_s = row
-                oracle_s = source = ""
-            else:
-                row.append("")
-                (ts_text, chain_s, token, symbol, price_s, peg_s, slip_s, oracle_s,
-                 source) = fields(row)
-            if chain_s != last_chain or token != last_token or symbol != last_symbol:
-                last_chain, last_token, last_symbol = chain_s, token, symbol
-                known = _known(chain_s, token, symbol, names)
-            if peg_s != last_peg:
-                last_peg = peg_s
-                peg = _plain_number(peg_s)
-            tick = _plain_tick(known, ts_text, price_s, peg, slip_s, oracle_s, source) \
-                if known is not None and peg is not None else None
-            if tick is not None:
-                yield tick
-                continue
-            try:  # the authority: anything unusual, and every error, comes from make_tick
-                yield make_tick(ts_text, chain_s, token, symbol, price_s, peg_s, slip_s,
-                                oracle_s, source)
-            except BadTick as exc:
-                yield BadRow(str(path), line, exc.reason, exc.detail)
+            if row:
+                yield _any_row(path, line, row, width, fields, names)
+
+
+def _any_row(path: Path, line: int, row: list[str], width: int,
+             fields: Callable[[list[str]], tuple[str, ...]],
+             names: dict[tuple[str, str, str], tuple[str, str, str] | None]) -> Row:
+    """The tick or bad row a CSV record gives (``row``: its cells, not empty)."""
+    if len(row) != width:
+        # Short rows read empty cells; cells past the header are ignored.
+        row = (row + [""] * (width - len(row)))[:width]
+    row.append("")
+    ts_text, chain_s, token, symbol, price_s, peg_s, slip_s, oracle_s, source = fields(row)
+    known = _known(chain_s, token, symbol, names)
+    peg = _plain_number(peg_s)
+    tick = _plain_tick(known, ts_text, price_s, peg, slip_s, oracle_s, source) \
+        if known is not None and peg is not None else None
+    if tick is not None:
+        return tick
+    try:  # the authority: anything unusual, and every error, comes from make_tick
+        return make_tick(ts_text, chain_s, token, symbol, price_s, peg_s, slip_s, oracle_s,
+                         source)
+    except BadTick as exc:
+        return BadRow(str(path), line, exc.reason, exc.detail)
 
 
 #: Distinct (chain, token, symbol) cells remembered per file; a file has a few tokens.

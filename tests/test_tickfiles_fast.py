@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from monitor.tickfiles import BadRow, _known, _plain_number, _plain_tick, read_csv
+from monitor.tickfiles import BLOCK, BadRow, _known, _plain_number, _plain_tick, read_csv
 from monitor.ticks import BadTick, Tick, make_tick
 
 ADDRESS = "0xA0b86991c6218b36c1d19d4a2e9eb0ce3606eB48"
@@ -58,10 +58,12 @@ def test_a_plain_row_is_the_tick_make_tick_makes(row: Row) -> None:
         assert repr(fast) == repr(outcome(row))  # -0.0 and 0.0 are equal, not the same
 
 
-@settings(max_examples=200, deadline=None)
-@given(rows=st.lists(cells, min_size=1, max_size=20), oracle=st.booleans())
+@settings(max_examples=300, deadline=None)
+@given(rows=st.lists(cells, min_size=1, max_size=20), oracle=st.booleans(),
+       repeat=st.integers(1, 3), block=st.sampled_from([BLOCK, 5, 40, 97]))
 def test_read_csv_yields_what_make_tick_decides(
-        tmp_path_factory: pytest.TempPathFactory, rows: list[Row], oracle: bool) -> None:
+        tmp_path_factory: pytest.TempPathFactory, rows: list[Row], oracle: bool,
+        repeat: int, block: int) -> None:
     import csv
 
     folder = tmp_path_factory.mktemp("csv")
@@ -69,12 +71,14 @@ def test_read_csv_yields_what_make_tick_decides(
     header = ["ts", "chain", "token", "symbol", "price_usd", "peg_usd", "slippage_bps"]
     if oracle:
         header += ["oracle_price_usd", "source"]
+    # Each row ``repeat`` times in a run: the reader remembers the last cells it read.
+    rows = [row for row in rows for _ in range(repeat)]
     with path.open("w", newline="") as fh:
         writer = csv.writer(fh)
         writer.writerow(header)
         for row in rows:
             writer.writerow(row[:len(header)])
-    got = list(read_csv(path))
+    got = list(read_csv(path, block))
     expected = []
     for line, row in enumerate(rows, start=2):
         full: Row = row if oracle else (*row[:7], "", "")
@@ -124,16 +128,23 @@ GOOD = f"2023-03-11T07:50:00Z,eth,{ADDRESS},USDC,0.99,1,"
 pieces = st.sampled_from([
     GOOD, "\n", "\r\n", "\r", ",", '"', '""', " ", "1", "0.98", "eth", ADDRESS, "x",
     f'"{GOOD}"', '"a\nb"', '"1,0"', "\t", "2023-03-11T07:51:00Z", "\x00",
+    f"{GOOD}\r\n", f"{GOOD}\n", f"2023-03-11T07:52:00Z,eth,{ADDRESS},USDC,0.98,1,\r\n",
+    f"2023-03-11T07:53:00Z,eth,{ADDRESS},USDC, 0.98 ,1,5\n", "2023-03-11T07:54:00Z,eth,",
+    "USDC,1.0,1,", ",1,\r\n", "2023-03-11T07:55:0", "0Z", "x\r\n",
 ])
+#: Read sizes of the canonical path: its blocks end anywhere, "\r\n" cut in two too.
+blocks = st.sampled_from([BLOCK, 1, 2, 3, 7, 20, 64, 101])
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=600, deadline=None)
 @given(body=st.lists(pieces, max_size=30), end=st.sampled_from(["", "\n", "\r\n"]),
-       oracle=st.booleans())
+       oracle=st.booleans(), block=blocks)
 def test_lines_split_without_csv_reader_read_as_csv_reader_reads_them(
-        tmp_path_factory: object, body: list[str], end: str, oracle: bool) -> None:
-    """The reader cuts quote-free lines at commas itself; what it yields is what csv.reader's
-    records give, line numbers too, whatever quotes, line ends, blank lines and NULs."""
+        tmp_path_factory: object, body: list[str], end: str, oracle: bool,
+        block: int) -> None:
+    """The reader cuts quote-free lines at commas itself (a canonical file in blocks of
+    ``block`` characters); what it yields is what csv.reader's records give, line numbers
+    too, whatever quotes, line ends, blank lines and NULs, wherever a block ends."""
     import csv
 
     folder = tmp_path_factory.mktemp("lines")  # type: ignore[attr-defined]
@@ -147,7 +158,7 @@ def test_lines_split_without_csv_reader_read_as_csv_reader_reads_them(
     except csv.Error:
         expected = csv.Error
     try:
-        got: list[Tick | BadRow] | type[Exception] = list(read_csv(path))
+        got: list[Tick | BadRow] | type[Exception] = list(read_csv(path, block))
     except csv.Error:
         got = csv.Error
     assert (got if isinstance(got, type) else [repr(x) for x in got]) == (
