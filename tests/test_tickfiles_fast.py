@@ -15,7 +15,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from monitor.tickfiles import BLOCK, BadRow, _known, _plain_number, _plain_tick, read_csv
+from monitor.tickfiles import BLOCK, BadRow, read_csv
+from monitor.tickrows import known_names, plain_number, plain_tick
 from monitor.ticks import BadTick, Tick, make_tick
 
 ADDRESS = "0xA0b86991c6218b36c1d19d4a2e9eb0ce3606eB48"
@@ -49,9 +50,9 @@ def outcome(row: Row) -> Tick | tuple[str, str]:
 @given(row=cells)
 def test_a_plain_row_is_the_tick_make_tick_makes(row: Row) -> None:
     ts_text, chain, token, symbol, price, peg, slip, oracle, source = row
-    known = _known(chain, token, symbol, {})
-    pegged = _plain_number(peg)
-    fast = None if known is None or pegged is None else _plain_tick(
+    known = known_names(chain, token, symbol, {})
+    pegged = plain_number(peg)
+    fast = None if known is None or pegged is None else plain_tick(
         known, ts_text, price, pegged, slip, oracle, source)
     if fast is not None:
         assert fast == outcome(row)
