@@ -130,20 +130,20 @@ def _plain_blocks(path: Path, fh: TextIO, block: int, limit: int,
     from the start of the first unfinished one, for :func:`read_csv_batches`' own loop."""
     days, clocks = iso_caches()
     # Slices made once: ``text[:11]`` builds a slice object each time in 3.11.
-    day, clock = slice(11), slice(11, None)
+    day, clock = slice(11), slice(11, 20)
     inf = math.inf
     line = 1
-    last_chain = last_token = last_symbol = last_peg = ""
-    # No cell holds a "\n": nothing is the last plain price before the first.
-    last_price = "\n"
-    known: tuple[str, str, str] | None = None
-    peg = plain_number("")
+    # The cells of the last plain row between its time and its price, and after its
+    # price, with what they read as; "\n" (in no line) before the first.
+    middle = tail = "\n"
+    mid = after = slice(0)
     chain_n = address = symbol_n = ""
     peg_v: float | None = None
     peg_t: str | None = None
+    # Likewise its price cell (a one-minute file repeats a price often).
+    last_price = "\n"
     price = 0.0
     price_t = ""
-    plain = False
     carry = ""
     size = max(1, min(block, limit))
     while True:
@@ -173,28 +173,35 @@ def _plain_blocks(path: Path, fh: TextIO, block: int, limit: int,
         add = rows.append
         for text in pieces:
             line += 1
-            row = text.split(",")
-            try:  # a row of another width raises, and is read below
-                ts_text, chain_s, token, symbol, price_s, peg_s, slip_s = row
-            except ValueError:
-                pass
-            else:
-                if chain_s != last_chain or token != last_token or symbol != last_symbol:
-                    last_chain, last_token, last_symbol = chain_s, token, symbol
+            # (A slice and ``==``, not ``startswith(middle, 20)``: a method with
+            # arguments parsed from a tuple costs more than a copy of ~50 characters.)
+            plain = text[mid] == middle
+            if not plain:
+                # Not the cells of the last plain row: split the line, check its cells,
+                # and if they are plain, they are the ones looked for from now on.
+                try:  # a row of another width raises, and is read below
+                    ts_text, chain_s, token, symbol, _, peg_s, slip_s = text.split(",")
+                except ValueError:
+                    pass
+                else:
                     known = known_names(chain_s, token, symbol, names)
-                    if known is not None:
-                        chain_n, address, symbol_n = known
-                    plain = known is not None and peg is not None
-                if peg_s != last_peg:
-                    last_peg = peg_s
                     peg = plain_number(peg_s)
-                    if peg is not None:
+                    if known is not None and peg is not None and not slip_s and \
+                            len(ts_text) == 20:
+                        chain_n, address, symbol_n = known
                         peg_t, peg_v = peg
-                    plain = known is not None and peg is not None
-                if plain and not slip_s:
+                        middle, tail = f",{chain_s},{token},{symbol},", f"{peg_s},"
+                        mid = slice(20, 20 + len(middle))
+                        after = slice(20 + len(middle), None)
+                        plain = True
+            # The line is its time, ``middle``, its price cell and ``tail``: the time one
+            # of fast_iso's checked 20-character texts (no comma in it), the slippage
+            # cell empty and no cell after it.
+            if plain:
+                price_s, _, rest = text[after].partition(",")
+                if rest == tail:
                     try:
-                        # Only a 20-character text is in both caches this way.
-                        ts = days[ts_text[day]] + clocks[ts_text[clock]]
+                        ts = days[text[day]] + clocks[text[clock]]
                     except KeyError:
                         pass  # not cached yet: plain_tick below
                     else:
