@@ -38,8 +38,8 @@ def _is_jsonl(path: Path) -> bool:
 
 #: Characters a canonical file is read in (below csv's default field limit, 131,072).
 BLOCK = 1 << 16
-#: Rows per list of :func:`read_jsonl_batches`.
-JSONL_BATCH = 1024
+#: Rows per list of :func:`read_jsonl_batches`, and of a CSV file read line by line.
+LINES_BATCH = 1024
 
 
 def read_csv(path: Path, block: int = BLOCK) -> Iterator[Row]:
@@ -49,9 +49,9 @@ def read_csv(path: Path, block: int = BLOCK) -> Iterator[Row]:
 
 
 def read_csv_batches(path: Path, block: int = BLOCK) -> Iterator[list[Row]]:
-    """:func:`read_csv`'s rows in lists: a canonical file's plain path hands out a block's
-    rows at once (no generator step per row), anything else one row per list, as soon as
-    it is read (a csv error is raised after the rows before it, as csv.reader would)."""
+    """:func:`read_csv`'s rows in lists (no generator step per row): a block's rows on a
+    canonical file's plain path, else up to :data:`LINES_BATCH` rows; an error (csv's,
+    the decoder's) is raised after the rows before it, as read row by row."""
     with path.open(newline="", encoding="utf-8") as fh:
         header = next(csv.reader(fh), None)
         if header is None:
@@ -85,36 +85,50 @@ def read_csv_batches(path: Path, block: int = BLOCK) -> Iterator[list[Row]]:
         # value nearly throughout, and parsing it was ~10 % of reading a plain row.
         last_peg = ""
         peg = plain_number("")
-        for text in lines:
-            line += 1
-            # csv.reader's record, cut without it where it cannot differ: a line with no
-            # quote (a quoted cell may span lines) and no cell over the field limit (an
-            # error) is its cells split at commas, without the line end (only ever at
-            # the end of a line read with newline=""). Anything else: csv.reader itself.
-            if '"' in text or len(text) > limit:
-                row = next(csv.reader(chain((text,), lines)), [])
-            else:
-                text = text.rstrip("\r\n")
-                row = text.split(",") if text else []
-            if len(row) != width:
-                if not row:
-                    continue
-                # Short rows read empty cells; cells past the header are ignored.
-                row = (row + [""] * (width - len(row)))[:width]
-            row.append("")
-            (ts_text, chain_s, token, symbol, price_s, peg_s, slip_s, oracle_s,
-             source) = fields(row)
-            if chain_s != last_chain or token != last_token or symbol != last_symbol:
-                last_chain, last_token, last_symbol = chain_s, token, symbol
-                known = known_names(chain_s, token, symbol, names)
-            if peg_s != last_peg:
-                last_peg = peg_s
-                peg = plain_number(peg_s)
-            tick = plain_tick(known, ts_text, price_s, peg, slip_s, oracle_s, source) \
-                if known is not None and peg is not None else None
-            yield [tick if tick is not None else _checked(path, line, ts_text, chain_s, token,
-                                                          symbol, price_s, peg_s, slip_s,
-                                                          oracle_s, source)]
+        rows: list[Row] = []
+        add = rows.append
+        try:
+            for text in lines:
+                line += 1
+                # csv.reader's record, cut without it where it cannot differ: a line with no
+                # quote (a quoted cell may span lines) and no cell over the field limit (an
+                # error) is its cells split at commas, without the line end (only ever at
+                # the end of a line read with newline=""). Anything else: csv.reader itself.
+                if '"' in text or len(text) > limit:
+                    row = next(csv.reader(chain((text,), lines)), [])
+                else:
+                    text = text.rstrip("\r\n")
+                    row = text.split(",") if text else []
+                if len(row) != width:
+                    if not row:
+                        continue
+                    # Short rows read empty cells; cells past the header are ignored.
+                    row = (row + [""] * (width - len(row)))[:width]
+                row.append("")
+                (ts_text, chain_s, token, symbol, price_s, peg_s, slip_s, oracle_s,
+                 source) = fields(row)
+                if chain_s != last_chain or token != last_token or symbol != last_symbol:
+                    last_chain, last_token, last_symbol = chain_s, token, symbol
+                    known = known_names(chain_s, token, symbol, names)
+                if peg_s != last_peg:
+                    last_peg = peg_s
+                    peg = plain_number(peg_s)
+                tick = plain_tick(known, ts_text, price_s, peg, slip_s, oracle_s, source) \
+                    if known is not None and peg is not None else None
+                add(tick if tick is not None else _checked(path, line, ts_text, chain_s, token,
+                                                           symbol, price_s, peg_s, slip_s,
+                                                           oracle_s, source))
+                if len(rows) >= LINES_BATCH:
+                    yield rows
+                    rows = []
+                    add = rows.append
+        except Exception:
+            # What csv.reader or the decoder raises comes after the rows before it.
+            if rows:
+                yield rows
+            raise
+        if rows:
+            yield rows
 
 
 def _plain_blocks(path: Path, fh: TextIO, block: int, limit: int,
@@ -261,7 +275,7 @@ def read_jsonl(path: Path) -> Iterator[Row]:
 
 
 def read_jsonl_batches(path: Path) -> Iterator[list[Row]]:
-    """:func:`read_jsonl`'s rows in lists of up to :data:`JSONL_BATCH`."""
+    """:func:`read_jsonl`'s rows in lists of up to :data:`LINES_BATCH`."""
     with path.open("rb") as fh:
         rows: list[Row] = []
         for line, raw in enumerate(fh, start=1):
@@ -272,7 +286,7 @@ def read_jsonl_batches(path: Path) -> Iterator[list[Row]]:
                 rows.append(decode_tick(raw))
             except BadTick as exc:
                 rows.append(BadRow(str(path), line, exc.reason, exc.detail))
-            if len(rows) >= JSONL_BATCH:
+            if len(rows) >= LINES_BATCH:
                 yield rows
                 rows = []
         if rows:
