@@ -182,6 +182,24 @@ def test_a_cell_over_the_csv_field_limit_is_still_csv_readers_error(tmp_path: Pa
         raise AssertionError("a cell over the limit was read")
 
 
+def test_rows_read_line_by_line_come_before_a_csv_error(tmp_path: Path) -> None:
+    """A file off the canonical path (here: with the oracle column) is read in lists of
+    rows; csv.reader's error still comes after every row before it."""
+    import csv
+
+    path = tmp_path / "ticks.csv"
+    path.write_text("ts,chain,token,symbol,price_usd,peg_usd,slippage_bps,oracle_price_usd\n"
+                    + f"{GOOD},1.0\n" * 3 + "x" * (csv.field_size_limit() + 1) + "\n")
+    rows = read_csv(path)
+    assert [isinstance(next(rows), Tick) for _ in range(3)] == [True] * 3
+    try:
+        next(rows)
+    except csv.Error as exc:
+        assert "field larger than field limit" in str(exc)
+    else:
+        raise AssertionError("a cell over the limit was read")
+
+
 def test_a_repeated_peg_cell_reads_as_make_tick_reads_each(tmp_path: Path) -> None:
     """The reader parses a peg cell once per change: runs of good, bad and empty pegs, each
     repeated, still give make_tick's tick or refusal row by row."""
