@@ -136,9 +136,9 @@ def _plain_blocks(path: Path, fh: TextIO, block: int, limit: int,
                   names: dict[tuple[str, str, str], tuple[str, str, str] | None],
                   ) -> Generator[list[Row], None, tuple[int, Iterator[str]]]:
     """A canonical file's plain path: the file read in blocks of ``block`` characters and
-    cut into lines by ``str.split`` (no readline per line), each row checked against the
-    previous one's name and peg cells, its time read from fast_iso's caches, its tick made
-    here; one list of rows per block. A block with a quote, a lone "\r" (csv.reader's
+    cut into lines by ``str.split`` (no readline per line), a row whose cells around its
+    price are the last plain row's made into its tick here (its time from fast_iso's
+    caches); one list of rows per block. A block with a quote, a lone "\r" (csv.reader's
     business) or more than csv's field limit of characters (a cell could be over it: an
     error) ends it; returns the last line number read and the rest of the file's lines,
     from the start of the first unfinished one, for :func:`read_csv_batches`' own loop."""
