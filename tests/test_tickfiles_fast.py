@@ -15,7 +15,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from monitor.tickfiles import BadRow, _known, _plain_number, _plain_tick, read_csv
+from monitor.tickfiles import BLOCK, BadRow, read_csv
+from monitor.tickrows import known_names, plain_number, plain_tick
 from monitor.ticks import BadTick, Tick, make_tick
 
 ADDRESS = "0xA0b86991c6218b36c1d19d4a2e9eb0ce3606eB48"
@@ -49,19 +50,21 @@ def outcome(row: Row) -> Tick | tuple[str, str]:
 @given(row=cells)
 def test_a_plain_row_is_the_tick_make_tick_makes(row: Row) -> None:
     ts_text, chain, token, symbol, price, peg, slip, oracle, source = row
-    known = _known(chain, token, symbol, {})
-    pegged = _plain_number(peg)
-    fast = None if known is None or pegged is None else _plain_tick(
+    known = known_names(chain, token, symbol, {})
+    pegged = plain_number(peg)
+    fast = None if known is None or pegged is None else plain_tick(
         known, ts_text, price, pegged, slip, oracle, source)
     if fast is not None:
         assert fast == outcome(row)
         assert repr(fast) == repr(outcome(row))  # -0.0 and 0.0 are equal, not the same
 
 
-@settings(max_examples=200, deadline=None)
-@given(rows=st.lists(cells, min_size=1, max_size=20), oracle=st.booleans())
+@settings(max_examples=300, deadline=None)
+@given(rows=st.lists(cells, min_size=1, max_size=20), oracle=st.booleans(),
+       repeat=st.integers(1, 3), block=st.sampled_from([BLOCK, 5, 40, 97]))
 def test_read_csv_yields_what_make_tick_decides(
-        tmp_path_factory: pytest.TempPathFactory, rows: list[Row], oracle: bool) -> None:
+        tmp_path_factory: pytest.TempPathFactory, rows: list[Row], oracle: bool,
+        repeat: int, block: int) -> None:
     import csv
 
     folder = tmp_path_factory.mktemp("csv")
@@ -69,12 +72,14 @@ def test_read_csv_yields_what_make_tick_decides(
     header = ["ts", "chain", "token", "symbol", "price_usd", "peg_usd", "slippage_bps"]
     if oracle:
         header += ["oracle_price_usd", "source"]
+    # Each row ``repeat`` times in a run: the reader remembers the last cells it read.
+    rows = [row for row in rows for _ in range(repeat)]
     with path.open("w", newline="") as fh:
         writer = csv.writer(fh)
         writer.writerow(header)
         for row in rows:
             writer.writerow(row[:len(header)])
-    got = list(read_csv(path))
+    got = list(read_csv(path, block))
     expected = []
     for line, row in enumerate(rows, start=2):
         full: Row = row if oracle else (*row[:7], "", "")
@@ -124,16 +129,23 @@ GOOD = f"2023-03-11T07:50:00Z,eth,{ADDRESS},USDC,0.99,1,"
 pieces = st.sampled_from([
     GOOD, "\n", "\r\n", "\r", ",", '"', '""', " ", "1", "0.98", "eth", ADDRESS, "x",
     f'"{GOOD}"', '"a\nb"', '"1,0"', "\t", "2023-03-11T07:51:00Z", "\x00",
+    f"{GOOD}\r\n", f"{GOOD}\n", f"2023-03-11T07:52:00Z,eth,{ADDRESS},USDC,0.98,1,\r\n",
+    f"2023-03-11T07:53:00Z,eth,{ADDRESS},USDC, 0.98 ,1,5\n", "2023-03-11T07:54:00Z,eth,",
+    "USDC,1.0,1,", ",1,\r\n", "2023-03-11T07:55:0", "0Z", "x\r\n",
 ])
+#: Read sizes of the canonical path: its blocks end anywhere, "\r\n" cut in two too.
+blocks = st.sampled_from([BLOCK, 1, 2, 3, 7, 20, 64, 101])
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=600, deadline=None)
 @given(body=st.lists(pieces, max_size=30), end=st.sampled_from(["", "\n", "\r\n"]),
-       oracle=st.booleans())
+       oracle=st.booleans(), block=blocks)
 def test_lines_split_without_csv_reader_read_as_csv_reader_reads_them(
-        tmp_path_factory: object, body: list[str], end: str, oracle: bool) -> None:
-    """The reader cuts quote-free lines at commas itself; what it yields is what csv.reader's
-    records give, line numbers too, whatever quotes, line ends, blank lines and NULs."""
+        tmp_path_factory: object, body: list[str], end: str, oracle: bool,
+        block: int) -> None:
+    """The reader cuts quote-free lines at commas itself (a canonical file in blocks of
+    ``block`` characters); what it yields is what csv.reader's records give, line numbers
+    too, whatever quotes, line ends, blank lines and NULs, wherever a block ends."""
     import csv
 
     folder = tmp_path_factory.mktemp("lines")  # type: ignore[attr-defined]
@@ -147,7 +159,7 @@ def test_lines_split_without_csv_reader_read_as_csv_reader_reads_them(
     except csv.Error:
         expected = csv.Error
     try:
-        got: list[Tick | BadRow] | type[Exception] = list(read_csv(path))
+        got: list[Tick | BadRow] | type[Exception] = list(read_csv(path, block))
     except csv.Error:
         got = csv.Error
     assert (got if isinstance(got, type) else [repr(x) for x in got]) == (
@@ -162,6 +174,24 @@ def test_a_cell_over_the_csv_field_limit_is_still_csv_readers_error(tmp_path: Pa
                     f"{GOOD}\n" + "x" * (csv.field_size_limit() + 1) + "\n")
     rows = read_csv(path)
     assert isinstance(next(rows), Tick)
+    try:
+        next(rows)
+    except csv.Error as exc:
+        assert "field larger than field limit" in str(exc)
+    else:
+        raise AssertionError("a cell over the limit was read")
+
+
+def test_rows_read_line_by_line_come_before_a_csv_error(tmp_path: Path) -> None:
+    """A file off the canonical path (here: with the oracle column) is read in lists of
+    rows; csv.reader's error still comes after every row before it."""
+    import csv
+
+    path = tmp_path / "ticks.csv"
+    path.write_text("ts,chain,token,symbol,price_usd,peg_usd,slippage_bps,oracle_price_usd\n"
+                    + f"{GOOD},1.0\n" * 3 + "x" * (csv.field_size_limit() + 1) + "\n")
+    rows = read_csv(path)
+    assert [isinstance(next(rows), Tick) for _ in range(3)] == [True] * 3
     try:
         next(rows)
     except csv.Error as exc:
