@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import configparser
 import importlib
 import os
-import re
 import sys
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any, cast
 
 from . import __version__
 from .command_index import HELP, is_service
@@ -21,12 +19,18 @@ if TYPE_CHECKING:  # the config module is loaded when a command runs, not for --
 GROUP = "depeg_monitor.commands"
 
 
-@dataclass(frozen=True)
 class EntryPoint:
-    """One ``name = module:attribute`` line of an installed distribution."""
+    """One ``name = module:attribute`` line of an installed distribution. A plain class:
+    a dataclass compiles its generated methods at every start."""
 
-    name: str
-    value: str
+    __slots__ = ("name", "value")
+
+    def __init__(self, name: str, value: str) -> None:
+        self.name = name
+        self.value = value
+
+    def __repr__(self) -> str:
+        return f"EntryPoint(name={self.name!r}, value={self.value!r})"
 
     def load(self) -> object:
         module, _, attribute = self.value.partition(":")
@@ -56,20 +60,30 @@ def entry_points(group: str) -> list[EntryPoint]:
                     text = fh.read()
             except (OSError, UnicodeDecodeError):
                 continue
-            # Most distributions have no entry of ours: skip them before building a
-            # parser (one per distribution was most of this function's time).
+            # Most distributions have no entry of ours: skip them before reading lines.
             if group not in text:
                 continue
-            parser = configparser.ConfigParser(delimiters=("=",), interpolation=None)
-            parser.optionxform = str  # type: ignore[assignment,method-assign]
-            try:
-                parser.read_string(text)
-            except configparser.Error:
-                continue
-            if parser.has_section(group):
-                for key, value in parser.items(group):
-                    found.setdefault(key, EntryPoint(key, value))
+            for key, value in _section(text, group):
+                found.setdefault(key, EntryPoint(key, value))
     return list(found.values())
+
+
+def _section(text: str, group: str) -> Iterator[tuple[str, str]]:
+    """The ``name = value`` lines of ``[group]`` in an ``entry_points.txt``, read the way
+    :mod:`importlib.metadata` reads them (stripped lines, ``#`` comments, ``[section]``
+    headers, split at the first ``=``) rather than with :mod:`configparser`, whose import
+    and parser were a sixth of a replay's start-up past the interpreter's own."""
+    section = None
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith(("#", ";")):
+            continue
+        if line.startswith("[") and line.endswith("]"):
+            section = line.strip("[]")
+        elif section == group:
+            name, sep, value = line.partition("=")
+            if sep:
+                yield name.strip(), value.strip()
 
 
 def _load(ep: EntryPoint) -> Command | None:
@@ -105,7 +119,8 @@ def _listed(eps: list[EntryPoint]) -> dict[str, Command]:
     return dict(sorted(found.items()))
 
 
-_URL_PASSWORD = re.compile(r"(://[^:/@]+:)[^@]+@")
+#: A URL's password (compiled by the ``config`` command only: not at every start).
+_URL_PASSWORD = r"(://[^:/@]+:)[^@]+@"
 
 
 def _redacted(tree: Any) -> Any:
@@ -116,7 +131,9 @@ def _redacted(tree: Any) -> Any:
             for k, v in tree.items()
         }
     if isinstance(tree, str):
-        return _URL_PASSWORD.sub(r"\1[redacted]@", tree)
+        import re
+
+        return re.sub(_URL_PASSWORD, r"\1[redacted]@", tree)
     return tree
 
 
@@ -147,12 +164,52 @@ def _config_command() -> Command:
     return Command("config", "print the effective configuration (file + environment)", add, run)
 
 
+def _columns() -> int:
+    """``shutil.get_terminal_size().columns``, which argparse's help formatter asks for at
+    every ``add_argument``, without importing :mod:`shutil` (with zlib, bz2 and lzma behind
+    it): ``$COLUMNS`` when a positive number, else stdout's terminal width, else 80."""
+    try:
+        columns = int(os.environ["COLUMNS"])
+    except (KeyError, ValueError):
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
+        except (AttributeError, ValueError, OSError):
+            columns = 0
+    return columns or 80
+
+
+class HelpFormatter(argparse.HelpFormatter):
+    """argparse's formatter, as wide as it would make itself (``shutil`` less 2)."""
+
+    def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 24,
+                 width: int | None = None) -> None:
+        super().__init__(prog, indent_increment, max_help_position,
+                         _columns() - 2 if width is None else width)
+
+
+class _Unparsed:
+    """A subcommand of the first pass: takes nothing and leaves every argument over for
+    the second, as an ``ArgumentParser(add_help=False)`` without arguments does, without
+    building one per command (17 of them, with their gettext look-ups, were a tenth of
+    a replay's start-up past the interpreter's own)."""
+
+    def __init__(self, **_options: object) -> None:
+        pass
+
+    def parse_known_args(self, args: Sequence[str] | None = None,
+                         namespace: argparse.Namespace | None = None
+                         ) -> tuple[argparse.Namespace, list[str]]:
+        return namespace or argparse.Namespace(), list(args or ())
+
+
 def build_parser(commands: dict[str, Command], placeholders: bool = False
                  ) -> argparse.ArgumentParser:
     """The full parser; ``placeholders``: subcommands without their own options or -h
     (what they are given is left over, for the second pass)."""
     parser = argparse.ArgumentParser(
-        prog="depeg-monitor",
+        prog="depeg-monitor", formatter_class=HelpFormatter,
         description=(
             "Watches pegged tokens for loss of peg. Configuration comes from --config (or "
             "$DEPEG_CONFIG), then DEPEG_<SECTION>__<FIELD> environment variables; "
@@ -168,12 +225,19 @@ def build_parser(commands: dict[str, Command], placeholders: bool = False
     parser.add_argument("--log-level", metavar="LEVEL", help="debug, info, warning, error")
     parser.add_argument("--log-format", choices=["auto", "json", "console"],
                         help="log format (default: json unless stderr is a terminal)")
+    if placeholders:
+        # argparse calls only parse_known_args on a subcommand's parser (and its help,
+        # -h, is the second pass's): typed as a parser for add_subparsers' sake.
+        unparsed = cast("type[argparse.ArgumentParser]", _Unparsed)
+        first = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=unparsed)
+        for command in commands.values():
+            first.add_parser(command.name, help=command.help)
+        return parser
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for command in commands.values():
-        child = sub.add_parser(command.name, help=command.help, add_help=not placeholders,
+        child = sub.add_parser(command.name, help=command.help, formatter_class=HelpFormatter,
                                description=command.description or command.help)
-        if not placeholders:
-            command.add_arguments(child)
+        command.add_arguments(child)
     return parser
 
 
@@ -217,9 +281,10 @@ def main(argv: list[str] | None = None) -> int:
     eps = entry_points(GROUP)
     listed = _listed(eps)
     listed.setdefault("config", _config_command())
-    first, _ = build_parser(listed, placeholders=True).parse_known_args(argv)
+    top = build_parser(listed, placeholders=True)
+    first, _ = top.parse_known_args(argv)
     if not first.command:
-        build_parser(listed).print_help()
+        top.print_help()  # the listing is the full parser's (tests/test_cli_startup.py)
         return 2
     if is_service(first.command, argv):
         _stop_quietly_until_started()
