@@ -284,10 +284,25 @@ def _follow_data_dir(config_file: str | None, data_dir: str | None) -> Config | 
     return config
 
 
+def _freeze_start_up() -> None:
+    """A job's start-up heap (modules, classes, functions, parsers: what lives until the
+    process ends) moved out of the cyclic collector's reach, as a service does with its
+    own once started (``[gc]``, monitor/gcpolicy.py): no full collection during the run,
+    nor the one at the interpreter's exit, walks it again (a replay of the shared files:
+    -25 M instructions, 0.9 %). What the job allocates is collected as before. Only when
+    ``main`` is the process: frozen, a caller's own objects (a test run) would never be
+    collected."""
+    import gc
+
+    gc.freeze()
+
+
 def main(argv: list[str] | None = None) -> int:
     """Two passes, so only the command that runs is imported: the first parses against
     placeholder subcommands (enough for the top-level --help and to learn the command's
-    name), the second against that one command, fully built."""
+    name), the second against that one command, fully built. Without ``argv`` (the
+    console script, ``python -m monitor``) the process ends when this returns."""
+    whole_process = argv is None
     argv = sys.argv[1:] if argv is None else argv
     eps = entry_points(GROUP)
     listed = _listed(eps)
@@ -329,6 +344,8 @@ def main(argv: list[str] | None = None) -> int:
         level=args.log_level or config.logging.level,
         fmt=args.log_format or config.logging.format,
     )
+    if whole_process and not is_service(args.command, argv):
+        _freeze_start_up()
     try:
         return commands[args.command].run(args, config)
     except BrokenPipeError:

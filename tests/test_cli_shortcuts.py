@@ -208,3 +208,31 @@ def test_with_logging_imported_it_is_configured_at_once() -> None:
     finally:
         root.handlers[:], _ = saved
         root.setLevel(saved[1])
+
+
+#: ``main()`` as the process (``sys.argv``), or called with arguments; the frozen count.
+_FREEZE = """
+import gc, sys
+from monitor.cli import main
+as_process = sys.argv[1] == "process"
+argv = sys.argv[2:]
+before = gc.get_freeze_count()
+if as_process:
+    sys.argv = ["depeg-monitor", *argv]
+    code = main()
+else:
+    code = main(argv)
+print(code, gc.get_freeze_count() > before)
+"""
+
+
+@pytest.mark.parametrize("as_process", [True, False])
+def test_a_job_freezes_its_start_up_only_when_main_is_the_process(
+        as_process: bool, tmp_path: Path) -> None:
+    """Called with arguments (a test, a caller of its own), ``main`` leaves the collector
+    as it found it; as the process, a job's start-up heap is frozen before it runs."""
+    done = subprocess.run(
+        [sys.executable, "-c", _FREEZE, "process" if as_process else "call",
+         "--data-dir", str(tmp_path / "data"), "config"],
+        capture_output=True, text=True, check=False)
+    assert done.stdout.splitlines()[-1] == f"0 {as_process}", done.stderr
