@@ -22,7 +22,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from monitor import cli, logsetup
+from monitor import cli, entrypoints, logsetup
 from monitor.commands import Command
 
 #: Command-line words: options, option=value, "--", "-", negative numbers, spaces.
@@ -99,7 +99,7 @@ def test_the_entry_point_section_is_read_as_importlib_metadata_reads_it(
     standard = [(ep.name, ep.value) for ep in
                 importlib.metadata.PathDistribution(tmp_path).entry_points
                 if ep.group == cli.GROUP]
-    assert list(cli._section(text, cli.GROUP)) == standard
+    assert list(entrypoints._section(text, cli.GROUP)) == standard
 
 
 def test_command_behaves_as_the_frozen_dataclass_it_was() -> None:
