@@ -39,7 +39,18 @@ from monitor.replay import run_replay
 from monitor.tickfiles import read_file
 from monitor.ticks import make_tick
 
-DEFAULT = Path(__file__).resolve().parents[2] / "shared/data/ticks/usdc_2023-03_binanceus_1m.csv"
+
+def _shared_ticks() -> Path:
+    """``shared/data/ticks`` beside the checkout (``/work/main``) or beside its worktrees'
+    folder (``/work/wt/NAME``): the nearest ancestor holding it."""
+    here = Path(__file__).resolve()
+    for parent in here.parents[1:]:
+        if (parent / "shared/data/ticks").is_dir():
+            return parent / "shared/data/ticks"
+    return here.parents[2] / "shared/data/ticks"
+
+
+DEFAULT = _shared_ticks() / "usdc_2023-03_binanceus_1m.csv"
 
 
 def best_of(n: int, fn: object) -> float:

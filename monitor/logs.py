@@ -25,6 +25,8 @@ import sys
 from collections.abc import MutableMapping
 from typing import IO, Any
 
+from . import logsetup
+
 REDACTED = "[redacted]"
 
 #: Field names whose values are always replaced (compared lower-case, ``-`` as ``_``).
@@ -213,3 +215,9 @@ class _DeferredFormatter(logging.Formatter):
 
 def get_logger(name: str) -> Any:
     return _structlog().stdlib.get_logger(name)
+
+
+# The CLI's configuration, when it waited for logging's first import (monitor/logsetup.py):
+# applied as this module's import ends, before anything can log.
+if (_waiting := logsetup.take_waiting()) is not None:
+    configure_logging(*_waiting)

@@ -136,15 +136,18 @@ def test_a_replay_imports_no_logging_stack_or_network_stack(tmp_path: Path) -> N
     """A clean replay logs nothing, so it does not import structlog (and asyncio and, in
     a development install, rich behind it: most of a short replay's start-up), nor any
     network client, nor what it needs no more: hashlib (OpenSSL; event ids use the stdlib's
-    own SHA-1) and the vault tag catalog (the default blocking tags skip its check); it
-    still writes its transitions."""
+    own SHA-1), the vault tag catalog (the default blocking tags skip its check), logging
+    itself (configured when first imported: monitor/logsetup.py), configparser (the entry
+    points are read without it) and shutil (argparse's help formatter asked it for the
+    terminal width); it still writes its transitions."""
     ticks = tmp_path / "ticks.csv"
     ticks.write_text("ts,chain,token,symbol,price_usd,peg_usd,slippage_bps\n"
                      "2023-03-11T07:50:00Z,eth,0xa0b86991c6218b36c1d19d4a2e9eb0ce3606eb48,"
                      "USDC,0.99,1,\n")
     out = tmp_path / "out.jsonl"
     heavy = ("structlog", "rich", "asyncio", "aiokafka", "aiohttp", "asyncpg", "aiosqlite",
-             "hashlib", "_hashlib", "monitor.vaults.catalog")
+             "hashlib", "_hashlib", "monitor.vaults.catalog", "logging", "monitor.logs",
+             "configparser", "shutil")
     done = subprocess.run([sys.executable, "-c", _IMPORTED_BY, ",".join(heavy),
                            "--log-level", "warning", "--data-dir", str(tmp_path / "data"),
                            "replay", "--out", str(out), str(ticks)],
