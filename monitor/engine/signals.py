@@ -9,6 +9,7 @@ from typing import Final
 from ..records import SignalValue
 from .params import Params
 from .readings import read_fields
+from .readplan import read_plan
 from .rounding import NATIVE, round_to
 from .windows import Windows
 
@@ -69,14 +70,21 @@ def evaluate(w: Windows, obs: Observations, cfg: Params, now: float,
     only wants transitions skips it: it is most of the cost of a refresh)."""
     last_dev = w.last_dev
     has_price = last_dev is not None
+    # Only the fields the rating (with detail, the snapshot) reads, the same floats as
+    # ``window``'s: compiled by ``read_fields``' native loops, interpreted through a plan
+    # of them made once (readplan.py: fewer branches per field).
     if detail:
-        spec, picks = cfg.detail_reads  # _detail_reads(cfg.config), kept on the Params
+        if NATIVE:
+            spec, picks = cfg.detail_reads  # _detail_reads(cfg.config), kept on the Params
+            got = picks(read_fields(w, now, spec))
+        else:
+            got = read_plan(w, now, cfg.detail_plan)
         (dev_1, cov_1, dev_5, cov_5, dev_15, cov_15, dev_60, cov_60, dev_dt, covered,
          cov_p, low_s, high_s, ticks_p, mn, mx, r2, ticks_v, calm_min,
-         ) = picks(read_fields(w, now, spec))
+         ) = got
     else:
-        # Only the fields the rating reads (the same floats as ``window``'s).
-        dev_dt, covered, low_s, high_s, r2, calm_min = read_fields(w, now, cfg.reads)
+        dev_dt, covered, low_s, high_s, r2, calm_min = read_fields(w, now, cfg.reads) \
+            if NATIVE else read_plan(w, now, cfg.reads_plan)
     deviation = dev_dt / covered if covered > 0 else last_dev
 
     recent_rate = r2 / cfg.volatility_window_seconds
