@@ -18,6 +18,7 @@ from typing import Final
 
 from ..config import ModelConfig
 from .memo import per_config
+from .readplan import Plan, make_plan
 from .ringfields import _COV, _DEV, _HIGH, _LOW, _MAX, _MIN, _R2, _TICKS
 
 #: The signals of the rating, in the order they are scored, combined and published.
@@ -93,7 +94,13 @@ class Params:
             (float(cfg.calm_window_seconds), (_MIN,))))
         #: The windows and fields a refresh with detail reads, and where ``evaluate`` picks
         #: its values (:func:`_detail_reads`: made once per configuration, here).
-        self.detail_reads = _detail_reads(cfg)
+        spec, picks, positions = _detail_reads(cfg)
+        self.detail_reads: tuple[tuple[tuple[float, tuple[int, ...]], ...], Picks] = (
+            spec, picks)
+        #: The same reads as plans of the pure build's ``readplan.read_plan`` (their
+        #: values in the order ``evaluate`` unpacks them).
+        self.reads_plan: Plan = make_plan(self.reads)
+        self.detail_plan: Plan = make_plan(spec, positions)
         #: Every window length a refresh without detail reads (reads, floors, premium).
         self.lengths: tuple[float, ...] = tuple(sorted(
             {s for s, _ in self.reads} | {float(cfg.floor_window_seconds), 3600.0}))
@@ -127,7 +134,7 @@ Picks = Callable[[list[float]], tuple[float, ...]]
 
 
 def _detail_reads(cfg: ModelConfig) -> tuple[tuple[tuple[float, tuple[int, ...]], ...],
-                                             Picks]:
+                                             Picks, list[int]]:
     """The windows and fields a refresh with detail reads: the TWAP windows, then the
     deviation, persistence, volatility and calm windows (``signals.evaluate`` unpacks them in
     this order). Only the fields used are summed, over the same slices as ``Windows.window``
@@ -138,7 +145,7 @@ def _detail_reads(cfg: ModelConfig) -> tuple[tuple[tuple[float, tuple[int, ...]]
     is one C call): with the defaults the deviation
     window is the 5-minute TWAP's and the persistence and volatility windows share fields
     with the 60- and 15-minute TWAPs (16 sums instead of 19; a field of a window is the
-    same float however often it is read)."""
+    same float however often it is read). Also the positions the ``itemgetter`` picks."""
     wanted = (*((m * 60.0, (_DEV, _COV)) for m in _TWAP_MINUTES),
               (float(cfg.deviation_window_seconds), (_DEV, _COV)),
               (float(cfg.persistence_window_seconds), (_COV, _LOW, _HIGH, _TICKS, _MIN, _MAX)),
@@ -153,8 +160,8 @@ def _detail_reads(cfg: ModelConfig) -> tuple[tuple[tuple[float, tuple[int, ...]]
     for seconds, which in spec:
         for i in which:
             at[(seconds, i)] = len(at)
-    picks = itemgetter(*(at[(seconds, i)] for seconds, which in wanted for i in which))
-    return spec, picks
+    positions = [at[(seconds, i)] for seconds, which in wanted for i in which]
+    return spec, itemgetter(*positions), positions
 
 
 @per_config

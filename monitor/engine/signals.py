@@ -9,6 +9,7 @@ from typing import Final
 from ..records import SignalValue
 from .params import Params
 from .readings import read_fields
+from .readplan import read_plan
 from .rounding import NATIVE, round_to
 from .windows import Windows
 
@@ -69,14 +70,21 @@ def evaluate(w: Windows, obs: Observations, cfg: Params, now: float,
     only wants transitions skips it: it is most of the cost of a refresh)."""
     last_dev = w.last_dev
     has_price = last_dev is not None
+    # Only the fields the rating (with detail, the snapshot) reads, the same floats as
+    # ``window``'s: compiled by ``read_fields``' native loops, interpreted through a plan
+    # of them made once (readplan.py: fewer branches per field).
     if detail:
-        spec, picks = cfg.detail_reads  # _detail_reads(cfg.config), kept on the Params
+        if NATIVE:
+            spec, picks = cfg.detail_reads  # _detail_reads(cfg.config), kept on the Params
+            got = picks(read_fields(w, now, spec))
+        else:
+            got = read_plan(w, now, cfg.detail_plan)
         (dev_1, cov_1, dev_5, cov_5, dev_15, cov_15, dev_60, cov_60, dev_dt, covered,
          cov_p, low_s, high_s, ticks_p, mn, mx, r2, ticks_v, calm_min,
-         ) = picks(read_fields(w, now, spec))
+         ) = got
     else:
-        # Only the fields the rating reads (the same floats as ``window``'s).
-        dev_dt, covered, low_s, high_s, r2, calm_min = read_fields(w, now, cfg.reads)
+        dev_dt, covered, low_s, high_s, r2, calm_min = read_fields(w, now, cfg.reads) \
+            if NATIVE else read_plan(w, now, cfg.reads_plan)
     deviation = dev_dt / covered if covered > 0 else last_dev
 
     recent_rate = r2 / cfg.volatility_window_seconds
@@ -163,49 +171,60 @@ def evaluate(w: Windows, obs: Observations, cfg: Params, now: float,
         headroom,
     )
     raw, values, observed_weight = combine(signals, cfg.signal_weights, detail)
-    # One dict in the snapshot's key order (its JSON order); ``x * 100.0`` is ``_pct``.
+    # The snapshot's metrics, in its key order (its JSON order): a copy of
+    # ``_METRICS`` (every key, the engine's eight as None, assigned later in place) with
+    # each value stored. A dict display of 36 pairs compiles to a growing dict (resized
+    # three times) merged with a second one; a copy of a dict of this size is one memcpy
+    # of its table, and a store to a present key neither grows nor moves it.
+    # ``x * 100.0`` is ``_pct``.
     spread, spread_ts, price_ts = obs.spread, obs.spread_ts, obs.price_ts
-    metrics: dict[str, float | None] = {
-        "deviation_twap_1m_pct": dev_1 / cov_1 * 100.0 if cov_1 > 0 else None,
-        "coverage_1m_seconds": cov_1,
-        "deviation_twap_5m_pct": dev_5 / cov_5 * 100.0 if cov_5 > 0 else None,
-        "coverage_5m_seconds": cov_5,
-        "deviation_twap_15m_pct": dev_15 / cov_15 * 100.0 if cov_15 > 0 else None,
-        "coverage_15m_seconds": cov_15,
-        "deviation_twap_60m_pct": dev_60 / cov_60 * 100.0 if cov_60 > 0 else None,
-        "coverage_60m_seconds": cov_p,  # the persistence window's (the same read)
-        "price_usd": obs.price,
-        "peg_usd": peg,
-        "deviation_latest_pct": None if last_dev is None else last_dev * 100.0,
-        "deviation_min_60m_pct": mn * 100.0 if math.isfinite(mn) else None,
-        "deviation_max_60m_pct": mx * 100.0 if math.isfinite(mx) else None,
-        "minutes_below_50bp_60m": minutes_low,
-        "minutes_below_100bp_60m": minutes_high,
-        "volatility_recent_per_min": recent_vol,
-        "volatility_baseline_per_min": base_vol,
-        "volatility_ratio": vol_ratio,
-        "ticks_60m": ticks_p,
-        "ticks_15m": ticks_v,
-        "slippage_bps": slippage,
-        "slippage_age_seconds": None if slippage_ts is None else now - slippage_ts,
-        "oracle_price_usd": obs.oracle_price,
-        "oracle_divergence_pct": None if divergence is None else divergence * 100.0,
-        "oracle_age_seconds": None if oracle_ts is None else now - oracle_ts,
-        "cross_chain_spread_pct": None if spread is None else spread * 100.0,
-        "cross_chain_spread_age_seconds": None if spread_ts is None else now - spread_ts,
-        "price_age_seconds": None if price_ts is None else now - price_ts,
-        # Filled by figures_of and the engine; placed here so the dict is built once at
-        # its full size and these keep the snapshot's order (assigning keeps a key's place).
-        "rating_raw": None,
-        "rating_floor": None,
-        "calm": None,
-        "rating": None,
-        "staleness_seconds": None,
-        "stale": None,
-        "seconds_in_tier": None,
-        "observed_weight_pct": None,
-    }
+    metrics = _METRICS.copy()
+    metrics["deviation_twap_1m_pct"] = dev_1 / cov_1 * 100.0 if cov_1 > 0 else None
+    metrics["coverage_1m_seconds"] = cov_1
+    metrics["deviation_twap_5m_pct"] = dev_5 / cov_5 * 100.0 if cov_5 > 0 else None
+    metrics["coverage_5m_seconds"] = cov_5
+    metrics["deviation_twap_15m_pct"] = dev_15 / cov_15 * 100.0 if cov_15 > 0 else None
+    metrics["coverage_15m_seconds"] = cov_15
+    metrics["deviation_twap_60m_pct"] = dev_60 / cov_60 * 100.0 if cov_60 > 0 else None
+    metrics["coverage_60m_seconds"] = cov_p  # the persistence window's (the same read)
+    metrics["price_usd"] = obs.price
+    metrics["peg_usd"] = peg
+    metrics["deviation_latest_pct"] = None if last_dev is None else last_dev * 100.0
+    metrics["deviation_min_60m_pct"] = mn * 100.0 if math.isfinite(mn) else None
+    metrics["deviation_max_60m_pct"] = mx * 100.0 if math.isfinite(mx) else None
+    metrics["minutes_below_50bp_60m"] = minutes_low
+    metrics["minutes_below_100bp_60m"] = minutes_high
+    metrics["volatility_recent_per_min"] = recent_vol
+    metrics["volatility_baseline_per_min"] = base_vol
+    metrics["volatility_ratio"] = vol_ratio
+    metrics["ticks_60m"] = ticks_p
+    metrics["ticks_15m"] = ticks_v
+    metrics["slippage_bps"] = slippage
+    metrics["slippage_age_seconds"] = None if slippage_ts is None else now - slippage_ts
+    metrics["oracle_price_usd"] = obs.oracle_price
+    metrics["oracle_divergence_pct"] = None if divergence is None else divergence * 100.0
+    metrics["oracle_age_seconds"] = None if oracle_ts is None else now - oracle_ts
+    metrics["cross_chain_spread_pct"] = None if spread is None else spread * 100.0
+    metrics["cross_chain_spread_age_seconds"] = \
+        None if spread_ts is None else now - spread_ts
+    metrics["price_age_seconds"] = None if price_ts is None else now - price_ts
     return raw, values, observed_weight, deviation, metrics, calm_min
+
+
+#: Every key of a snapshot's metrics in its order, each None: ``evaluate`` copies it and
+#: stores the values; the last eight are filled by ``figures_of``, the refresh and
+#: ``outputs.rating_snapshot`` (assigning keeps a key's place).
+_METRICS: Final[dict[str, float | None]] = dict.fromkeys((
+    "deviation_twap_1m_pct", "coverage_1m_seconds", "deviation_twap_5m_pct",
+    "coverage_5m_seconds", "deviation_twap_15m_pct", "coverage_15m_seconds",
+    "deviation_twap_60m_pct", "coverage_60m_seconds", "price_usd", "peg_usd",
+    "deviation_latest_pct", "deviation_min_60m_pct", "deviation_max_60m_pct",
+    "minutes_below_50bp_60m", "minutes_below_100bp_60m", "volatility_recent_per_min",
+    "volatility_baseline_per_min", "volatility_ratio", "ticks_60m", "ticks_15m",
+    "slippage_bps", "slippage_age_seconds", "oracle_price_usd", "oracle_divergence_pct",
+    "oracle_age_seconds", "cross_chain_spread_pct", "cross_chain_spread_age_seconds",
+    "price_age_seconds", "rating_raw", "rating_floor", "calm", "rating",
+    "staleness_seconds", "stale", "seconds_in_tier", "observed_weight_pct"))
 
 
 def _headroom(obs: Observations, cfg: Params, now: float,
