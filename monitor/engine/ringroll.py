@@ -1,5 +1,5 @@
 """``Windows.add_price``'s general path: a price that is not in the head bucket after the
-held one (``add_price``'s short path) nor in the bucket after it (``_next_bucket``).
+held one (``add_price``'s short path) nor in the bucket after it (its next-bucket path).
 
 The first price of a ring, the first after a ``load``, a tick exactly on its bucket's end,
 a gap of more than one bucket (a quiet feed's next round: the held price spread over every
@@ -65,30 +65,46 @@ def add_general(w: Windows, ts: float, dev: float, last_dev: float | None,
                     stop = (b + 1) * bucket
                 below_low = last_dev < -w.low
                 below_high = last_dev < -w.high
+                dev_c, cov_c, low_c, high_c, r2_c, ticks_c, min_c, max_c = f
                 while True:  # one pass per bucket covered
                     if stop > ts:
                         stop = ts
-                    dt = stop - t
+                    dt = stop - t  # > 0: ``t`` < ``stop`` and ``t`` < ``ts``
+                    slot = b % size
                     if head is not None and b <= head:
-                        slot = b % size
-                    else:  # rolling the ring forward
-                        slot = w._slot(b)
-                        head = b
-                    f[_DEV][slot] += last_dev * dt
-                    f[_COV][slot] += dt
-                    if below_low:
-                        f[_LOW][slot] += dt
-                        if below_high:
-                            f[_HIGH][slot] += dt
-                    if last_dev < f[_MIN][slot]:
-                        f[_MIN][slot] = last_dev
-                    if last_dev > f[_MAX][slot]:
-                        f[_MAX][slot] = last_dev
+                        dev_c[slot] += last_dev * dt
+                        cov_c[slot] += dt
+                        if below_low:
+                            low_c[slot] += dt
+                            if below_high:
+                                high_c[slot] += dt
+                        if last_dev < min_c[slot]:
+                            min_c[slot] = last_dev
+                        if last_dev > max_c[slot]:
+                            max_c[slot] = last_dev
+                    else:  # rolling the ring forward by one bucket
+                        if head is None or b != head + 1:
+                            w._slot(b - 1)  # the buckets skipped, emptied
+                        # Bucket ``b`` written once, as ``_slot``'s zeros and the adds
+                        # above leave it (``0.0 + dt`` is ``dt``: ``dt > 0``; the extremes'
+                        # compares against (inf, -inf) leave ``last_dev``, never NaN): no
+                        # call and no zeroing pass per bucket of a long gap.
+                        w.head = head = b
+                        dev_c[slot] = 0.0 + last_dev * dt
+                        cov_c[slot] = dt
+                        low_c[slot] = dt if below_low else 0.0
+                        high_c[slot] = dt if below_low and below_high else 0.0
+                        r2_c[slot] = 0.0
+                        ticks_c[slot] = 0.0
+                        min_c[slot] = last_dev
+                        max_c[slot] = last_dev
                     t = stop
                     if t >= ts:
                         break
-                    b = int(t // bucket)
-                    stop = (b + 1) * bucket
+                    # ``t`` is bucket ``b``'s end, (b + 1) * bucket: a whole number of
+                    # whole seconds below 2**53, so ``int(t // bucket)`` is ``b + 1``.
+                    b += 1
+                    stop = t + bucket  # (b + 1) * bucket, exactly
                 # ``b`` is the newest bucket written: time below the lines reached it.
                 if below_low and b > w.low_b:
                     w.low_b = b
@@ -104,14 +120,16 @@ def add_general(w: Windows, ts: float, dev: float, last_dev: float | None,
         slot = b % size
         if b == head:
             w._open = b
-            w._open_end = (b + 1) * bucket
+            w._open_end = end = (b + 1) * bucket
+            w._next_end = end + bucket
         else:
             w._open = NEVER
-            w._open_end = -math.inf
+            w._open_end = w._next_end = -math.inf
     else:
         slot = w._slot(b)
         w._open = b
-        w._open_end = (b + 1) * bucket
+        w._open_end = end = (b + 1) * bucket
+        w._next_end = end + bucket
     w._open_slot = slot
     if last_dev is not None:
         change = dev - last_dev
