@@ -59,7 +59,8 @@ def add_general(w: Windows, ts: float, dev: float, last_dev: float | None,
             else:  # [since, ts) from bucket ``b`` on, one pass per bucket
                 t = since
                 horizon = ts - size * bucket
-                if t < horizon:  # a gap longer than the ring: its newest stretch only
+                cut = t < horizon
+                if cut:  # a gap longer than the ring: its newest stretch only
                     t = horizon
                     b = int(t // bucket)
                     stop = (b + 1) * bucket
@@ -83,8 +84,10 @@ def add_general(w: Windows, ts: float, dev: float, last_dev: float | None,
                         if last_dev > max_c[slot]:
                             max_c[slot] = last_dev
                     else:  # rolling the ring forward by one bucket
-                        if head is None or b != head + 1:
+                        if head is None or (b != head + 1 and not cut):
                             w._slot(b - 1)  # the buckets skipped, emptied
+                        # (Cut to the ring, the passes from here write every slot of
+                        # it afresh, the last bucket's too: nothing to empty first.)
                         # Bucket ``b`` written once, as ``_slot``'s zeros and the adds
                         # above leave it (``0.0 + dt`` is ``dt``: ``dt > 0``; the extremes'
                         # compares against (inf, -inf) leave ``last_dev``, never NaN): no
@@ -105,6 +108,29 @@ def add_general(w: Windows, ts: float, dev: float, last_dev: float | None,
                     # whole seconds below 2**53, so ``int(t // bucket)`` is ``b + 1``.
                     b += 1
                     stop = t + bucket  # (b + 1) * bucket, exactly
+                    if stop <= ts and head is not None and b == head + 1:
+                        # Whole buckets past the head up to ``ts``'s (a quiet feed's
+                        # gap): all alike, so written as slices, not one pass each. The
+                        # values of a fresh pass above with ``dt`` = ``bucket`` (exact).
+                        last = int(ts // bucket) - 1  # the last whole one: >= b
+                        n = last - b + 1  # <= size (the gap was cut to the ring)
+                        s0 = b % size
+                        full = 0.0 + last_dev * bucket
+                        _fill(dev_c, s0, n, size, full)
+                        _fill(cov_c, s0, n, size, bucket)
+                        _fill(low_c, s0, n, size, bucket if below_low else 0.0)
+                        _fill(high_c, s0, n, size,
+                              bucket if below_low and below_high else 0.0)
+                        _fill(r2_c, s0, n, size, 0.0)
+                        _fill(ticks_c, s0, n, size, 0.0)
+                        _fill(min_c, s0, n, size, last_dev)
+                        _fill(max_c, s0, n, size, last_dev)
+                        w.head = head = b = last
+                        t = stop = (last + 1) * bucket
+                        if t >= ts:
+                            break
+                        b += 1
+                        stop = t + bucket
                 # ``b`` is the newest bucket written: time below the lines reached it.
                 if below_low and b > w.low_b:
                     w.low_b = b
@@ -149,3 +175,11 @@ def add_general(w: Windows, ts: float, dev: float, last_dev: float | None,
     w.last_price_ts = ts
     w.last_dev = dev
 
+
+
+def _fill(column: list[float], start: int, n: int, size: int, value: float) -> None:
+    """``value`` into ``n`` ring slots from ``start`` on (wrapping past the end)."""
+    first = min(n, size - start)
+    column[start:start + first] = [value] * first
+    if n > first:
+        column[:n - first] = [value] * (n - first)
