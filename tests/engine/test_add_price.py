@@ -167,3 +167,17 @@ def test_a_one_minute_feed_takes_the_next_bucket_path(
             reference_add_price(plain, ts, dev)
             assert state(fast) == state(plain)
         assert calls == [start]  # the first price only
+
+
+@pytest.mark.parametrize("size", [61, 7, 2, 1])
+@pytest.mark.parametrize("offset", [0.0, 20.5, 59.0])
+def test_gaps_of_every_length_write_the_ring_of_the_general_path(size: int,
+                                                                 offset: float) -> None:
+    """A quiet feed's gaps, whole buckets written as slices (``ringroll._fill``, wrapping
+    past the ring's end at every slot) and a gap longer than the ring cut to it (no
+    emptying pass first): gaps of 1 to 2 rings and a half of buckets, on the boundary and
+    off it, from every slot, below both lines, between them and above them."""
+    gaps = [60.0 * k + extra for k in range(1, size * 5 // 2 + 2) for extra in (0.0, 7.25)]
+    devs = [-0.02, -0.0075, 0.001, -0.0]
+    steps = [(gap, devs[i % len(devs)]) for i, gap in enumerate(gaps)]
+    _assert_same_ring(1_700_000_000.0 + offset, steps, size, (LOW_LINE, HIGH_LINE))
