@@ -65,7 +65,11 @@ class Engine:
         # Read per tick: kept as plain attributes (a compiled engine reads these natively;
         # the config is a msgspec struct, read through the generic attribute lookup).
         self._every: int = c.refresh_seconds
-        self._lateness: int = c.lateness_seconds
+        #: No cadence: a refresh at every tick released (tested per tick as one bool).
+        self._each = self._every <= 0
+        #: A float: ``max_seen - lateness`` per tick is then a float subtraction (the
+        #: interpreter's specialised one), the same value (a whole number of seconds).
+        self._lateness: float = float(c.lateness_seconds)
         self._p = params(c)
         # The last tick's chain and token objects and their key (the same objects again
         # mean the same key; held, so no other string can take their identity).
@@ -299,7 +303,7 @@ class Engine:
                     # boundary is part of that boundary's refresh, as for later ones).
                     every = self._every
                     t.next_refresh = float(math.ceil(ts / every) * every)
-            if self._every <= 0:
+            if self._each:
                 refresh(self, t, ts, out)
 
     def _refresh_until(self, t: _Token, ts: float, out: list[Output], *, inclusive: bool) -> None:

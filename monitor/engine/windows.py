@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Final
 
 from .readings import NEVER, Flags, column, count_beyond, read_fields
 from .ringfields import _EMPTY, _HIGH, _LOW
@@ -32,11 +31,6 @@ from .saved import WindowState as WindowState  # re-exported: its old home
 from .windowquery import Sums as Sums  # re-exported: its old home
 from .windowquery import bucket_extremes, window_sums
 
-#: An empty bucket's extremes, as ``_next_bucket`` reads them per tick (``-math.inf``
-#: made a float each time; Final: the compiled build inlines them).
-_INF: Final = math.inf
-_NEG_INF: Final = -math.inf
-
 
 class Windows:
     """Per-token buckets of deviation, persistence and squared changes.
@@ -47,9 +41,9 @@ class Windows:
 
     __slots__ = (
         "_c_cov", "_c_dev", "_c_high", "_c_low", "_c_max", "_c_min", "_c_r2", "_c_ticks",
-        "_decay", "_decay_dt", "_f", "_flags", "_neg_high", "_neg_low", "_open", "_open_end",
-        "_open_slot", "base_s", "base_tau", "base_ts", "bucket", "head", "high", "high_b",
-        "last_dev", "last_price_ts", "low", "low_b", "size",
+        "_decay", "_decay_dt", "_f", "_flags", "_neg_high", "_neg_low", "_next_end", "_open",
+        "_open_end", "_open_slot", "base_s", "base_tau", "base_ts", "bucket", "head", "high",
+        "high_b", "last_dev", "last_price_ts", "low", "low_b", "size",
     )
 
     def __init__(self, bucket_seconds: int, size: int, low: float, high: float,
@@ -81,10 +75,12 @@ class Windows:
         #: ``base_ts == last_price_ts``); else NEVER. Only ``add_price`` sets it, at the
         #: end of its general path; ``load`` resets it. A tick in this bucket after the
         #: last price takes the short path (docs/performance.md, eleventh pass), one in the
-        #: next bucket ``_next_bucket`` (twelfth pass). Its end time (-inf while shut: no
+        #: next bucket the path after it (twelfth pass). Its end time (-inf while shut: no
         #: time is before it) and its ring slot are kept with it.
         self._open = NEVER
         self._open_end = -math.inf
+        #: ``_open_end + bucket``: the end of the bucket after the head (-inf while shut).
+        self._next_end = -math.inf
         self._open_slot = 0
         #: ``math.exp(-_decay_dt / base_tau)``: the baseline's decay over the last interval
         #: held, kept for the next one of the same length (a steady tick rate).
@@ -169,75 +165,72 @@ class Windows:
                 self.last_price_ts = ts
                 self.last_dev = dev
                 return
-            bucket = self.bucket
-            if ts < end + bucket:
-                self._next_bucket(ts, dev, since, last_dev, end, bucket)
+            if ts < self._next_end:
+                # The bucket after the head (``end <= ts < end + bucket``): a token ticking
+                # about once a bucket (every tick of a one-minute feed, a replay's 1m files
+                # exactly on the boundary) or crossing into the next one. Inline, not a
+                # method (a call and six arguments a tick: docs/performance.md, sixteenth
+                # pass). The general path rolls the ring by one bucket (``_slot``: the new
+                # slot zeroed) and adds to it; here the new slot's columns are written once,
+                # as those additions to zero leave them (``0.0 +`` where that can differ:
+                # -0.0), and the extremes as its compares against (inf, -inf) leave them:
+                # ``dev`` and ``last_dev`` are never NaN (the engine's prices and pegs are
+                # positive and finite, ``make_tick``), so ``min``/``max`` of them.
+                b = self._open
+                slot = self._open_slot
+                dt = end - since  # [since, end) in the head bucket
+                self._c_dev[slot] += last_dev * dt
+                self._c_cov[slot] += dt
+                below_low = last_dev < self._neg_low
+                below_high = last_dev < self._neg_high
+                if below_low:
+                    self._c_low[slot] += dt
+                    if below_high:
+                        self._c_high[slot] += dt
+                # No min/max store for ``last_dev`` there (see the short path above).
+                nb = b + 1
+                new = nb % self.size
+                if ts > end:  # [end, ts) in the new bucket: ``last_dev`` held there too
+                    dt = ts - end
+                    self._c_dev[new] = 0.0 + last_dev * dt
+                    self._c_cov[new] = dt  # > 0: ``0.0 + dt`` is ``dt``
+                    self._c_low[new] = dt if below_low else 0.0
+                    self._c_high[new] = dt if below_low and below_high else 0.0
+                    self._c_min[new] = dev if dev < last_dev else last_dev
+                    self._c_max[new] = dev if dev > last_dev else last_dev
+                    written = nb  # the newest bucket with time held in it
+                else:  # on the boundary: the new bucket holds only the new price
+                    self._c_dev[new] = 0.0
+                    self._c_cov[new] = 0.0
+                    self._c_low[new] = 0.0
+                    self._c_high[new] = 0.0
+                    self._c_min[new] = dev
+                    self._c_max[new] = dev
+                    written = b
+                if below_low and written > self.low_b:
+                    self.low_b = written
+                if below_high and written > self.high_b:
+                    self.high_b = written
+                self.head = nb
+                self._open = nb
+                end = self._next_end  # (nb + 1) * bucket: exact
+                self._open_end = end
+                self._next_end = end + self.bucket
+                self._open_slot = new
+                change = dev - last_dev
+                r2 = change * change  # never -0.0: ``0.0 + r2`` is ``r2``
+                self._c_r2[new] = r2
+                dt = ts - since  # ``base_ts`` is ``since`` (``_open``)
+                if dt != self._decay_dt:
+                    self._decay_dt = dt
+                    self._decay = math.exp(-dt / self.base_tau)
+                self.base_s = self.base_s * self._decay + r2
+                self.base_ts = ts
+                self._c_ticks[new] = 1.0  # 0.0 + 1.0
+                self.last_price_ts = ts
+                self.last_dev = dev
                 return
         add_general(self, ts, dev, last_dev, since)
-
-    def _next_bucket(self, ts: float, dev: float, since: float, last_dev: float,
-                     end: float, bucket: float) -> None:
-        """``add_price`` for a price in the bucket after the head when the held one lies in
-        the head (``_open``): ``end <= ts < end + bucket``, ``end`` the head's end. A token
-        ticking about once a bucket (every tick of a one-minute feed, a replay's 1m files
-        exactly on the boundary) or crossing into the next one. The general path rolls the
-        ring by one bucket (``_slot``: the new slot zeroed) and adds to it; here the new
-        slot's columns are written once, as those additions to zero leave them (``0.0 +``
-        where that can differ: -0.0), and with the same compares for the extremes."""
-        b = self._open
-        slot = self._open_slot
-        dt = end - since  # [since, end) in the head bucket
-        self._c_dev[slot] += last_dev * dt
-        self._c_cov[slot] += dt
-        below_low = last_dev < self._neg_low
-        below_high = last_dev < self._neg_high
-        if below_low:
-            self._c_low[slot] += dt
-            if below_high:
-                self._c_high[slot] += dt
-        # No min/max store for ``last_dev`` there (see ``add_price``'s short path).
-        nb = b + 1
-        new = nb % self.size
-        if ts > end:  # [end, ts) in the new bucket: ``last_dev`` held there too
-            dt = ts - end
-            self._c_dev[new] = 0.0 + last_dev * dt
-            self._c_cov[new] = dt  # > 0: ``0.0 + dt`` is ``dt``
-            self._c_low[new] = dt if below_low else 0.0
-            self._c_high[new] = dt if below_low and below_high else 0.0
-            # The empty slot's extremes (inf, -inf) against ``last_dev``.
-            low = last_dev if last_dev < _INF else _INF
-            high = last_dev if last_dev > _NEG_INF else _NEG_INF
-            written = nb  # the newest bucket with time held in it
-        else:  # on the boundary: the new bucket holds only the new price
-            self._c_dev[new] = 0.0
-            self._c_cov[new] = 0.0
-            self._c_low[new] = 0.0
-            self._c_high[new] = 0.0
-            low = _INF
-            high = _NEG_INF
-            written = b
-        if below_low and written > self.low_b:
-            self.low_b = written
-        if below_high and written > self.high_b:
-            self.high_b = written
-        self.head = nb
-        self._open = nb
-        self._open_end = end + bucket  # (nb + 1) * bucket: both exact
-        self._open_slot = new
-        change = dev - last_dev
-        r2 = change * change
-        self._c_r2[new] = 0.0 + r2
-        dt = ts - since  # ``base_ts`` is ``since`` (``_open``)
-        if dt != self._decay_dt:
-            self._decay_dt = dt
-            self._decay = math.exp(-dt / self.base_tau)
-        self.base_s = self.base_s * self._decay + r2
-        self.base_ts = ts
-        self._c_ticks[new] = 1.0  # 0.0 + 1.0
-        self._c_min[new] = dev if dev < low else low
-        self._c_max[new] = dev if dev > high else high
-        self.last_price_ts = ts
-        self.last_dev = dev
 
     # -- queries (read-only: the open interval since the last tick is added on the fly) --
     def window(self, now: float, seconds: float) -> Sums:
@@ -298,7 +291,7 @@ class Windows:
             raise ValueError("window state was saved with a larger ring")
         self.head = state.head
         self._open = NEVER  # the general path first (it sets the mark again)
-        self._open_end = -math.inf
+        self._open_end = self._next_end = -math.inf
         self._flags.clear()
         if old == self.size:
             self._f = [column(v) for v in state.values]

@@ -12,7 +12,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from monitor.engine import windows as windows_module
 from monitor.engine.readings import NEVER
+from monitor.engine.ringroll import add_general
 from monitor.engine.windows import Windows
 
 BUCKET = 60
@@ -146,15 +148,15 @@ def test_add_price_into_the_next_bucket_leaves_the_ring_of_the_general_path(
 def test_a_one_minute_feed_takes_the_next_bucket_path(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """The stream above is not all general path in disguise: a feed on the minute (every
-    tick on its bucket's start) and one off it both go through ``_next_bucket``."""
+    tick on its bucket's start) and one off it both take ``add_price``'s next-bucket path
+    (one tick a bucket: never the in-bucket one), so only the first price is general."""
     calls: list[float] = []
-    original = Windows._next_bucket
 
-    def counted(self: Windows, *args: float) -> None:
-        calls.append(args[0])
-        original(self, *args)
+    def counted(w: Windows, ts: float, *args: float | None) -> None:
+        calls.append(ts)
+        add_general(w, ts, *args)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(Windows, "_next_bucket", counted)
+    monkeypatch.setattr(windows_module, "add_general", counted)
     for start in (1_700_000_040.0, 1_700_000_020.5):
         fast = Windows(BUCKET, 61, LOW_LINE, HIGH_LINE, TAU)
         plain = Windows(BUCKET, 61, LOW_LINE, HIGH_LINE, TAU)
@@ -164,4 +166,18 @@ def test_a_one_minute_feed_takes_the_next_bucket_path(
             fast.add_price(ts, dev)
             reference_add_price(plain, ts, dev)
             assert state(fast) == state(plain)
-        assert len(calls) == 199  # all but the first price
+        assert calls == [start]  # the first price only
+
+
+@pytest.mark.parametrize("size", [61, 7, 2, 1])
+@pytest.mark.parametrize("offset", [0.0, 20.5, 59.0])
+def test_gaps_of_every_length_write_the_ring_of_the_general_path(size: int,
+                                                                 offset: float) -> None:
+    """A quiet feed's gaps, whole buckets written as slices (``ringroll._fill``, wrapping
+    past the ring's end at every slot) and a gap longer than the ring cut to it (no
+    emptying pass first): gaps of 1 to 2 rings and a half of buckets, on the boundary and
+    off it, from every slot, below both lines, between them and above them."""
+    gaps = [60.0 * k + extra for k in range(1, size * 5 // 2 + 2) for extra in (0.0, 7.25)]
+    devs = [-0.02, -0.0075, 0.001, -0.0]
+    steps = [(gap, devs[i % len(devs)]) for i, gap in enumerate(gaps)]
+    _assert_same_ring(1_700_000_000.0 + offset, steps, size, (LOW_LINE, HIGH_LINE))
