@@ -36,10 +36,11 @@ class ApiConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     #: found it (monitor/api/keycache.py): the bound on how long a revoked or rotated-out
     #: key keeps working. 0: look the key up on every request.
     key_cache_seconds: float = 1.0
-    #: GET /rwa and /rwa/{address} bodies are served from memory; the ratings store's
-    #: version is re-read at most this often, and a body built before a write is served
-    #: for at most this long after the write was noticed (monitor/api/rwa/cache.py): a
-    #: store write shows in the API within twice this. 0: read it on every request.
+    #: GET /rwa, /rwa/{address}, /vaults and /vaults/{address} bodies are served from
+    #: memory; the stores' versions are re-read at most this often, and a body built
+    #: before a write is served for at most this long after the write was noticed
+    #: (monitor/api/readcache.py): a store write shows in the API within twice this.
+    #: 0: read it on every request.
     ratings_check_seconds: float = 0.05
     #: Failed authentications (401) per client address (monitor/api/authlimit.py):
     #: ``failed_auth_burst`` at once, refilled at ``failed_auth_per_second``; beyond it

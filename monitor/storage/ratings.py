@@ -92,7 +92,7 @@ def _latest_row(s: RatingSnapshot, ts: float, received_at: float) -> tuple[Any, 
             severity(s.tier), ratio, abs_dev, ts, collapsed, encode(s).decode(), received_at)
 
 
-#: In every write transaction: readers' caches key on this (monitor/api/rwa/cache.py).
+#: In every write transaction: readers' caches key on this (monitor/api/readcache.py).
 BUMP_VERSION = "UPDATE ratings_version SET version = version + 1 WHERE id = 1"
 
 

@@ -75,4 +75,16 @@ CREATE TABLE vault_rating_history (
 CREATE INDEX vault_rating_history_ts ON vault_rating_history (ts);
 """
 
-MIGRATIONS = [Migration(1, "vaults (facts + latest rating), rating history", _V1)]
+#: One row whose ``version`` every write transaction of the vault store increments (as
+#: ``ratings_version`` for the ratings store): the read API's cached ``/vaults`` bodies
+#: are reused while it reads the same (monitor/api/readcache.py).
+_V2 = """
+CREATE TABLE vaults_version (
+  id INTEGER PRIMARY KEY,
+  version BIGINT NOT NULL
+);
+INSERT INTO vaults_version (id, version) VALUES (1, 0)
+"""
+
+MIGRATIONS = [Migration(1, "vaults (facts + latest rating), rating history", _V1),
+              Migration(2, "vaults version counter (read caches)", _V2)]

@@ -14,11 +14,11 @@ import pytest
 
 from monitor.api.app import create_app
 from monitor.api.context import TICKS
-from monitor.api.rwa.cache import ReadCache
+from monitor.api.readcache import ReadCache
 from monitor.config import ApiConfig, Config
 from monitor.registry import parse_registry
 from monitor.storage import connect
-from monitor.storage.ratings import RatingsStore
+from monitor.storage.ratings import RatingsStore, read_version
 from tests.readapi_support import T0, api_headers, population, registry_file, serve, snapshot
 
 PATHS = ["/rwa", "/rwa?sort=symbol&order=asc&pageSize=7&page=2", "/rwa?tier=critical&limit=5",
@@ -116,7 +116,8 @@ async def test_a_cached_body_is_rebuilt_once_older_than_its_max_age(
     max_age a request waits for the new one."""
     wall = [100.0]
     # (The version is read once: nothing here waits on the database after that.)
-    cache = ReadCache(store.db, max_age=1.0, check_interval=1e9, clock=lambda: wall[0])
+    cache = ReadCache(lambda: read_version(store.db), max_age=1.0, check_interval=1e9,
+                      clock=lambda: wall[0])
     builds: list[float] = []
     gate = asyncio.Event()
 
@@ -148,7 +149,7 @@ async def test_concurrent_misses_share_one_build(store: RatingsStore) -> None:
     """Many requests for a key nobody has built yet run its queries once, not once each,
     and a version change is read once per check interval, not once per request."""
     ticks = [0.0]
-    cache = ReadCache(store.db, check_interval=0.1, clock=lambda: ticks[0])
+    cache = ReadCache(lambda: read_version(store.db), check_interval=0.1, clock=lambda: ticks[0])
     builds = 0
     gate = asyncio.Event()
 
@@ -177,7 +178,7 @@ async def test_past_the_bound_a_request_waits_for_the_new_body(store: RatingsSto
     """Twice the check interval after a write was noticed, no body from before it is
     served, even when its rebuild is still running."""
     ticks = [0.0]
-    cache = ReadCache(store.db, check_interval=0.1, clock=lambda: ticks[0])
+    cache = ReadCache(lambda: read_version(store.db), check_interval=0.1, clock=lambda: ticks[0])
     gate = asyncio.Event()
     builds = 0
 

@@ -21,12 +21,12 @@ from ...registry import TAGS, load_registry
 from ...storage import Database
 from ...storage import ratings_read as reads
 from ...storage.db import Row
-from ...storage.ratings import RatingsStore
+from ...storage.ratings import RatingsStore, read_version
 from ...timefmt import format_ts
 from .. import jsonbody, paging, params
-from ..context import CONFIG, DB, TICKS, now
+from ..context import CONFIG, DB, TICKS, json_body, now
 from ..errors import ApiError
-from .cache import ReadCache
+from ..readcache import ReadCache
 from .openapi import OPENAPI_PATHS, OPENAPI_SCHEMAS
 from .view import decode_snapshot, episode, flat_metrics, item, point, unrated_item
 
@@ -84,22 +84,19 @@ def parse_list(query: Mapping[str, str]) -> tuple[reads.ListFilter, reads.PageRe
     return flt, reads.PageRequest(sort, order, asked.size, asked.offset, after), asked.mode
 
 
-#: The app's cache of encoded bodies (cache.py), made when the store is prepared.
-READ_CACHE = web.AppKey("rwa_read_cache", ReadCache)
-
-
-def _json(body: bytes) -> web.Response:
-    return web.Response(body=body, content_type="application/json")
+#: The app's cache of encoded bodies (monitor/api/readcache.py), made when the store is
+#: prepared.
+READ_CACHE = web.AppKey("rwa_read_cache", ReadCache[int])
 
 
 async def list_rwa(request: web.Request) -> web.Response:
     # A bad query never has an entry: its build raises, and errors are not cached.
-    return _json(await request.app[READ_CACHE].body(
+    return json_body(await request.app[READ_CACHE].body(
         str(request.rel_url), lambda: _list_body(request)))
 
 
 async def get_rwa(request: web.Request) -> web.Response:
-    return _json(await request.app[READ_CACHE].body(
+    return json_body(await request.app[READ_CACHE].body(
         str(request.rel_url), lambda: _detail_body(request)))
 
 
@@ -174,7 +171,9 @@ async def _prepare_store(app: web.Application) -> None:
     store = RatingsStore(app[DB])
     await store.migrate()
     await store.sync_registry(load_registry(app[CONFIG].registry.path))
-    app[READ_CACHE] = ReadCache(app[DB], check_interval=app[CONFIG].api.ratings_check_seconds,
+    db = app[DB]
+    app[READ_CACHE] = ReadCache(lambda: read_version(db),
+                                check_interval=app[CONFIG].api.ratings_check_seconds,
                                 clock=app[TICKS])
 
 

@@ -1,12 +1,15 @@
-"""Encoded ``GET /rwa`` and ``GET /rwa/{address}`` bodies, reused while nothing changed.
+"""Encoded read-API bodies, reused while the store they were read from is unchanged.
 
-Both responses are a function of the request's path and query, of the ratings store,
-and of the wall clock through one field only: ``stale`` turns true once nothing has
-refreshed a rating for ``stale_after_seconds``. The store writer increments
-``ratings_version`` in every write transaction, so a body built at version ``v`` is
-served again, byte for byte, while the version still reads ``v`` and the body is younger
-than ``max_age`` seconds: a request then costs a dictionary lookup instead of the list's
-three aggregate and page queries (or the detail's four) and the JSON encoding. A body
+The read routes' responses (``GET /rwa``, ``/rwa/{address}``, ``/vaults``,
+``/vaults/{address}``) are a function of the request's path and query and of the store,
+and for ``/rwa`` of the wall clock through one field only: ``stale`` turns true once
+nothing has refreshed a rating for ``stale_after_seconds``. The store writer increments a
+version counter in every write transaction (``ratings_version``, ``vaults_version``), so a
+body built at version ``v`` is served again, byte for byte, while the version still reads
+``v`` and the body is younger than ``max_age`` seconds: a request then costs a dictionary
+lookup instead of the route's aggregate and page queries and the JSON encoding. A version
+is anything that only grows in the order of the writes (a counter, or a tuple of counters
+for a body read from two stores). A body
 between ``max_age`` and twice that old is still served while one rebuild runs in the
 background (so no request waits for the once-a-second rebuild); older, the request waits
 for it. A quiet store's ratings thus turn ``stale`` at most ``max_age`` plus one rebuild
@@ -36,9 +39,10 @@ import math
 import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
+from typing import Generic, TypeVar
 
-from ...storage import Database
-from ...storage.ratings import read_version
+#: A store version: a counter, or one per store a body is read from (compared as tuples).
+V = TypeVar("V", int, tuple[int, int])
 
 #: Distinct (path, query) bodies kept; the least recently used go first.
 MAX_ENTRIES = 4096
@@ -48,24 +52,28 @@ MAX_AGE = 1.0
 CHECK_INTERVAL = 0.05
 
 
-class ReadCache:
-    def __init__(self, db: Database, max_entries: int = MAX_ENTRIES,
+class ReadCache(Generic[V]):
+    """Bodies by key (the request's path and query) at the store version they were built
+    at; ``read_version`` reads the store's current version (one indexed lookup)."""
+
+    def __init__(self, read_version: Callable[[], Awaitable[V]],
+                 max_entries: int = MAX_ENTRIES,
                  max_age: float = MAX_AGE, check_interval: float = CHECK_INTERVAL,
                  clock: Callable[[], float] = time.monotonic) -> None:
-        self._db = db
+        self._read_version: Callable[[], Awaitable[V]] = read_version
         self._max = max_entries
         self._max_age = max_age
         self._check_interval = check_interval
         self._clock = clock
         #: The last version read, the clock reading when that read started, and when the
         #: first read that returned this version started (when the change was noticed).
-        self._known: tuple[int, float, float] | None = None
-        self._entries: OrderedDict[str, tuple[int, float, bytes]] = OrderedDict()
-        self._reading: asyncio.Future[int] | None = None
+        self._known: tuple[V, float, float] | None = None
+        self._entries: OrderedDict[str, tuple[V, float, bytes]] = OrderedDict()
+        self._reading: asyncio.Future[V] | None = None
         #: key -> (version, its build in flight), shared by concurrent requests.
-        self._building: dict[str, tuple[int, asyncio.Future[bytes]]] = {}
+        self._building: dict[str, tuple[V, asyncio.Future[bytes]]] = {}
 
-    async def version(self) -> int:
+    async def version(self) -> V:
         """The store's version as of at most ``check_interval`` ago; callers arriving while
         a read is in flight share it."""
         known = self._known
@@ -76,14 +84,14 @@ class ReadCache:
             self._reading.add_done_callback(self._done_reading)
         return await asyncio.shield(self._reading)
 
-    async def _read(self, started: float) -> int:
-        version = await read_version(self._db)
+    async def _read(self, started: float) -> V:
+        version = await self._read_version()
         known = self._known
         noticed = known[2] if known is not None and known[0] == version else started
         self._known = (version, started, noticed)
         return version
 
-    def _done_reading(self, future: asyncio.Future[int]) -> None:
+    def _done_reading(self, future: asyncio.Future[V]) -> None:
         if self._reading is future:
             self._reading = None
         if not future.cancelled():
@@ -108,7 +116,7 @@ class ReadCache:
                 return hit[2]
         return await asyncio.shield(self._building_at(key, version, now, build))
 
-    def _building_at(self, key: str, version: int, now: float,
+    def _building_at(self, key: str, version: V, now: float,
                      build: Callable[[], Awaitable[bytes]]) -> asyncio.Future[bytes]:
         """The build of ``key`` at ``version`` in flight, started now if there is none."""
         pending = self._building.get(key)
@@ -118,7 +126,7 @@ class ReadCache:
             future.add_done_callback(lambda done: self._done_building(key, done))
         return pending[1]
 
-    async def _build(self, key: str, version: int, built_at: float,
+    async def _build(self, key: str, version: V, built_at: float,
                      build: Callable[[], Awaitable[bytes]]) -> bytes:
         body = await build()
         current = self._entries.get(key)

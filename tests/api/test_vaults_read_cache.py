@@ -1,0 +1,141 @@
+"""GET /vaults and /vaults/{address} serve cached bodies only while the stores are
+unchanged: a vault-store write by another connection (the store writer's) shows in both
+within twice ``api.ratings_check_seconds``, a ratings-store write (an underlying's depeg
+tier) in the detail's composition within the same bound, and a cached body is
+byte-identical to the one a fresh app builds from the same rows. The bound is proved on an
+injected clock, so nothing here sleeps."""
+
+from __future__ import annotations
+
+import aiohttp
+
+from monitor.api.app import create_app
+from monitor.api.context import TICKS
+from monitor.config import ApiConfig, Config
+from monitor.storage import connect
+from monitor.storage.ratings import RatingsStore
+from monitor.storage.vaults import VaultStore, read_version, read_versions
+from tests.readapi_support import api_headers, serve, snapshot
+from tests.vaults_support import (
+    T0,
+    USDC_ETH,
+    load,
+    population,
+    rating_record,
+    rating_row,
+)
+
+N = 40
+
+
+async def test_writes_by_another_connection_show_within_the_check_interval(
+        storage_url: str) -> None:
+    pop = population(N)
+    # A vault on eth holding USDC: its detail shows USDC's depeg tier from the ratings store.
+    held = next(r for f, r in zip(pop.facts, pop.records, strict=True)
+                if f["chain"] == "eth" and f["underlying_address"] == USDC_ETH)
+    paths = ["/vaults", "/vaults?sort=tvl_desc&pageSize=7&page=2",
+             f"/vaults/{held.vault}?chain=eth", "/vaults?tier=critical&limit=100"]
+    api_db, writer_db = await connect(storage_url), await connect(storage_url)
+    try:
+        writer = VaultStore(writer_db)
+        await writer.migrate()
+        await load(writer, pop)
+        ratings = RatingsStore(writer_db)
+        await ratings.migrate()
+        app = create_app(Config(api=ApiConfig(ratings_check_seconds=0.1,
+                                              rate_limit_per_second=0)), api_db)
+        ticks = [1000.0]
+        app[TICKS] = lambda: ticks[0]
+        async with serve(app) as base, aiohttp.ClientSession(
+                headers=await api_headers(api_db)) as session:
+            async def bodies() -> list[bytes]:
+                out = []
+                for path in paths:
+                    async with session.get(base + path) as resp:
+                        assert resp.status == 200, await resp.text()
+                        out.append(await resp.read())
+                return out
+
+            async def detail() -> dict[str, object]:
+                async with session.get(f"{base}/vaults/{held.vault}?chain=eth") as resp:
+                    body: dict[str, object] = await resp.json()
+                    return body
+
+            first = await bodies()
+            assert await bodies() == first  # served again, byte for byte
+
+            # The writer re-rates the vault critical: list and detail both show it next.
+            version = await read_version(writer_db)
+            moved = rating_record("eth", held.vault, T0 + 86400, 95,
+                                  ["vault-emergency-shutdown"], True)
+            await writer.write_batch([], lambda stored, updates: stored or {},
+                                     [rating_row(moved)])
+            assert await read_version(writer_db) == version + 1
+            ticks[0] += 0.099  # within the interval the last version read is trusted:
+            assert await bodies() == first
+            ticks[0] += 0.001  # read again: the write is noticed (bodies are rebuilding)
+            await bodies()
+            ticks[0] += 0.1  # from twice the interval on, the write shows in every body
+            after = await bodies()
+            assert after[2] != first[2] and after[3] != first[3]
+            shown = await detail()
+            assert (shown["tier"], shown["rating"]) == ("critical", 95)
+            async with session.get(base + "/vaults?tier=critical&limit=100") as resp:
+                listed = await resp.json()
+            assert held.vault in {i["address"] for i in listed["items"]}
+
+            # A depeg rating of the underlying (the ratings store) reaches the detail's
+            # composition within the same bound; the vault list does not depend on it.
+            before = await read_versions(writer_db)
+            await ratings.write_batch(
+                [snapshot("eth", USDC_ETH, T0 + 86400, 91.0, "critical", 0.87)], [])
+            assert await read_versions(writer_db) == (before[0], before[1] + 1)
+            ticks[0] += 0.1
+            await bodies()
+            ticks[0] += 0.1
+            depegged = await bodies()
+            assert depegged[0] == after[0] and depegged[1] == after[1]
+            composition = (await detail())["composition"]
+            assert isinstance(composition, list)
+            usdc = next(c for c in composition if c["address"] == USDC_ETH)
+            assert usdc["depeg"]["tier"] == "critical"
+
+            # What the cache serves is what a fresh app on the same rows builds.
+            fresh = create_app(Config(api=ApiConfig(rate_limit_per_second=0)), api_db)
+            async with serve(fresh) as base2:
+                cached = await bodies()
+                for path, body in zip(paths, cached, strict=True):
+                    async with session.get(base2 + path) as resp:
+                        assert await resp.read() == body
+    finally:
+        await api_db.close()
+        await writer_db.close()
+
+
+async def test_a_bad_query_is_answered_every_time_not_cached(storage_url: str) -> None:
+    """Errors are never cached: the same bad query is a 400 each time, and the same path
+    with the store filled meanwhile is a 200 once the bound has passed (a 404 before)."""
+    db = await connect(storage_url)
+    try:
+        app = create_app(Config(api=ApiConfig(ratings_check_seconds=0.1)), db)
+        ticks = [0.0]
+        app[TICKS] = lambda: ticks[0]
+        pop = population(3)
+        record = pop.records[0]
+        path = f"/vaults/{record.vault}?chain={record.chain}"
+        async with serve(app) as base, aiohttp.ClientSession(
+                headers=await api_headers(db)) as session:
+            for _ in range(2):
+                async with session.get(base + "/vaults?sort=nope") as resp:
+                    assert resp.status == 400
+                    assert (await resp.json())["parameter"] == "sort"
+            async with session.get(base + path) as resp:
+                assert resp.status == 404
+            await load(VaultStore(db), pop)
+            ticks[0] += 0.2
+            async with session.get(base + path) as resp:
+                assert resp.status == 200
+                assert (await resp.json())["address"] == record.vault
+    finally:
+        await db.close()
