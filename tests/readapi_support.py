@@ -11,6 +11,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import msgspec
 from aiohttp import web
 
@@ -72,6 +73,33 @@ async def serve(app: web.Application) -> AsyncIterator[str]:
         yield f"http://127.0.0.1:{port}"
     finally:
         await runner.cleanup()
+
+
+async def read_bodies(session: aiohttp.ClientSession, base: str, paths: list[str]
+                      ) -> list[bytes]:
+    """The raw bodies of ``paths``, in order; each must be a 200 (a read cache's test
+    compares bytes, so no decoding)."""
+    out = []
+    for path in paths:
+        async with session.get(base + path) as resp:
+            assert resp.status == 200, await resp.text()
+            out.append(await resp.read())
+    return out
+
+
+async def past_the_bound(bodies: Callable[[], Awaitable[list[bytes]]], ticks: list[float],
+                         before: list[bytes]) -> list[bytes]:
+    """Step an app's injected clock (``ticks[0]``; ``api.ratings_check_seconds`` 0.1) over
+    the bound of a store write just made, and return the bodies then. Within the interval
+    the last version read is trusted, so the bodies are still ``before``; the next read
+    notices the write (bodies are rebuilding); from twice the interval on, every body is
+    built after the write."""
+    ticks[0] += 0.099
+    assert await bodies() == before
+    ticks[0] += 0.001
+    await bodies()
+    ticks[0] += 0.1
+    return await bodies()
 
 
 #: A test's client for the read API: ``await get(path, **query)`` -> (status, JSON body).

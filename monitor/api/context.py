@@ -55,11 +55,6 @@ def api_key_id(request: web.Request) -> str:
     return request[API_KEY_ID]
 
 
-def json_body(body: bytes) -> web.Response:
-    """A 200 with ``body``, already JSON (a read cache's), as :func:`json_response` sends."""
-    return web.Response(body=body, content_type="application/json")
-
-
 def json_response(body: Any, status: int = 200,
                   headers: dict[str, str] | None = None) -> web.Response:
     return web.Response(body=msgspec.json.encode(body), status=status, headers=headers,

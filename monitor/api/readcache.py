@@ -39,7 +39,9 @@ import math
 import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
+
+from aiohttp import web
 
 #: A store version: a counter, or one per store a body is read from (compared as tuples).
 V = TypeVar("V", int, tuple[int, int])
@@ -143,3 +145,12 @@ class ReadCache(Generic[V]):
             del self._building[key]
         if not future.cancelled():
             future.exception()  # retrieved here: every waiter gets it raised as well
+
+
+async def cached_response(request: web.Request, cache: ReadCache[Any],
+                          build: Callable[[web.Request], Awaitable[bytes]]) -> web.Response:
+    """A read route's 200: ``cache``'s body for the request's path and query, built by
+    ``build(request)`` when it has none. A bad query never has an entry: its build raises,
+    and errors are not cached."""
+    body = await cache.body(str(request.rel_url), lambda: build(request))
+    return web.Response(body=body, content_type="application/json")

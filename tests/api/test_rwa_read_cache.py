@@ -19,7 +19,16 @@ from monitor.config import ApiConfig, Config
 from monitor.registry import parse_registry
 from monitor.storage import connect
 from monitor.storage.ratings import RatingsStore, read_version
-from tests.readapi_support import T0, api_headers, population, registry_file, serve, snapshot
+from tests.readapi_support import (
+    T0,
+    api_headers,
+    past_the_bound,
+    population,
+    read_bodies,
+    registry_file,
+    serve,
+    snapshot,
+)
 
 PATHS = ["/rwa", "/rwa?sort=symbol&order=asc&pageSize=7&page=2", "/rwa?tier=critical&limit=5",
          "/rwa/0x0000000000000000000000000000000000000001?hours=48"]
@@ -44,12 +53,7 @@ async def test_writes_by_another_connection_show_within_the_check_interval(
         async with serve(app) as base, aiohttp.ClientSession(
                 headers=await api_headers(api_db)) as session:
             async def bodies() -> list[bytes]:
-                out = []
-                for path in PATHS:
-                    async with session.get(base + path) as resp:
-                        assert resp.status == 200, await resp.text()
-                        out.append(await resp.read())
-                return out
+                return await read_bodies(session, base, PATHS)
 
             first = await bodies()
             assert await bodies() == first  # served again, byte for byte
@@ -60,12 +64,7 @@ async def test_writes_by_another_connection_show_within_the_check_interval(
             moved = snapshot(first_snap.chain, first_snap.token_address, T0 + 2 * 86400,
                              97.5, "critical", 0.5)
             await writer.write_batch([moved], [])
-            ticks[0] += 0.099  # within the interval the last version read is trusted:
-            assert await bodies() == first
-            ticks[0] += 0.001  # read again: the write is noticed (bodies are rebuilding)
-            await bodies()
-            ticks[0] += 0.1  # from twice the interval on, the write shows in every body
-            after = await bodies()
+            after = await past_the_bound(bodies, ticks, first)
             assert after[0] != first[0] and after[3] != first[3]
             async with session.get(base + "/rwa/" + moved.token_address) as resp:
                 detail = await resp.json()

@@ -15,7 +15,13 @@ from monitor.config import ApiConfig, Config
 from monitor.storage import connect
 from monitor.storage.ratings import RatingsStore
 from monitor.storage.vaults import VaultStore, read_version, read_versions
-from tests.readapi_support import api_headers, serve, snapshot
+from tests.readapi_support import (
+    api_headers,
+    past_the_bound,
+    read_bodies,
+    serve,
+    snapshot,
+)
 from tests.vaults_support import (
     T0,
     USDC_ETH,
@@ -50,12 +56,7 @@ async def test_writes_by_another_connection_show_within_the_check_interval(
         async with serve(app) as base, aiohttp.ClientSession(
                 headers=await api_headers(api_db)) as session:
             async def bodies() -> list[bytes]:
-                out = []
-                for path in paths:
-                    async with session.get(base + path) as resp:
-                        assert resp.status == 200, await resp.text()
-                        out.append(await resp.read())
-                return out
+                return await read_bodies(session, base, paths)
 
             async def detail() -> dict[str, object]:
                 async with session.get(f"{base}/vaults/{held.vault}?chain=eth") as resp:
@@ -72,12 +73,7 @@ async def test_writes_by_another_connection_show_within_the_check_interval(
             await writer.write_batch([], lambda stored, updates: stored or {},
                                      [rating_row(moved)])
             assert await read_version(writer_db) == version + 1
-            ticks[0] += 0.099  # within the interval the last version read is trusted:
-            assert await bodies() == first
-            ticks[0] += 0.001  # read again: the write is noticed (bodies are rebuilding)
-            await bodies()
-            ticks[0] += 0.1  # from twice the interval on, the write shows in every body
-            after = await bodies()
+            after = await past_the_bound(bodies, ticks, first)
             assert after[2] != first[2] and after[3] != first[3]
             shown = await detail()
             assert (shown["tier"], shown["rating"]) == ("critical", 95)
@@ -139,3 +135,46 @@ async def test_a_bad_query_is_answered_every_time_not_cached(storage_url: str) -
                 assert (await resp.json())["address"] == record.vault
     finally:
         await db.close()
+
+
+async def test_retention_that_deletes_history_reaches_the_cached_detail(
+        storage_url: str) -> None:
+    """Retention is the vault store's other writer: history it deletes leaves the cached
+    E5 body within the bound (a pass that deletes nothing shows nothing new)."""
+    pop = population(3)
+    # The oldest record: retention keeps the newest stored one (its window ends there).
+    stamps = {r.vault: rating_row(r).ts for r in pop.records}
+    record = min(pop.records, key=lambda r: stamps[r.vault])
+    assert stamps[record.vault] < max(stamps.values())
+    path = f"/vaults/{record.vault}?chain={record.chain}"
+    api_db, writer_db = await connect(storage_url), await connect(storage_url)
+    try:
+        writer = VaultStore(writer_db)
+        await writer.migrate()
+        await load(writer, pop)
+        app = create_app(Config(api=ApiConfig(ratings_check_seconds=0.1,
+                                              rate_limit_per_second=0)), api_db)
+        ticks = [1000.0]
+        app[TICKS] = lambda: ticks[0]
+        async with serve(app) as base, aiohttp.ClientSession(
+                headers=await api_headers(api_db)) as session:
+            async def points() -> list[object]:
+                async with session.get(base + path) as resp:
+                    assert resp.status == 200, await resp.text()
+                    history: dict[str, list[object]] = (await resp.json())["history"]
+                    return history["points"]
+
+            assert len(await points()) == 1  # the one rating record load() wrote
+            # Nothing older than the cutoff: nothing deleted, the cached body stays.
+            assert await writer.apply_retention(days=90, now=T0) == 0
+            ticks[0] += 0.2
+            assert len(await points()) == 1
+            # Every point older than the newest record: deleted, and the detail shows it.
+            assert await writer.apply_retention(days=0, now=T0 + 10 * 86400) > 0
+            ticks[0] += 0.1
+            await points()  # the deletion is noticed (the body is rebuilding)
+            ticks[0] += 0.1
+            assert await points() == []
+    finally:
+        await api_db.close()
+        await writer_db.close()

@@ -24,9 +24,9 @@ from ...storage.db import Row
 from ...storage.ratings import RatingsStore, read_version
 from ...timefmt import format_ts
 from .. import jsonbody, paging, params
-from ..context import CONFIG, DB, TICKS, json_body, now
+from ..context import CONFIG, DB, TICKS, now
 from ..errors import ApiError
-from ..readcache import ReadCache
+from ..readcache import ReadCache, cached_response
 from .openapi import OPENAPI_PATHS, OPENAPI_SCHEMAS
 from .view import decode_snapshot, episode, flat_metrics, item, point, unrated_item
 
@@ -90,14 +90,11 @@ READ_CACHE = web.AppKey("rwa_read_cache", ReadCache[int])
 
 
 async def list_rwa(request: web.Request) -> web.Response:
-    # A bad query never has an entry: its build raises, and errors are not cached.
-    return json_body(await request.app[READ_CACHE].body(
-        str(request.rel_url), lambda: _list_body(request)))
+    return await cached_response(request, request.app[READ_CACHE], _list_body)
 
 
 async def get_rwa(request: web.Request) -> web.Response:
-    return json_body(await request.app[READ_CACHE].body(
-        str(request.rel_url), lambda: _detail_body(request)))
+    return await cached_response(request, request.app[READ_CACHE], _detail_body)
 
 
 async def _list_body(request: web.Request) -> bytes:

@@ -23,10 +23,10 @@ from ...storage import vaults_read as reads
 from ...storage.ratings import RatingsStore
 from ...storage.vaults import HISTORY_DAYS, VaultStore, read_version, read_versions
 from .. import paging, params
-from ..context import CONFIG, DB, TICKS, json_body
+from ..context import CONFIG, DB, TICKS
 from ..cursor import encode_cursor
 from ..errors import ApiError
-from ..readcache import ReadCache
+from ..readcache import ReadCache, cached_response
 from .catalogue import VAULT_CHAINS, VAULT_TIERS
 from .request import parse_list
 from .view import composition_entries, detail, item
@@ -40,14 +40,11 @@ DETAIL_CACHE = web.AppKey("vaults_detail_cache", ReadCache[tuple[int, int]])
 
 
 async def list_vaults(request: web.Request) -> web.Response:
-    # A bad query never has an entry: its build raises, and errors are not cached.
-    return json_body(await request.app[LIST_CACHE].body(
-        str(request.rel_url), lambda: _list_body(request)))
+    return await cached_response(request, request.app[LIST_CACHE], _list_body)
 
 
 async def get_vault(request: web.Request) -> web.Response:
-    return json_body(await request.app[DETAIL_CACHE].body(
-        str(request.rel_url), lambda: _detail_body(request)))
+    return await cached_response(request, request.app[DETAIL_CACHE], _detail_body)
 
 
 async def _list_body(request: web.Request) -> bytes:
