@@ -114,6 +114,11 @@ class StubProducer:
         assert self._digest is not None
         self._digest.update(repr((topic, partition, key, value, headers)).encode())
 
+    def reset(self) -> None:
+        """Forget what the warm-up sent: the digest covers the timed ticks only."""
+        if self._digest is not None:
+            self._digest = hashlib.sha256()
+
     def hexdigest(self) -> str:
         return self._digest.hexdigest() if self._digest is not None else "-"
 
@@ -134,18 +139,21 @@ class StubConsumer:
                 (tp.partition, o) for tp, o in offsets.items())).encode())
 
 
-def batches(records: list[tuple[bytes, bytes]], topic: str, partitions: int, size: int
+def batches(records: list[tuple[bytes, bytes]], topic: str, partitions: int, size: int,
+            first: dict[int, int] | None = None
             ) -> tuple[list[dict[TopicPartition, list[Any]]], dict[int, int]]:
-    """The records as ConsumerRecords, per partition in offset order, in batches of
-    ``size`` of one partition at a time, the partitions in turn."""
+    """The records as ConsumerRecords, per partition in offset order (from ``first``'s
+    offset, else 0), in batches of ``size`` of one partition at a time, the partitions in
+    turn; and each partition's offset after its last record."""
     partitioner = DefaultPartitioner()
     every = list(range(partitions))
+    base = first or dict.fromkeys(every, 0)
     per: dict[int, list[Any]] = {p: [] for p in every}
     for key, value in records:
         p = partitioner(key, every, every)
         recs = per[p]
-        recs.append(ConsumerRecord(topic, p, len(recs), 0, 0, key, value, None, len(key),
-                                   len(value), ()))
+        recs.append(ConsumerRecord(topic, p, base[p] + len(recs), 0, 0, key, value, None,
+                                   len(key), len(value), ()))
     out: list[dict[TopicPartition, list[Any]]] = []
     start = dict.fromkeys(every, 0)
     while any(start[p] < len(per[p]) for p in every):
@@ -153,14 +161,16 @@ def batches(records: list[tuple[bytes, bytes]], topic: str, partitions: int, siz
             if start[p] < len(per[p]):
                 out.append({TopicPartition(topic, p): per[p][start[p]:start[p] + size]})
                 start[p] += size
-    return out, {p: len(per[p]) for p in every}
+    return out, {p: base[p] + len(per[p]) for p in every}
 
 
 async def run(args: argparse.Namespace) -> None:
     config = Config(kafka=KafkaConfig(partitions=args.partitions))
     k = config.kafka
-    records = synthetic(args.ticks, args.tokens, spacing=args.spacing)
-    feed, ends = batches(records, k.ticks_topic, args.partitions, args.batch)
+    records = synthetic(args.warmup + args.ticks, args.tokens, spacing=args.spacing)
+    warm, ends = batches(records[:args.warmup], k.ticks_topic, args.partitions, args.batch)
+    feed, ends = batches(records[args.warmup:], k.ticks_topic, args.partitions, args.batch,
+                         ends)
     daemon = MonitorDaemon(config)
     real = AIOKafkaProducer(bootstrap_servers="127.0.0.1:1", acks="all",
                             enable_idempotence=False,
@@ -180,6 +190,19 @@ async def run(args: argparse.Namespace) -> None:
     if args.digest:  # a state record's written_at: the same on every run
         vars(checkpoint)["time"] = SimpleNamespace(time=lambda: 1_700_000_000.0,
                                                    monotonic=time.monotonic)
+    if warm:  # fed as the timed ticks are, before the timing (and any digest) starts
+        for batch in warm:
+            if args.mode == "daemon":
+                await daemon._process(batch, 0)
+            elif args.mode == "engine":
+                for tp, recs in batch.items():
+                    take = daemon._parts[tp.partition].engine.take
+                    for rec in recs:
+                        tick = decode_tick(rec.value)
+                        take(tick, tick.key, rec.offset, [])
+        if args.mode == "daemon":
+            await publisher.flush()
+        stub.reset()
     apply_gc_policy(config.gc)
     started = time.process_time()
     mode = args.mode
@@ -226,6 +249,10 @@ def main() -> int:
     parser.add_argument("--mode", choices=["setup", "decode", "engine", "daemon"],
                         default="daemon")
     parser.add_argument("--ticks", type=int, default=60_000)
+    parser.add_argument("--warmup", type=int, default=0,
+                        help="ticks fed before the timed ones, untimed and outside the digest "
+                             "(e.g. 420000 at --spacing 1: every timed tick is then applied "
+                             "as in a running monitor, not only held for lateness)")
     parser.add_argument("--tokens", type=int, default=1000)
     parser.add_argument("--spacing", type=int, default=1,
                         help="seconds between a token's ticks: 1 (the 1/s row) or 60")
