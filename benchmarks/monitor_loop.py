@@ -47,7 +47,7 @@ from aiokafka.partitioner import DefaultPartitioner
 from aiokafka.structs import ConsumerRecord
 from bench_monitor import synthetic
 
-from monitor.config import Config, KafkaConfig
+from monitor.config import Config, KafkaConfig, ModelConfig
 from monitor.daemon import MonitorDaemon, checkpoint
 from monitor.daemon.outputs import OutputWriter
 from monitor.daemon.partitions import PartitionState
@@ -165,7 +165,9 @@ def batches(records: list[tuple[bytes, bytes]], topic: str, partitions: int, siz
 
 
 async def run(args: argparse.Namespace) -> None:
-    config = Config(kafka=KafkaConfig(partitions=args.partitions))
+    model = ModelConfig() if args.lateness is None else ModelConfig(
+        lateness_seconds=args.lateness)
+    config = Config(model=model, kafka=KafkaConfig(partitions=args.partitions))
     k = config.kafka
     records = synthetic(args.warmup + args.ticks, args.tokens, spacing=args.spacing)
     warm, ends = batches(records[:args.warmup], k.ticks_topic, args.partitions, args.batch)
@@ -261,6 +263,9 @@ def main() -> int:
     parser.add_argument("--checkpoint-every", type=int, default=0,
                         help="a checkpoint after this many ticks (0: none; at the table's "
                              "rates a 5 s interval falls at most once in a row's window)")
+    parser.add_argument("--lateness", type=int, default=None,
+                        help="model.lateness_seconds (default: the model's): 0 applies each "
+                             "tick as it is taken, nothing held")
     parser.add_argument("--digest", action="store_true")
     parser.add_argument("--time", action="store_true")
     args = parser.parse_args()
