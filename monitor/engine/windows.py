@@ -6,6 +6,10 @@ spread over the (at most ring-size) buckets it covered. The ring always holds ex
 buckets ``head - size + 1 .. head`` (empty ones zeroed), so a window is a contiguous slice
 and its sums run in C (``sum``/``min``/``max`` over column slices), not in a Python loop.
 
+While ticks land in the newest bucket, its fields are added up in scalar attributes and
+written to its ring slot (``Windows.sync``) before anything reads or rolls the ring: every
+reader of ``_f`` or a ``_c_*`` column calls ``sync`` first.
+
 The price between two ticks is taken to be the earlier tick's price (a step function), so
 every time-based figure is time-weighted: a burst of ticks at one price counts no more than
 one tick holding that price for as long.
@@ -41,9 +45,11 @@ class Windows:
 
     __slots__ = (
         "_c_cov", "_c_dev", "_c_high", "_c_low", "_c_max", "_c_min", "_c_r2", "_c_ticks",
-        "_decay", "_decay_dt", "_f", "_flags", "_neg_high", "_neg_low", "_next_end", "_open",
-        "_open_end", "_open_slot", "base_s", "base_tau", "base_ts", "bucket", "head", "high",
-        "high_b", "last_dev", "last_price_ts", "low", "low_b", "size",
+        "_decay", "_decay_dt", "_f", "_flags", "_h_cov", "_h_dev", "_h_dirty", "_h_high",
+        "_h_low", "_h_max", "_h_min", "_h_r2", "_h_ticks", "_neg_high", "_neg_low",
+        "_next_end", "_open", "_open_end", "_open_slot", "base_s", "base_tau", "base_ts",
+        "bucket", "head", "high", "high_b", "last_dev", "last_price_ts", "low", "low_b",
+        "size",
     )
 
     def __init__(self, bucket_seconds: int, size: int, low: float, high: float,
@@ -86,6 +92,13 @@ class Windows:
         #: held, kept for the next one of the same length (a steady tick rate).
         self._decay_dt = math.nan  # equal to no interval
         self._decay = 1.0
+        #: The open bucket's fields while the short path adds to them (``_h_dirty``: its
+        #: ring slot is behind them until ``sync``); read from the slot when it starts.
+        self._h_dirty = False
+        self._h_dev = self._h_cov = self._h_low = self._h_high = 0.0
+        self._h_r2 = self._h_ticks = 0.0
+        self._h_min = math.inf
+        self._h_max = -math.inf
 
     def _columns(self) -> None:
         """Each column of ``_f`` under a name of its own as well (the per-tick paths: one
@@ -93,6 +106,35 @@ class Windows:
         wherever ``_f`` is set."""
         (self._c_dev, self._c_cov, self._c_low, self._c_high, self._c_r2, self._c_ticks,
          self._c_min, self._c_max) = self._f
+
+    # -- the open bucket's fields ---------------------------------------------------
+    def _take_head(self) -> None:
+        """Start adding up the open bucket in ``_h_*``: its slot's fields as they are."""
+        slot = self._open_slot
+        self._h_dev = self._c_dev[slot]
+        self._h_cov = self._c_cov[slot]
+        self._h_low = self._c_low[slot]
+        self._h_high = self._c_high[slot]
+        self._h_r2 = self._c_r2[slot]
+        self._h_ticks = self._c_ticks[slot]
+        self._h_min = self._c_min[slot]
+        self._h_max = self._c_max[slot]
+        self._h_dirty = True
+
+    def sync(self) -> None:
+        """Write the open bucket's fields to its ring slot. Every reader of the ring calls
+        this first (``_f`` and the ``_c_*`` columns are behind while ``_h_dirty``)."""
+        if self._h_dirty:
+            slot = self._open_slot
+            self._c_dev[slot] = self._h_dev
+            self._c_cov[slot] = self._h_cov
+            self._c_low[slot] = self._h_low
+            self._c_high[slot] = self._h_high
+            self._c_r2[slot] = self._h_r2
+            self._c_ticks[slot] = self._h_ticks
+            self._c_min[slot] = self._h_min
+            self._c_max[slot] = self._h_max
+            self._h_dirty = False
 
     # -- updates ---------------------------------------------------------------------
     def _slot(self, b: int) -> int:
@@ -129,15 +171,21 @@ class Windows:
                 # ``ts < end`` is ``int(ts // bucket) == _open`` (``since`` lies in that
                 # bucket and a floor division by a whole number of seconds is exact): no
                 # bucket index, the slot kept. ``base_ts`` is ``since`` here (``_open``).
-                slot = self._open_slot
+                # The head bucket's fields are added up in ``_h_*`` (``sync`` writes
+                # them to its ring slot before anything reads or rolls the ring): one
+                # object touched per tick instead of six columns and their boxed cells
+                # (docs/performance.md, eighteenth pass). The same additions, in the same
+                # order, on the same values: the very same floats.
+                if not self._h_dirty:
+                    self._take_head()
                 dt = ts - since
-                self._c_dev[slot] += last_dev * dt
-                self._c_cov[slot] += dt
+                self._h_dev += last_dev * dt
+                self._h_cov += dt
                 if last_dev < self._neg_low:
-                    self._c_low[slot] += dt
+                    self._h_low += dt
                     b = self._open
                     if last_dev < self._neg_high:
-                        self._c_high[slot] += dt
+                        self._h_high += dt
                         if b > self.high_b:
                             self.high_b = b
                     if b > self.low_b:
@@ -150,21 +198,23 @@ class Windows:
                 # the head).
                 change = dev - last_dev
                 r2 = change * change
-                self._c_r2[slot] += r2
+                self._h_r2 += r2
                 # The decay then the change: the same two roundings as the general path.
                 if dt != self._decay_dt:  # a token ticking at a steady rate: the same dt
                     self._decay_dt = dt
                     self._decay = math.exp(-dt / self.base_tau)
                 self.base_s = self.base_s * self._decay + r2
                 self.base_ts = ts
-                self._c_ticks[slot] += 1.0
-                if dev < self._c_min[slot]:
-                    self._c_min[slot] = dev
-                if dev > self._c_max[slot]:
-                    self._c_max[slot] = dev
+                self._h_ticks += 1.0
+                if dev < self._h_min:
+                    self._h_min = dev
+                if dev > self._h_max:
+                    self._h_max = dev
                 self.last_price_ts = ts
                 self.last_dev = dev
                 return
+            if self._h_dirty:
+                self.sync()
             if ts < self._next_end:
                 # The bucket after the head (``end <= ts < end + bucket``): a token ticking
                 # about once a bucket (every tick of a one-minute feed, a replay's 1m files
@@ -230,6 +280,8 @@ class Windows:
                 self.last_price_ts = ts
                 self.last_dev = dev
                 return
+        if self._h_dirty:
+            self.sync()
         add_general(self, ts, dev, last_dev, since)
 
     # -- queries (read-only: the open interval since the last tick is added on the fly) --
@@ -279,6 +331,7 @@ class Windows:
 
     # -- persistence -----------------------------------------------------------------
     def export(self) -> WindowState:
+        self.sync()
         return WindowState(
             head=self.head, values=[list(f) for f in self._f],
             last_price_ts=self.last_price_ts, last_dev=self.last_dev,
@@ -290,6 +343,7 @@ class Windows:
         if len(sizes) != 1 or not 0 < (old := sizes.pop()) <= self.size:
             raise ValueError("window state was saved with a larger ring")
         self.head = state.head
+        self._h_dirty = False  # the loaded ring is whole
         self._open = NEVER  # the general path first (it sets the mark again)
         self._open_end = self._next_end = -math.inf
         self._flags.clear()

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from monitor.engine import windows as windows_module
 from monitor.engine.readings import NEVER
+from monitor.engine.readplan import make_plan, read_plan
 from monitor.engine.ringroll import add_general
 from monitor.engine.windows import Windows
 
@@ -81,6 +82,7 @@ def reference_add_price(w: Windows, ts: float, dev: float) -> None:
 
 
 def state(w: Windows) -> list[str]:
+    w.sync()  # the open bucket's fields into the ring (they are added up apart)
     return [repr(x) for x in (w._f, w.head, w.low_b, w.high_b, w.last_price_ts, w.last_dev,
                               w.base_s, w.base_ts)]
 
@@ -181,3 +183,40 @@ def test_gaps_of_every_length_write_the_ring_of_the_general_path(size: int,
     devs = [-0.02, -0.0075, 0.001, -0.0]
     steps = [(gap, devs[i % len(devs)]) for i, gap in enumerate(gaps)]
     _assert_same_ring(1_700_000_000.0 + offset, steps, size, (LOW_LINE, HIGH_LINE))
+
+
+# Reads a refresh makes, at 1/min, 5/min, 15/min and 1 h, every field of each (minimums and
+# maximums included), the way ``read_fields`` takes them.
+_READS = ((60.0, (0, 1, 2, 3, 4, 5, 6, 7)), (300.0, (0, 1, 4, 6)),
+          (900.0, (0, 1, 2, 3, 4, 5, 6, 7)), (3600.0, (0, 1, 2, 3, 5, 6, 7)))
+_PLAN = make_plan(_READS)
+
+
+@settings(max_examples=200, deadline=None)
+@given(start=st.sampled_from([0.0, 59.0, 1_700_000_040.0, 1_700_000_020.5]),
+       steps=st.lists(st.tuples(st.sampled_from([0.25, 1.0, 7.0, 60.0, 61.5, 200.0]),
+                                st.floats(-0.03, 0.01, allow_nan=False)),
+                      min_size=1, max_size=150))
+def test_every_reader_sees_the_open_bucket_added_up_apart(
+        start: float, steps: list[tuple[float, float]]) -> None:
+    """Ticks inside one bucket are added up outside the ring (``Windows.sync``): each
+    reader must see them as the ring of the general path holds them, read at once after
+    the tick (no ``sync`` by the test first), and at the next bucket boundary."""
+    fast = Windows(BUCKET, 61, LOW_LINE, HIGH_LINE, TAU)
+    plain = Windows(BUCKET, 61, LOW_LINE, HIGH_LINE, TAU)
+    ts = start
+    for gap, dev in steps:
+        ts += gap
+        fast.add_price(ts, dev)
+        reference_add_price(plain, ts, dev)
+        for now in (ts, (math.floor(ts / BUCKET) + 1) * BUCKET):
+            assert repr(fast.reads(now, _READS)) == repr(plain.reads(now, _READS))
+            assert repr(read_plan(fast, now, _PLAN)) == repr(read_plan(plain, now, _PLAN))
+            assert repr(fast.window(now, 900.0)) == repr(plain.window(now, 900.0))
+            for above in (False, True):
+                assert fast.bucket_extremes(now, 3600.0, above=above) \
+                    == plain.bucket_extremes(now, 3600.0, above=above)
+                lines = (0.005, 0.01, 0.02)
+                assert fast.count_beyond(now, 3600.0, lines, above=above) \
+                    == plain.count_beyond(now, 3600.0, lines, above=above)
+        assert repr(fast.export()) == repr(plain.export())
