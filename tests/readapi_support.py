@@ -15,6 +15,7 @@ import aiohttp
 import msgspec
 from aiohttp import web
 
+from monitor.api.context import TICKS
 from monitor.chains import CHAINS
 from monitor.config import RegistryConfig
 from monitor.kafka.embedded import free_port
@@ -73,6 +74,19 @@ async def serve(app: web.Application) -> AsyncIterator[str]:
         yield f"http://127.0.0.1:{port}"
     finally:
         await runner.cleanup()
+
+
+@asynccontextmanager
+async def served_on_a_clock(app: web.Application, db: Any, start: float = 1000.0
+                            ) -> AsyncIterator[tuple[str, aiohttp.ClientSession, list[float]]]:
+    """Serve ``app`` with its monotonic clock injected (``ticks[0]``, from ``start``: a
+    test steps it, nothing sleeps) and a client holding a real API key made on ``db``;
+    yields (base URL, client session, ticks)."""
+    ticks = [start]
+    app[TICKS] = lambda: ticks[0]
+    async with serve(app) as base, aiohttp.ClientSession(
+            headers=await api_headers(db)) as session:
+        yield base, session, ticks
 
 
 async def read_bodies(session: aiohttp.ClientSession, base: str, paths: list[str]

@@ -87,8 +87,7 @@ def read_fields(w: Windows, now: float,
     head = w.head
     dev = w.last_dev
     since = w.last_price_ts if dev is not None else None
-    if w._h_dirty:  # the open bucket added up apart (Windows.sync)
-        w.sync()
+    w.sync()  # the open bucket, added up apart, into the ring first
     f = w._f
     below_low = dev is not None and dev < -w.low
     below_high = below_low and dev is not None and dev < -w.high
@@ -242,8 +241,7 @@ def count_beyond(w: Windows, now: float, seconds: float, lines: tuple[float, ...
     order, so nothing is written there again): whether it is beyond each line is
     worked out once, kept per ring slot (:class:`_Flags`), and a refresh adds up
     flags. Only the buckets from the last tick's on are looked at each time."""
-    if w._h_dirty:  # the open bucket added up apart (Windows.sync)
-        w.sync()
+    w.sync()  # the open bucket, added up apart, into the ring first
     bucket = w.bucket
     size = w.size
     end_b = int(now // bucket)

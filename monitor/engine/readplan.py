@@ -74,8 +74,7 @@ def read_plan(w: Windows, now: float, plan: Plan) -> Any:
     oldest = end_b - size + 1
     head = w.head
     dev = w.last_dev
-    if w._h_dirty:  # the open bucket added up apart (Windows.sync)
-        w.sync()
+    w.sync()  # the open bucket, added up apart, into the ring first
     f = w._f
     below_low = below_high = False
     since = None

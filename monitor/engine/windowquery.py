@@ -39,8 +39,7 @@ def ring_slices(w: Windows, lo: int, hi: int) -> list[slice]:
 def window_sums(w: Windows, now: float, seconds: float) -> Sums:
     """Sums over [now - seconds, now), bucket-aligned (a refresh at a bucket boundary
     sees exactly that interval), including the still-open interval since the last tick."""
-    if w._h_dirty:  # the open bucket added up apart (Windows.sync)
-        w.sync()
+    w.sync()  # the open bucket, added up apart, into the ring first
     bucket = w.bucket
     end_b = int(now // bucket)
     if now == end_b * bucket:
@@ -78,8 +77,7 @@ def bucket_extremes(w: Windows, now: float, seconds: float, above: bool) -> list
     that must clear a line for the bucket to count as wholly beyond it: the lowest
     deviation held (``above``) or the highest (below). One pass serves several lines
     (the hard floors ask for three)."""
-    if w._h_dirty:  # the open bucket added up apart (Windows.sync)
-        w.sync()
+    w.sync()  # the open bucket, added up apart, into the ring first
     bucket = w.bucket
     end_b = int(now // bucket)
     if now == end_b * bucket:

@@ -9,11 +9,9 @@ import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
 
-import aiohttp
 import pytest
 
 from monitor.api.app import create_app
-from monitor.api.context import TICKS
 from monitor.api.readcache import ReadCache
 from monitor.config import ApiConfig, Config
 from monitor.registry import parse_registry
@@ -21,12 +19,12 @@ from monitor.storage import connect
 from monitor.storage.ratings import RatingsStore, read_version
 from tests.readapi_support import (
     T0,
-    api_headers,
     past_the_bound,
     population,
     read_bodies,
     registry_file,
     serve,
+    served_on_a_clock,
     snapshot,
 )
 
@@ -48,10 +46,7 @@ async def test_writes_by_another_connection_show_within_the_check_interval(
         config = Config(api=ApiConfig(ratings_check_seconds=0.1),
                         registry=registry)
         app = create_app(config, api_db)
-        ticks = [1000.0]
-        app[TICKS] = lambda: ticks[0]
-        async with serve(app) as base, aiohttp.ClientSession(
-                headers=await api_headers(api_db)) as session:
+        async with served_on_a_clock(app, api_db) as (base, session, ticks):
             async def bodies() -> list[bytes]:
                 return await read_bodies(session, base, PATHS)
 
