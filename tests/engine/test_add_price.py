@@ -147,6 +147,9 @@ def test_add_price_into_the_next_bucket_leaves_the_ring_of_the_general_path(
     _assert_same_ring(start, steps, size, lines)
 
 
+@pytest.mark.skipif(str(windows_module.__file__).endswith(".so"),
+                    reason="counts calls by patching a module global, which a compiled "
+                           "add_price does not look up (the ring checks above still run)")
 def test_a_one_minute_feed_takes_the_next_bucket_path(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """The stream above is not all general path in disguise: a feed on the minute (every
