@@ -107,3 +107,19 @@ def test_fetched_value_is_an_identity_deserializer() -> None:
     """What a consumer gets if the swap is ever unavailable: the value as it came."""
     assert fetched_value(b"\x00x") == b"\x00x"
     assert fetched_value(None) is None
+
+
+def test_a_changed_aiokafka_is_left_as_it_is(monkeypatch: pytest.MonkeyPatch) -> None:
+    """If aiokafka's PartitionRecords loses the method fetched.py overrides (a future
+    release), nothing is swapped: its consumers keep aiokafka's own records."""
+    from aiokafka.consumer import fetcher
+
+    from monitor.kafka import fetched
+
+    class Reshaped:  # a PartitionRecords whose per-record method is gone
+        def __init__(self, *args: object) -> None:
+            self.args = args
+
+    monkeypatch.setattr(fetcher, "PartitionRecords", Reshaped)
+    assert fetched._swap() is False
+    assert fetcher.PartitionRecords is Reshaped
