@@ -53,7 +53,7 @@ SHUTDOWN_MARGIN_SECONDS = 5.0
 #: The stopped line's figures, in its order.
 SUMMARY = ("records", "ticks", "dead_letters", "tier_changes", "ratings", "checkpoints",
            "restored_tokens")
-#: aiokafka ships no type hints; a fetched record (``aiokafka.structs.ConsumerRecord``).
+#: A fetched record: ``monitor.kafka.fetched.FetchedRecord`` (or aiokafka's untyped ConsumerRecord).
 Record = Any
 
 

@@ -84,7 +84,7 @@ class OutputWriter:
         return key
 
     async def dead_letter(self, rec: Any, exc: BadTick) -> None:
-        """``rec`` is the aiokafka ConsumerRecord that could not be used."""
+        """``rec`` is the fetched record that could not be used."""
         dl = dead_letter(reason=exc.reason, detail=exc.detail, topic=rec.topic,
                          partition=rec.partition, offset=rec.offset, key=rec.key,
                          value=rec.value, prefix_bytes=self.kafka.dlq_value_prefix_bytes)

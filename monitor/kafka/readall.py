@@ -20,7 +20,7 @@ from typing import Any
 from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.errors import KafkaTimeoutError
 
-#: aiokafka ships no type hints; ``aiokafka.structs.ConsumerRecord``.
+#: ``monitor.kafka.fetched.FetchedRecord`` (or aiokafka's untyped ConsumerRecord).
 Record = Any
 RecordsHandler = Callable[[TopicPartition, list[Record]], None]
 

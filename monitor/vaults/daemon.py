@@ -46,7 +46,7 @@ from .records import VaultRating, encode_rating
 
 log = get_logger(LOGGER)
 
-Record = Any  # aiokafka.structs.ConsumerRecord (aiokafka ships no type hints)
+Record = Any  # monitor.kafka.fetched.FetchedRecord (or aiokafka's untyped ConsumerRecord)
 #: The stopped line's figures: every count but the restore's skipped records.
 SUMMARY = ("records", "facts", "dead_letters", "ratings", "depeg_changes", "checkpoints",
            "restored_vaults")

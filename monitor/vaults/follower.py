@@ -25,7 +25,7 @@ from .depeg_link import BadDepegEvent, DepegChange, DepegTable, decode_depeg_cha
 
 log = get_logger(__name__)
 
-#: aiokafka ships no type hints; a fetched record (``aiokafka.structs.ConsumerRecord``).
+#: A fetched record: ``monitor.kafka.fetched.FetchedRecord`` (or aiokafka's untyped ConsumerRecord).
 Record = Any
 
 
