@@ -24,7 +24,7 @@ from aiokafka.consumer import fetcher
 from aiokafka.record.default_records import DefaultRecordBatchBuilder
 from aiokafka.record.memory_records import MemoryRecords
 from aiokafka.structs import TopicPartition
-from common import fail_on_errors, machine_line, show
+from common import fail_on_errors, machine_line, show, spread
 
 from monitor.kafka.fetched import FetchedRecord, fetched_value, install
 from monitor.ticks import encode_tick, make_tick
@@ -85,7 +85,7 @@ def main() -> int:
         fetched_us.append(timed(raw, fetched_value, args.batches, args.records))
     print(show("aiokafka ConsumerRecord", aiokafka_us, "CPU us/record"))
     print(show("FetchedRecord", fetched_us, "CPU us/record"))
-    a, f = sorted(aiokafka_us)[len(aiokafka_us) // 2], sorted(fetched_us)[len(fetched_us) // 2]
+    a, f = spread(aiokafka_us)["median"], spread(fetched_us)["median"]
     print(f"FetchedRecord saves {a - f:.2f} us a record (medians; {f / a:.2f} of aiokafka's)")
     fail_on_errors(errors, "records that differ between the two")
     return 0

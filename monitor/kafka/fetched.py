@@ -1,11 +1,12 @@
 """Fetched records as small msgspec structs instead of aiokafka's ``ConsumerRecord``.
 
 For every record it hands out, aiokafka builds an 11-field ``ConsumerRecord`` dataclass in
-Python: ~0.6 µs a record, about a fifth of what a bare decode-only consumer spends on a
-tick (docs/performance.md, nineteenth pass). The daemons read only the record's topic,
-partition, offset, timestamp, key, value and headers. A consumer made with
-``value_deserializer=fetched_value`` (``make_consumer`` does) gets :class:`FetchedRecord`
-instead. msgspec builds it in C, with the same field names and values.
+Python: ~0.6 µs a record (``benchmarks/bench_fetched.py``), a tenth to a fifth of what a
+bare decode-only consumer spends on a tick (docs/performance.md, nineteenth pass). The
+daemons read only the record's topic, partition, offset, timestamp, key, value and
+headers. A consumer made with ``value_deserializer=fetched_value`` (``make_consumer``
+does) gets :class:`FetchedRecord` instead. msgspec builds it in C, with the same field
+names and values.
 
 Only the record object changes. Everything else in the fetch is still aiokafka's own code:
 positions, control batches, aborted transactions, CRC checks and compacted offsets. This
@@ -46,7 +47,8 @@ class FetchedRecord(msgspec.Struct, gc=False):
 
 def fetched_value(value: bytes | None) -> bytes | None:
     """The value deserializer that asks for :class:`FetchedRecord`s. It returns the value
-    unchanged; it is recognised by identity, never called when the swap is in place."""
+    unchanged; it is recognised by identity, never called when the swap is in place. A
+    FetchedRecord applies no deserializer, so never pair it with a key deserializer."""
     return value
 
 
@@ -88,14 +90,10 @@ def _swap() -> bool:
 
     def partition_records(*args: Any, **kwargs: Any) -> Any:
         # The value deserializer is one of the arguments: found by identity, wherever
-        # aiokafka passes it. A FetchedRecord applies no deserializer, so a consumer with
-        # a key deserializer as well keeps aiokafka's own records.
-        if any(a is fetched_value for a in args) or \
-                any(a is fetched_value for a in kwargs.values()):
-            lean = Lean(*args, **kwargs)
-            if getattr(lean, "_key_deserializer", None) is None:
-                return lean
-        return original(*args, **kwargs)
+        # aiokafka passes it.
+        lean = any(a is fetched_value for a in args) or \
+            any(a is fetched_value for a in kwargs.values())
+        return (Lean if lean else original)(*args, **kwargs)
 
     partition_records._fetched_factory = True  # type: ignore[attr-defined]
     fetcher.PartitionRecords = partition_records

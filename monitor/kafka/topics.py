@@ -152,9 +152,10 @@ def make_producer(config: KafkaConfig, bootstrap_servers: str | None = None,
 def make_consumer(config: KafkaConfig, *topics: str, group_id: str | None,
                   bootstrap_servers: str | None = None, **overrides: Any) -> AIOKafkaConsumer:
     """A consumer with manual commits (outputs first, then offsets: at-least-once) that
-    hands out :class:`~monitor.kafka.fetched.FetchedRecord`s (unless ``overrides`` sets
-    a ``value_deserializer``)."""
+    hands out :class:`~monitor.kafka.fetched.FetchedRecord`s, unless ``overrides`` asks
+    for a deserializer (aiokafka's records then, with it applied)."""
     fetched.install()
+    deserializes = "key_deserializer" in overrides or "value_deserializer" in overrides
     options: dict[str, Any] = {
         "bootstrap_servers": bootstrap_servers or config.bootstrap_servers,
         "client_id": config.client_id,
@@ -166,7 +167,7 @@ def make_consumer(config: KafkaConfig, *topics: str, group_id: str | None,
         "heartbeat_interval_ms": config.heartbeat_interval_ms,
         "max_poll_interval_ms": config.max_poll_interval_ms,
         "retry_backoff_ms": int(config.retry_backoff_seconds * 1000),
-        "value_deserializer": fetched.fetched_value,
+        "value_deserializer": None if deserializes else fetched.fetched_value,
     }
     options.update(overrides)
     return AIOKafkaConsumer(*topics, **options)
