@@ -1,9 +1,10 @@
 """The hot modules compiled with mypyc, loaded in place of their sources when built.
 
 ``depeg-monitor compile`` (monitor/compiled_build.py) compiles :data:`MODULES` into
-``compiled/`` in the data directory; every later process then loads them from there: both
-package ``__init__`` files call :func:`search_first`, which puts the build's directory
-before the sources in the package's ``__path__``. Which build, if any (docs/compiled.md):
+``compiled/`` in the data directory; every later process then loads them from there: the
+``__init__`` of each package in :data:`PACKAGES` calls :func:`search_first`, which puts
+the build's directory before the sources in the package's ``__path__``. Which build, if
+any (docs/compiled.md):
 
 * ``DEPEG_MONITOR_COMPILED=off``: none, the pure-Python modules;
 * ``DEPEG_MONITOR_COMPILED=<dir>``: that build (a build made with ``--out``);
@@ -18,7 +19,7 @@ another interpreter, or incomplete, is ignored with one warning (re-run the comm
 ``depeg-monitor`` command gives it once its command line is parsed, ``compile`` never) and
 the sources run. ``tests/test_compiled_build.py`` checks a build replays byte for byte.
 
-This module must stay cheap and dependency-free: both package ``__init__`` files call it,
+This module must stay cheap and dependency-free: the packages' ``__init__`` files call it,
 so it imports nothing beyond ``os`` and ``sys`` (CLI start-up); with a build, it reads the
 manifest and compares the sources' sizes and mtimes, hashing them only when those differ.
 """
@@ -29,7 +30,8 @@ import os
 import sys
 from collections.abc import Mapping  # loaded with os already: free
 
-#: The modules compiled: the engine, the CSV path and the replay loop. Never a module
+#: The modules compiled: the engine, the CSV path, the replay loop and the monitor daemon's
+#: per-tick loop. Never a module
 #: that defines a msgspec struct (mypyc would turn it into a native class and break its
 #: encoding): those live in ``engine/saved.py``, ``ticks.py`` and ``records.py``.
 MODULES = ("monitor/engine/windows.py", "monitor/engine/readings.py",
@@ -41,7 +43,9 @@ MODULES = ("monitor/engine/windows.py", "monitor/engine/readings.py",
            "monitor/engine/tokenstate.py", "monitor/engine/outputs.py",
            "monitor/engine/refresh.py",
            "monitor/engine/ringroll.py", "monitor/engine/windowquery.py", "monitor/tickfiles.py",
-           "monitor/timefmt.py", "monitor/replay.py")
+           "monitor/timefmt.py", "monitor/replay.py", "monitor/daemon/feed.py")
+#: The packages holding compiled modules: each one's ``__init__`` calls :func:`search_first`.
+PACKAGES = ("monitor", "monitor.engine", "monitor.daemon")
 ENV = "DEPEG_MONITOR_COMPILED"
 #: The value of :data:`ENV` that forces the pure-Python modules.
 OFF = "off"
@@ -332,7 +336,7 @@ def use_data_dir(data_dir: str) -> None:
     _applied[0] = _choose(folder, "the data directory", explicit=False)
     if _applied[0][2] and not _held():
         _warn(_applied[0][2], stacklevel=3)
-    for package in ("monitor", "monitor.engine"):
+    for package in PACKAGES:
         loaded = sys.modules.get(package)
         path = getattr(loaded, "__path__", None)
         if not isinstance(path, list):

@@ -214,6 +214,25 @@ def test_the_compiled_engine_saves_and_restores_byte_for_byte(compiled_home: Pat
     assert runs["compiled"][1] == runs["pure"][1]
 
 
+#: Prints the daemon loop's module file, then tests/daemon/test_feed.py's summary of it.
+_FEED = ("import monitor.daemon.feed as f; from tests.daemon.test_feed import summary; "
+         "print(f.__file__); print(summary())")
+
+
+def test_the_compiled_daemon_loop_feeds_as_the_sources_do(compiled_home: Path) -> None:
+    """The daemon's per-tick loop (monitor/daemon/feed.py) is compiled too: the same
+    outputs, refusals (reasons and details, in order), coverage counts and clock."""
+    runs = {}
+    for name, env in (("pure", env_with(compiled_home, OFF)),
+                      ("compiled", env_with(compiled_home))):
+        done = subprocess.run([sys.executable, "-c", _FEED], env=env, cwd=REPO, check=True,
+                              capture_output=True, text=True)
+        runs[name] = done.stdout.splitlines()
+    assert runs["pure"][0].endswith(".py") and runs["compiled"][0].endswith(".so")
+    assert runs["compiled"][1] == runs["pure"][1]
+    assert json.loads(runs["pure"][1])["refused"]  # the summary has refusals to compare
+
+
 def stale_copy(compiled_home: Path, tmp_path: Path, **change: object) -> Path:
     """A copy of the build in another data home, its manifest's attributes changed."""
     home = tmp_path / "stale-home"

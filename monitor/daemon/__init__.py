@@ -28,6 +28,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ..compiled import search_first as _search_first
+
+# ``feed`` (the per-tick loop) is one of the compiled build's modules (monitor/compiled.py).
+_search_first(__name__, __path__)
+
 if TYPE_CHECKING:
     from .ingest import MonitorDaemon
     from .outputs import DaemonStats

@@ -34,12 +34,12 @@ from ..compiled import log_fields
 from ..engine import Output
 from ..kafka.topics import ensure_topics
 from ..logs import get_logger
-from ..ticks import BadTick, Tick, decode_tick
+from ..ticks import BadTick, Tick
 from ..timefmt import format_ts
-from ..timesanity import check_not_future
 from .assignment import Assignment
 from .base import LOGGER
 from .clients import start_group_consumer, start_producer
+from .feed import Feed
 from .lifecycle import summary
 from .lost import BrokerLost
 from .outputs import OutputWriter
@@ -55,23 +55,6 @@ SUMMARY = ("records", "ticks", "dead_letters", "tier_changes", "ratings", "check
            "restored_tokens")
 #: A fetched record: ``monitor.kafka.fetched.FetchedRecord`` (or aiokafka's untyped ConsumerRecord).
 Record = Any
-
-
-#: Older than any tick (event times are finite): ``newest``'s default in the loop.
-_NEVER = float("-inf")
-
-
-def _checked_key(token_keys: dict[str, tuple[str, str, bytes]], tick: Tick,
-                 rkey: bytes | None) -> str:
-    """The tick's key when ``rkey`` (the record's key) is it, else :class:`BadTick`; kept
-    in ``token_keys`` by the tick's token for the next record (the first chain seen keeps
-    an address found on two chains: the other chain's ticks come here every time)."""
-    key = tick.key
-    if rkey != key.encode():
-        raise BadTick("bad_key", f"record key {rkey!r:.80} is not {key!r}: a token's "
-                      "ticks must share one partition")
-    token_keys.setdefault(tick.token, (key, tick.chain, rkey))
-    return key
 
 
 class MonitorDaemon(Assignment):
@@ -207,6 +190,8 @@ class MonitorDaemon(Assignment):
         # The batch's outputs, handed to the producer together after the engine ran: no
         # producer call (nor its await) between ticks; acknowledged in bulk at checkpoint.
         produced: list[Output] = []
+        refused: list[tuple[Record, BadTick]] = []
+        feed = Feed(self._clock, wall, tolerance, started, self._late_detail)
         for tp, recs in batch.items():
             part = self._parts.get(tp.partition)
             if part is None:  # revoked while this batch was in flight: not ours any more
@@ -225,89 +210,15 @@ class MonitorDaemon(Assignment):
             if not recs:
                 continue
             records += len(recs)
-            engine = part.engine
-            # Looked up once per partition, not per tick (this loop is the daemon's hot
-            # path: ~1 µs of attribute and method lookups per tick add up at 100k/s).
-            engine_stats = engine.stats
-            take = engine.take
-            clock = self._clock
-            # Restore marks: nothing in the loop adds any, so a partition without them at
-            # the batch's start has none in it (one local test per tick). Below the restore
-            # position only ticks a compact state left out are processed; each record's
-            # own offset decides, so sifting them first is the per-record test.
-            restoring = bool(part.refeed or part.skip_below)
-            todo = recs
-            if recs[0].offset < part.resume_at:
-                todo = [rec for rec in recs if not part.inside_restored(rec.offset)]
-            # The token's ticks since its last written state (Uncovered.took, inlined).
-            uncovered = part.uncovered
-            counts = uncovered.count
-            token_keys = part.token_keys
-            # No tick can be past its future bound below this (the bound is max(wall,
-            # newest) + tolerance, never lower): most ticks skip the exact check.
-            future_from = wall + tolerance
-            # Counted by the engine, one per process call: the partition's ticks and late
-            # ones are its counters' moves over the batch (no count kept per tick here).
+            engine_stats = part.engine.stats
+            # Counted by the engine, one per take: the partition's ticks and late ones are
+            # its counters' moves over the batch (no count kept per tick here).
             ticks_before, late_before = engine_stats.ticks, engine_stats.late
-            # Each token's newest event time in this batch, handed to the live clock once
-            # per partition batch (LiveClock.ticked), not per tick: the wall stamp it
-            # takes is the same to within the batch.
-            newest: dict[str, float] = {}
-            newest_of = newest.get
-            for rec in todo:
-                offset: int = rec.offset
-                try:
-                    tick = decode_tick(rec.value)
-                    # The record key must be the tick's key. The tick's token string (the
-                    # decoder's cached object, its hash kept) maps to its key string, chain
-                    # and record key once seen: an identity compare and a compare of bytes,
-                    # instead of formatting and encoding the key (or hashing the record
-                    # key's new bytes per tick); the one key string per token keeps its hash
-                    # for the dict lookups below. Subscripts, not ``.get``: no method call.
-                    try:
-                        known = token_keys[tick.token]
-                    except KeyError:
-                        key = _checked_key(token_keys, tick, rec.key)
-                    else:
-                        if known[1] == tick.chain and known[2] == rec.key:
-                            key = known[0]
-                        else:
-                            key = _checked_key(token_keys, tick, rec.key)
-                except BadTick as exc:
-                    await out.dead_letter(rec, exc)
-                    continue
-                if restoring and part.should_skip(key, offset):
-                    self.stats.skipped_restored += 1
-                    continue
-                ts = tick.ts
-                if ts > future_from:
-                    if key in newest:  # the clock must know this batch's ticks first
-                        clock.tick(key, newest.pop(key), tp.partition)
-                    try:
-                        check_not_future(tick, clock.last_event_ts(key), wall, tolerance)
-                    except BadTick as exc:
-                        await out.dead_letter(rec, exc)
-                        continue
-                # Its key string, checked above; its offset, kept beside the tick while the
-                # engine holds it for lateness (what a compact state lists instead of it);
-                # its outputs appended to the batch's (False: late, nothing appended).
-                if not take(tick, key, offset, produced):
-                    # A late spread observation is a copy the restarted spread stage sent
-                    # again (or one for a boundary rated without it): expected, not news.
-                    if tick.cross_chain_chains is None:
-                        if key in newest:  # the detail names the token's newest tick
-                            clock.tick(key, newest.pop(key), tp.partition)
-                        await out.dead_letter(rec, BadTick("late",
-                                                           self._late_detail(key, tick)))
-                    continue
-                # A spread observation is no liveness.
-                if tick.cross_chain_chains is None and ts > newest_of(key, _NEVER):
-                    newest[key] = ts
-                try:  # the token's first tick since its written state is the rare case
-                    counts[key] += 1
-                except KeyError:
-                    uncovered.took(key, offset, started)
-            clock.ticked(newest, tp.partition)
+            feed.run(part, recs, tp.partition, produced, refused)
+            # Dead letters in the order the loop found them (all on one topic).
+            for rec, exc in refused:
+                await out.dead_letter(rec, exc)
+            refused.clear()
             # Nothing in the loop reads the position: it moves once per partition.
             part.next_offset = recs[-1].offset + 1
             ticks += engine_stats.ticks - ticks_before
@@ -317,6 +228,7 @@ class MonitorDaemon(Assignment):
                 self._lag_gauge(tp.partition).set(max(highwater - part.next_offset, 0))
         if produced:
             await out.emit(produced)
+        self.stats.skipped_restored += feed.skipped
         self.stats.records += records
         self.stats.ticks += ticks
         self.stats.batches += 1

@@ -34,8 +34,14 @@ BUSD = "eth:0x4fabb145d64652a948d72533023f6e7a623c7c53"
 
 
 async def _kill_when_mid_stream(bootstrap: str, topic: str, total_ratings: int,
-                                victim: MonitorProcess, fraction: float) -> int:
-    """kill -9 ``victim`` once ``fraction`` of all rating snapshots were published."""
+                                victim: MonitorProcess, fraction: float,
+                                state_topic: str | None = None) -> int:
+    """kill -9 ``victim`` once ``fraction`` of all rating snapshots were published (and,
+    with ``state_topic``, once it wrote a token state there: a monitor that ran through
+    the ticks before its first checkpoint would leave nothing to restore)."""
+    if state_topic is not None:
+        async with TopicReader(bootstrap, state_topic) as states:
+            await states.until(lambda r: len(r) >= 1, 120, "a token state")
     async with TopicReader(bootstrap, topic) as ratings:
         await ratings.until(lambda r: len(r) >= fraction * total_ratings, 120,
                             f"{fraction:.0%} of the ratings")
@@ -72,7 +78,7 @@ async def test_kill9_then_restart_publishes_every_transition_once(
         await produce(broker.bootstrap_servers, kafka.ticks_topic, records[:cut])
         # After the SVB weekend started (the first transitions are out), before the end.
         seen = await _kill_when_mid_stream(broker.bootstrap_servers, kafka.ratings_topic,
-                                           total_ratings, first, 0.45)
+                                           total_ratings, first, 0.45, kafka.state_topic)
         assert seen < total_ratings
         await produce(broker.bootstrap_servers, kafka.ticks_topic, records[cut:])
         assert not await group_caught_up(broker.bootstrap_servers, kafka.monitor_group,
