@@ -3,9 +3,10 @@
 Per batch (``getmany``), under one lock that the rebalance callbacks also take:
 
 1. decode every record; a bad one becomes a dead letter (never stops the loop);
-2. feed the partition's engine; the batch's outputs (tier changes, rating snapshots) go to
-   the producer together once the batch has run through the engine, dead letters as they
-   are found (neither is awaited per batch: the producer's futures are kept);
+2. feed the partition's engine (``feed.Feed``, the per-tick loop); the batch's outputs
+   (tier changes, rating snapshots) go to the producer together once the batch has run
+   through the engine, dead letters after each partition's records, in the order found
+   (neither is awaited per batch: the producer's futures are kept);
 3. at most every ``checkpoint_interval_seconds`` (and on revoke and shutdown): wait until
    the broker acknowledged every record sent so far, write the state of every token that
    is due (``coverage.py``; every changed token on revoke and shutdown) to the state
