@@ -21,14 +21,12 @@ from .partitions import PartitionState
 #: A fetched record: ``monitor.kafka.fetched.FetchedRecord`` (or aiokafka's untyped
 #: ConsumerRecord when that swap is unavailable).
 Record = Any
-#: The engine's ``take``: (tick, key, tag, outputs) -> False when the tick was late.
-Take = Callable[[Tick, str, int, list[Output]], bool]
 
 #: Older than any tick (event times are finite): ``newest``'s default in the loop.
 _NEVER = float("-inf")
 
 
-def checked_key(token_keys: dict[str, tuple[str, str, bytes]], tick: Tick,
+def _checked_key(token_keys: dict[str, tuple[str, str, bytes]], tick: Tick,
                 rkey: bytes | None) -> str:
     """The tick's key when ``rkey`` (the record's key) is it, else :class:`BadTick`; kept
     in ``token_keys`` by the tick's token for the next record (the first chain seen keeps
@@ -68,7 +66,7 @@ class Feed:
         clock = self.clock
         wall = self.wall
         tolerance = self.tolerance
-        take: Take = part.engine.take
+        take = part.engine.take
         # Restore marks: nothing in the loop adds any, so a partition without them at the
         # batch's start has none in it (one local test per tick). Below the restore
         # position only ticks a compact state left out are processed; each record's own
@@ -101,12 +99,12 @@ class Feed:
                 try:
                     known = token_keys[tick.token]
                 except KeyError:
-                    key = checked_key(token_keys, tick, rec.key)
+                    key = _checked_key(token_keys, tick, rec.key)
                 else:
                     if known[1] == tick.chain and known[2] == rec.key:
                         key = known[0]
                     else:
-                        key = checked_key(token_keys, tick, rec.key)
+                        key = _checked_key(token_keys, tick, rec.key)
             except BadTick as exc:
                 refused.append((rec, exc))
                 continue

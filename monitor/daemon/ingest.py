@@ -24,7 +24,6 @@ from __future__ import annotations
 import asyncio
 import time
 from functools import partial
-from typing import Any
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.errors import KafkaError
@@ -40,7 +39,7 @@ from ..timefmt import format_ts
 from .assignment import Assignment
 from .base import LOGGER
 from .clients import start_group_consumer, start_producer
-from .feed import Feed
+from .feed import Feed, Record
 from .lifecycle import summary
 from .lost import BrokerLost
 from .outputs import OutputWriter
@@ -54,8 +53,6 @@ SHUTDOWN_MARGIN_SECONDS = 5.0
 #: The stopped line's figures, in its order.
 SUMMARY = ("records", "ticks", "dead_letters", "tier_changes", "ratings", "checkpoints",
            "restored_tokens")
-#: A fetched record: ``monitor.kafka.fetched.FetchedRecord`` (or aiokafka's untyped ConsumerRecord).
-Record = Any
 
 
 class MonitorDaemon(Assignment):
