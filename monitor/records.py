@@ -72,8 +72,11 @@ def event_id(chain: str, token: str, evaluated_at: str, old_tier: str, new_tier:
     return str(uuid.UUID(bytes=digest[:16], version=5))
 
 
-class SignalValue(msgspec.Struct, frozen=True):
-    """One signal of a rating: its raw value, its 0-1 score and what it added."""
+class SignalValue(msgspec.Struct, frozen=True, gc=False):
+    """One signal of a rating: its raw value, its 0-1 score and what it added.
+
+    ``gc=False``: several are made per snapshot and hold only scalars, so they can never
+    be part of a reference cycle; untracked, they skip the collector's bookkeeping."""
 
     name: str
     value: float | None
@@ -83,8 +86,12 @@ class SignalValue(msgspec.Struct, frozen=True):
     observed: bool
 
 
-class RatingSnapshot(msgspec.Struct, frozen=True):
-    """One token's rating at one refresh (``depeg.ratings``, keyed ``chain:token``)."""
+class RatingSnapshot(msgspec.Struct, frozen=True, gc=False):
+    """One token's rating at one refresh (``depeg.ratings``, keyed ``chain:token``).
+
+    ``gc=False``: one per token per snapshot period, freed once encoded; nothing it holds
+    (its signal list and metrics dict) ever refers back to it, so it is never part of a
+    cycle (the list and dict stay tracked on their own)."""
 
     chain: str
     token_address: str
