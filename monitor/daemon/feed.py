@@ -10,17 +10,13 @@ as much per tick as the compiled engine behind it.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 from ..engine import Output
+from ..kafka.fetched import Record
 from ..ticks import BadTick, Tick, decode_tick
 from ..timesanity import check_not_future
 from .clock import LiveClock
 from .partitions import PartitionState
-
-#: A fetched record: ``monitor.kafka.fetched.FetchedRecord`` (or aiokafka's untyped
-#: ConsumerRecord when that swap is unavailable).
-Record = Any
 
 #: Older than any tick (event times are finite): ``newest``'s default in the loop.
 _NEVER = float("-inf")

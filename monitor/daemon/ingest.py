@@ -32,6 +32,7 @@ from prometheus_client import Gauge
 from .. import health, metrics
 from ..compiled import log_fields
 from ..engine import Output
+from ..kafka.fetched import Record
 from ..kafka.topics import ensure_topics
 from ..logs import get_logger
 from ..ticks import BadTick, Tick
@@ -39,7 +40,7 @@ from ..timefmt import format_ts
 from .assignment import Assignment
 from .base import LOGGER
 from .clients import start_group_consumer, start_producer
-from .feed import Feed, Record
+from .feed import Feed
 from .lifecycle import summary
 from .lost import BrokerLost
 from .outputs import OutputWriter

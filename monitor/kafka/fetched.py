@@ -30,6 +30,11 @@ from ..logs import get_logger
 log = get_logger(__name__)
 
 
+#: A record a consumer hands out: a :class:`FetchedRecord`, or aiokafka's untyped
+#: ``ConsumerRecord`` (when the swap is unavailable, or a deserializer was asked for).
+Record = Any
+
+
 class FetchedRecord(msgspec.Struct, gc=False):
     """A fetched record, with ``aiokafka.structs.ConsumerRecord``'s names for the fields
     the daemons read. ``gc=False``: it holds only strings, numbers, bytes and a tuple of

@@ -20,8 +20,8 @@ from typing import Any
 from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.errors import KafkaTimeoutError
 
-#: ``monitor.kafka.fetched.FetchedRecord`` (or aiokafka's untyped ConsumerRecord).
-Record = Any
+from .fetched import Record
+
 RecordsHandler = Callable[[TopicPartition, list[Record]], None]
 
 

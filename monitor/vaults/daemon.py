@@ -24,7 +24,6 @@ from __future__ import annotations
 import asyncio
 import time
 from functools import partial
-from typing import Any
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.errors import KafkaError
@@ -36,6 +35,7 @@ from ..daemon.deadletter import dead_letter
 from ..daemon.lifecycle import summary
 from ..daemon.rebalance import Listener
 from ..daemon.retry import Aborted
+from ..kafka.fetched import Record
 from ..kafka.topics import ensure_topics, ensure_vault_topics
 from ..logs import get_logger
 from ..services import Service
@@ -46,7 +46,6 @@ from .records import VaultRating, encode_rating
 
 log = get_logger(LOGGER)
 
-Record = Any  # monitor.kafka.fetched.FetchedRecord (or aiokafka's untyped ConsumerRecord)
 #: The stopped line's figures: every count but the restore's skipped records.
 SUMMARY = ("records", "facts", "dead_letters", "ratings", "depeg_changes", "checkpoints",
            "restored_vaults")

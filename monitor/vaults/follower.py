@@ -11,13 +11,13 @@ monitor's contract is its schema, and one bad record must not stop vault ratings
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from .. import metrics
 from ..config import KafkaConfig
 from ..kafka.closing import close_bounded
+from ..kafka.fetched import Record
 from ..kafka.readall import read_to_end
 from ..kafka.topics import make_consumer
 from ..logs import get_logger
@@ -25,8 +25,6 @@ from .depeg_link import BadDepegEvent, DepegChange, DepegTable, decode_depeg_cha
 
 log = get_logger(__name__)
 
-#: A fetched record: ``monitor.kafka.fetched.FetchedRecord`` (or aiokafka's untyped ConsumerRecord).
-Record = Any
 
 
 async def start_follower(kafka: KafkaConfig, table: DepegTable) -> AIOKafkaConsumer:

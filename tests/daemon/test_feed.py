@@ -101,7 +101,6 @@ def summary(batch: int = 500) -> str:
     })
 
 
-
 def test_refused_records_and_outputs_match_the_rules_and_a_direct_engine() -> None:
     recs, bad = records()
     produced, refused, part, clock = fed(500)
