@@ -399,6 +399,8 @@ async def main(args: argparse.Namespace) -> None:
                       f"own HTTP/1.1 client: the same loop over that client (no bookkeeping) "
                       f"{statistics.median(own):,.0f} POSTs/s, worker/that "
                       f"{statistics.median(worker) / statistics.median(own):.2f}")
+            if args.isolation_rounds <= 0:
+                return  # throughput only (A/B runs of the cycle)
             alone = await healthy_p99(await fresh_url(args.storage_url, Path(tmp)), ports[-1], None,
                                       args.seconds, args.rate, config)
             # A p99 of ~400 latencies is the 4th worst: one scheduler hiccup on a shared
@@ -449,7 +451,7 @@ if __name__ == "__main__":
     parser.add_argument("--rate", type=float, default=50.0, help="events/s in latency runs")
     parser.add_argument("--isolation-rounds", type=int, default=5, help="runs of each "
                         "latency case (healthy / hanging neighbour), interleaved; the ratio "
-                        "is of the medians of their p99s")
+                        "is of the medians of their p99s (0: the throughput rows only)")
     parser.add_argument("--serve", type=int, help=argparse.SUPPRESS)
     ns = parser.parse_args()
     if ns.serve:

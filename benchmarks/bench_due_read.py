@@ -1,13 +1,15 @@
-"""The delivery cycle's due read next to a full endpoint's backlog (a known limit, not fixed).
+"""The delivery cycle's due read next to a full endpoint's backlog.
 
     python benchmarks/bench_due_read.py [--storage-url URL] [--backlogs 0,1000,10000,50000]
 
 A hanging endpoint holds its per-endpoint slots until each send times out; meanwhile its
 new deliveries stay ``pending`` and, being the oldest due rows, come first on the
-``(status, next_attempt_at)`` index. The cycle's due read leaves out endpoints without
-room by a filter on the joined subscription, so it still walks every one of those rows
-before it reaches a healthy endpoint's. This script measures that: for each backlog size
-N, N pending deliveries of endpoint A (given no room, as a hanging one has none) and a
+``(status, next_attempt_at)`` index. Until the twenty-second pass the cycle's due read
+left out endpoints without room by a filter on the joined subscription, so it walked
+every one of those rows before it reached a healthy endpoint's (50,000 rows: 33 ms a
+cycle on SQLite, 67 ms on PostgreSQL). The read's walk is now bounded, and the rows
+beyond it are read by subscription. This script measures it: for each backlog size N,
+N pending deliveries of endpoint A (given no room, as a hanging one has none) and a
 queue of endpoint B's, then one cycle at a time claiming one of B's (``run_cycle``, the
 worker's own call), and prints the median and p90 cycle time per N. Every cycle must
 claim exactly one of B's deliveries and none of A's, else the run fails.

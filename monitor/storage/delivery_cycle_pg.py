@@ -14,10 +14,17 @@ What the CTEs do, in the order of the SQLite cycle:
 
 * ``recorded``/``history``: every outcome is written where the claim is still held and
   the delivery is not a success (``RETURNING`` says which), with its history row;
-* ``pending``/``failed``: the due rows of each status, oldest first, walking the
-  ``(status, next_attempt_at)`` index, locked ``FOR UPDATE OF d SKIP LOCKED`` (two workers
-  never claim the same row). Deliveries with an outcome in this cycle are left out: all
-  CTEs see one snapshot, and one statement must not update a row twice;
+* ``pending``/``failed``: the due rows of each status that can be claimed now, oldest
+  first: a walk of the ``(status, next_attempt_at)`` index over rows no send holds,
+  unlocked and bounded (``$23`` rows, whatever their subscription), joined back to the
+  row by ``ctid`` (no second index lookup) and tested; the first ``read`` that pass are
+  locked ``FOR UPDATE OF d SKIP LOCKED`` (two workers never claim the same row).
+  Deliveries with an outcome in this cycle are left out: all CTEs see one snapshot, and
+  one statement must not update a row twice;
+* ``cut``/``due``: when a walk met its bound short of its rows (a hanging endpoint's
+  backlog, all due and oldest, fills it) and the rows found do not fill the claim, each
+  active subscription's oldest claimable rows are added (the ``(subscription_id,
+  next_attempt_at)`` index), as the SQLite cycle does in a statement of its own;
 * ``picked``: Python's ``_pick`` in SQL: a row is taken when its rank within its endpoint
   is within that endpoint's room and it is among the first ``limit`` such rows;
 * ``begun``/``gave_up``/``interrupted``: one attempt counted for each picked delivery
@@ -34,25 +41,72 @@ from collections.abc import Sequence
 from typing import Any
 
 from .db import PostgresDatabase
-from .deliveries import _DUE_SELECT, INTERRUPTED, DueDelivery
+from .deliveries import INTERRUPTED, DueDelivery
 
-#: Rows with an outcome in this cycle are left out by ``d.id <> ALL($1)``, but only where
-#: the lease has run out: such a row holds this worker's claim, so its ``lease_until`` is
-#: set (a claim sets token and lease together, everything else clears both), and a row
-#: whose lease is still running is left out by the lease test already. A never-claimed
-#: row (``lease_until IS NULL``, every row of a backlog) skips the comparison with each of
-#: the cycle's ~40 outcome ids (a generic plan cannot hash a parameter array).
-_DUE_WHERE = (
-    " AND d.next_attempt_at <= $12"
+#: A row can be claimed now. Rows with an outcome in this cycle are left out by
+#: ``d.id <> ALL($1)``, but only where the lease has run out: such a row holds this
+#: worker's claim, so its ``lease_until`` is set (a claim sets token and lease together,
+#: everything else clears both), and a row whose lease is still running is left out by
+#: the lease test already. A never-claimed row (``lease_until IS NULL``, every row of a
+#: backlog) skips the comparison with each of the cycle's ~40 outcome ids (a generic plan
+#: cannot hash a parameter array). Status and time are tested again: a row locked after
+#: another worker changed it is re-tested in its newest version.
+_CLAIMABLE = (
+    " d.status IN ('pending', 'failed') AND d.next_attempt_at <= $12"
     " AND (d.lease_until IS NULL OR (d.lease_until < $12 AND d.id <> ALL($1::text[])))"
-    " AND s.is_active = 1 AND s.deleted_at IS NULL"
-    " AND d.api_key_id IN (SELECT id FROM api_keys WHERE revoked_at IS NULL)"
-    " AND s.endpoint <> ALL($14::text[])"
-    " ORDER BY d.next_attempt_at LIMIT $13 FOR UPDATE OF d SKIP LOCKED"
+)
+_ACTIVE = (
+    " s.is_active = 1 AND s.deleted_at IS NULL AND s.endpoint <> ALL($14::text[])"
+    " AND s.api_key_id IN (SELECT id FROM api_keys WHERE revoked_at IS NULL)"
 )
 _COLUMNS = ("id, subscription_id, api_key_id, event_id, event_type, status, attempts,"
             " created_at, next_attempt_at, webhook_url, endpoint, secret_sealed,"
             " previous_secret_sealed, rotated_at, payload")
+_RANK = ("row_number() OVER (PARTITION BY w.endpoint ORDER BY w.next_attempt_at, w.id)"
+         " AS rank, COALESCE(room.n, $17) AS room")
+_ROOM = " LEFT JOIN unnest($15::text[], $16::int[]) AS room(e, n) ON room.e = w.endpoint"
+#: A status's due rows no send holds, oldest first, at most ``$23`` of them: the walk of
+#: the ``(status, next_attempt_at)`` index that the claim's read is bounded by (see the
+#: SQLite cycle's ``_SQLITE_DUE_IDS``). Nothing is locked here.
+_WALK = ("SELECT ctid, next_attempt_at FROM webhook_deliveries WHERE status = '{}'"
+         " AND next_attempt_at <= $12 AND (lease_until IS NULL OR lease_until < $12)"
+         " ORDER BY next_attempt_at LIMIT $23")
+#: A status's first ``$13`` claimable rows of that walk, walked only as far as needed,
+#: each locked as it is taken (``SKIP LOCKED``: another worker's are passed over).
+_DUE = (
+    "SELECT d.id, d.subscription_id, d.api_key_id, d.event_id, d.event_type, d.status,"
+    " d.attempts, d.created_at, d.next_attempt_at, s.webhook_url, s.endpoint,"
+    " s.secret_sealed, s.previous_secret_sealed, s.rotated_at, e.payload"
+    " FROM ({walk}) w JOIN webhook_deliveries d ON d.ctid = w.ctid"
+    " JOIN webhook_subscriptions s ON s.id = d.subscription_id"
+    " JOIN webhook_events e ON e.event_id = d.event_id"
+    f" WHERE{_CLAIMABLE} AND{_ACTIVE} ORDER BY w.next_attempt_at LIMIT $13"
+    " FOR UPDATE OF d SKIP LOCKED"
+)
+#: Whether a status's walk met its bound short of its ``$13`` rows: rows beyond it may be
+#: claimable (evaluated only then: ``AND`` stops at its first false operand).
+_CUT = ("((SELECT count(*) FROM {cte}) < $13 AND (SELECT count(*) FROM"
+        " (SELECT 1 FROM webhook_deliveries WHERE status = '{status}'"
+        " AND next_attempt_at <= $12 AND (lease_until IS NULL OR lease_until < $12)"
+        " ORDER BY next_attempt_at LIMIT $23) x) >= $23)")
+#: The rows beyond a walk that met its bound: each active subscription's oldest
+#: claimable rows (``$22`` of them), for the endpoints the walks did not fill (see
+#: :func:`~monitor.storage.delivery_batches.filled`), when they did not fill the claim.
+#: The first two tests name no row: one-time filters, evaluated before any subscription
+#: is read.
+_BY_SUBSCRIPTION = (
+    "SELECT d.id, d.subscription_id, d.api_key_id, d.event_id, d.event_type, d.status,"
+    " d.attempts, d.created_at, d.next_attempt_at, s.webhook_url, s.endpoint,"
+    " s.secret_sealed, s.previous_secret_sealed, s.rotated_at, e.payload"
+    " FROM webhook_subscriptions s CROSS JOIN LATERAL (SELECT d.* FROM webhook_deliveries d"
+    f" WHERE d.subscription_id = s.id AND{_CLAIMABLE} ORDER BY d.next_attempt_at"
+    " LIMIT $22 FOR UPDATE OF d SKIP LOCKED) d"
+    " JOIN webhook_events e ON e.event_id = d.event_id"
+    " WHERE (SELECT cut FROM cut) AND (SELECT count(*) FROM ranked1 WHERE rank <= room) < $18"
+    f" AND{_ACTIVE}"
+    " AND s.endpoint NOT IN (SELECT endpoint FROM ranked1 WHERE rank >= room)"
+    " AND d.id NOT IN (SELECT id FROM due1)"
+)
 
 CYCLE_SQL = (
     "WITH v AS (SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::int[],"
@@ -70,13 +124,14 @@ CYCLE_SQL = (
     " v.latency, v.error FROM v JOIN recorded r ON r.id = v.id"
     " ON CONFLICT (delivery_id, attempt) DO UPDATE SET status_code = excluded.status_code,"
     " latency_ms = excluded.latency_ms, error = excluded.error),"
-    f" pending AS ({_DUE_SELECT} WHERE d.status = 'pending'{_DUE_WHERE}),"
-    f" failed AS ({_DUE_SELECT} WHERE d.status = 'failed'{_DUE_WHERE}),"
-    f" due AS (SELECT {_COLUMNS} FROM pending UNION ALL SELECT {_COLUMNS} FROM failed),"
-    " ranked AS (SELECT due.*, row_number() OVER (PARTITION BY due.endpoint"
-    " ORDER BY due.next_attempt_at, due.id) AS rank, COALESCE(room.n, $17) AS room"
-    " FROM due LEFT JOIN unnest($15::text[], $16::int[]) AS room(e, n)"
-    " ON room.e = due.endpoint),"
+    f" pending AS ({_DUE.format(walk=_WALK.format('pending'))}),"
+    f" failed AS ({_DUE.format(walk=_WALK.format('failed'))}),"
+    f" cut AS (SELECT {_CUT.format(cte='pending', status='pending')}"
+    f" OR {_CUT.format(cte='failed', status='failed')} AS cut),"
+    f" due1 AS (SELECT {_COLUMNS} FROM pending UNION ALL SELECT {_COLUMNS} FROM failed),"
+    f" ranked1 AS (SELECT w.endpoint, {_RANK} FROM due1 w{_ROOM}),"
+    f" due AS (SELECT {_COLUMNS} FROM due1 UNION ALL {_BY_SUBSCRIPTION}),"
+    f" ranked AS (SELECT w.*, {_RANK} FROM due w{_ROOM}),"
     f" picked AS (SELECT {_COLUMNS} FROM ranked WHERE rank <= room"
     " ORDER BY next_attempt_at, id LIMIT $18),"
     " begun AS (UPDATE webhook_deliveries d SET lease_token = $19, lease_until = $20,"
@@ -84,17 +139,18 @@ CYCLE_SQL = (
     " WHERE d.id = p.id AND p.attempts < $21),"
     " gave_up AS (UPDATE webhook_deliveries d SET status = 'max_retries_exceeded',"
     " next_attempt_at = NULL, updated_at = $12, completed_at = $12, lease_token = NULL,"
-    " lease_until = NULL, last_error = COALESCE(d.last_error, $22) FROM picked p"
+    " lease_until = NULL, last_error = COALESCE(d.last_error, $24) FROM picked p"
     " WHERE d.id = p.id AND p.attempts >= $21),"
     " interrupted AS (INSERT INTO webhook_attempts (delivery_id, attempt, manual,"
     " started_at, status_code, latency_ms, error) SELECT p.id, p.attempts, 0, $12, NULL, 0,"
-    " $22 FROM picked p WHERE p.attempts > 0 ON CONFLICT (delivery_id, attempt) DO NOTHING)"
+    " $24 FROM picked p WHERE p.attempts > 0 ON CONFLICT (delivery_id, attempt) DO NOTHING)"
     # The picked rows, then ONE row of what the cycle recorded and read (NULL id, so
     # last in this order): the recorded ids once per cycle, not repeated in every picked
     # row (~40 ids in each of ~40 rows, sent and decoded each cycle).
-    " SELECT NULL AS recorded, NULL AS pending, NULL AS failed, p.* FROM picked p"
-    " UNION ALL SELECT (SELECT array_agg(id) FROM recorded), (SELECT count(*) FROM pending),"
-    " (SELECT count(*) FROM failed), NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,"
+    " SELECT NULL AS recorded, NULL AS pending, NULL AS failed, NULL AS cut, p.*"
+    " FROM picked p UNION ALL SELECT (SELECT array_agg(id) FROM recorded),"
+    " (SELECT count(*) FROM pending), (SELECT count(*) FROM failed), (SELECT cut FROM cut),"
+    " NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,"
     " NULL, NULL, NULL, NULL, NULL, NULL"
     " ORDER BY next_attempt_at, id"
 )
@@ -106,23 +162,24 @@ def columns(rows: Sequence[tuple[Any, ...]], width: int) -> list[list[Any]]:
 
 async def pg_cycle(db: PostgresDatabase, outcome_columns: Sequence[Sequence[Any]],
                    claim: tuple[Any, ...] | None
-                   ) -> tuple[set[str], list[tuple[float, DueDelivery]], int, int]:
+                   ) -> tuple[set[str], list[tuple[float, DueDelivery]], int, int, bool]:
     """Run one cycle. ``outcome_columns``: the outcomes' ids, tokens, statuses, attempts,
     next attempt times, codes, errors, times, completion times, start times and
     latencies, one sequence per column; ``claim``: (now, read, full endpoints,
-    room endpoints, room values, default room, limit, token, lease_until, max_attempts),
-    or None. Returns (recorded ids, picked (next attempt time, delivery) oldest first,
-    pending rows read, failed rows read)."""
+    room endpoints, room values, default room, limit, token, lease_until, max_attempts,
+    rows read per subscription, rows walked per status), or None. Returns (recorded ids,
+    picked (next attempt time, delivery) oldest first, pending rows read, failed rows
+    read, whether a walk met its bound short of its rows)."""
     if claim is None:
         # LIMIT 0 reads nothing; the other values are never used.
-        claim = (0.0, 0, [], [], [], 0, 0, "", 0.0, 0)
+        claim = (0.0, 0, [], [], [], 0, 0, "", 0.0, 0, 0, 0)
     rows = await db.fetch_pinned(CYCLE_SQL, *outcome_columns, *claim, INTERRUPTED)
     last = rows[-1]  # the cycle's own row: a picked row's next_attempt_at is never NULL
-    assert last[3] is None
+    assert last[4] is None
     recorded = set(last[0] or ())
-    # By position (the final SELECT: recorded, pending, failed, then _COLUMNS in order):
-    # fifteen lookups by name per delivery cost more than building the delivery.
-    picked = [(float(r[11]), DueDelivery(
-        r[3], r[4], r[5], r[6], r[7], r[8], r[9], r[10], r[12], r[13], r[14], r[15], r[16],
-        r[17].encode("utf-8"))) for r in rows[:-1]]
-    return recorded, picked, int(last[1]), int(last[2])
+    # By position (the final SELECT: recorded, pending, failed, cut, then _COLUMNS in
+    # order): fifteen lookups by name per delivery cost more than building the delivery.
+    picked = [(float(r[12]), DueDelivery(
+        r[4], r[5], r[6], r[7], r[8], r[9], r[10], r[11], r[13], r[14], r[15], r[16], r[17],
+        r[18].encode("utf-8"))) for r in rows[:-1]]
+    return recorded, picked, int(last[1]), int(last[2]), bool(last[3])

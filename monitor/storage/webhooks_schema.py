@@ -175,6 +175,16 @@ CREATE INDEX cu_ledger_owner ON cu_ledger (api_key_id, created_at);
     Migration(3, "webhook_deliveries: no UNIQUE (subscription_id, event_id), partial due"
                  " index; webhook_attempts: no foreign key",
               {"postgresql": _PG_V3, "sqlite": _SQLITE_V3}),
+    # A hanging endpoint's deliveries wait, due, while its slots are held: they are the
+    # oldest rows of the due index, so the cycle's bounded read finds only them. When it
+    # comes back cut without filling the claim, the cycle reads each subscription's
+    # oldest due rows through this index instead (delivery_batches, delivery_cycle_pg):
+    # cost by subscriptions, not by backlog. Partial like the due index: a finished
+    # delivery (next_attempt_at NULL) writes no entry, and a claim changes neither
+    # column, so it stays a heap-only update on PostgreSQL.
+    Migration(4, "webhook_deliveries: due index by subscription",
+              "CREATE INDEX webhook_deliveries_subscription_due ON webhook_deliveries"
+              " (subscription_id, next_attempt_at) WHERE next_attempt_at IS NOT NULL"),
 ]
 
 

@@ -117,10 +117,11 @@ class Dispatcher:
         """What to claim now, or None: no room, or no reason to think anything is due.
 
         The due query leaves out endpoints without room, so when every endpoint with due
-        rows is full it walks the whole backlog to find nothing. It therefore runs only
-        when something may be claimable: new deliveries (``look``), a read cut at its
-        limit, a slot freed at an endpoint that was full when last read, or the poll
-        interval (retries coming due, deliveries made by another process)."""
+        rows is full it reads (a bounded walk, then each subscription's oldest rows) to
+        find nothing. It therefore runs only when something may be claimable: new
+        deliveries (``look``), a read cut at its limit, a slot freed at an endpoint that
+        was full when last read, or the poll interval (retries coming due, deliveries
+        made by another process)."""
         per_endpoint = max(self.config.per_endpoint_concurrency, 1) * CLAIM_AHEAD
         limit = max(self.config.max_concurrency, 1) * CLAIM_AHEAD - self.in_flight - self.ready
         if limit <= 0:

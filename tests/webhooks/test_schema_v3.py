@@ -127,16 +127,23 @@ async def test_due_index_holds_only_rows_a_due_read_can_return(webhook_db: Datab
                                        " AND name = 'sqlite_autoindex_webhook_deliveries_2'")
         assert autos == []
     assert not any("UNIQUE" in d.upper() and "event_id" in d for d in definitions)
-    due = [d for d in definitions if "webhook_deliveries_due" in d]
-    assert len(due) == 1 and "next_attempt_at IS NOT NULL" in due[0]
+    for name in ("webhook_deliveries_due ", "webhook_deliveries_subscription_due "):
+        due = [d for d in definitions if name in d]
+        assert len(due) == 1 and "next_attempt_at IS NOT NULL" in due[0]
     if webhook_db.dialect == "sqlite":
-        # The due read's and the cancel's statements are planned on that index.
+        # The due read's statement is planned on the due index; a subscription's oldest
+        # due rows (the cycle's read by subscription) and the cancel's on the other.
         plan = await webhook_db.fetch(
             "EXPLAIN QUERY PLAN SELECT id FROM webhook_deliveries WHERE status = 'pending'"
             " AND next_attempt_at <= 5 ORDER BY next_attempt_at LIMIT 3")
-        assert any("webhook_deliveries_due" in str(r["detail"]) for r in plan)
+        assert any("webhook_deliveries_due " in str(r["detail"]) for r in plan)
+        plan = await webhook_db.fetch(
+            "EXPLAIN QUERY PLAN SELECT id FROM webhook_deliveries WHERE subscription_id = 'x'"
+            " AND next_attempt_at <= 5 ORDER BY next_attempt_at LIMIT 3")
+        assert any("webhook_deliveries_subscription_due " in str(r["detail"]) for r in plan)
+        assert not any("TEMP B-TREE" in str(r["detail"]) for r in plan)  # no sort
         plan = await webhook_db.fetch(
             "EXPLAIN QUERY PLAN UPDATE webhook_deliveries SET status = 'cancelled',"
             " next_attempt_at = NULL WHERE subscription_id = 'x'"
             " AND status IN ('pending', 'failed') AND next_attempt_at IS NOT NULL")
-        assert any("webhook_deliveries_due" in str(r["detail"]) for r in plan)
+        assert any("webhook_deliveries_subscription_due " in str(r["detail"]) for r in plan)
