@@ -33,7 +33,8 @@ from bench_delivery import drop_created, event, fresh_url, setup
 from monitor.config import DeliveryConfig
 from monitor.records import EVENT_TYPE, encode
 from monitor.storage.deliveries import DeliveryStore, NewEvent
-from monitor.storage.delivery_batches import ClaimRequest, run_cycle
+from monitor.storage.delivery_batches import run_cycle
+from monitor.storage.due_read import ClaimRequest
 
 #: Events recorded per call while filling the backlog (one transaction each).
 CHUNK = 2000

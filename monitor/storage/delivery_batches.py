@@ -24,22 +24,21 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from .db import Database, PostgresDatabase
-from .deliveries import _DUE_SELECT, INTERRUPTED, RETRYABLE, DueDelivery
+from .deliveries import _DUE_SELECT, INTERRUPTED, DueDelivery
 from .delivery_cycle_pg import columns, pg_cycle
-
-#: Due rows read per status and cycle beyond what the free slots can take: rows of an
-#: endpoint without room are skipped, so a little slack keeps the others fed.
-READ_SLACK = 2
-#: Rows the due read walks at most per status, in reads: it skips rows it cannot claim
-#: (endpoints without room, paused subscriptions, revoked keys) until it has its rows, but
-#: only this many; past that, rows are read by subscription (a hanging endpoint's backlog).
-#: A busy drain's walks, ~half rows of endpoints briefly full, stay well within it.
-WALK_SLACK = 4
+from .due_read import (
+    READ_SLACK,
+    WALK_SLACK,
+    ClaimRequest,
+    full_endpoints,
+    per_subscription,
+    sqlite_due_ids,
+)
 
 
 class Outcome(NamedTuple):
@@ -58,20 +57,6 @@ class Outcome(NamedTuple):
     now: float
 
 
-@dataclass(frozen=True)
-class ClaimRequest:
-    """Claim up to ``limit`` due deliveries, at most ``room.get(endpoint, default_room)``
-    per endpoint (endpoints with no room are not even read)."""
-
-    limit: int
-    room: Mapping[str, int]
-    default_room: int
-    token: str
-    now: float
-    lease_until: float
-    max_attempts: int
-
-
 @dataclass
 class CycleResult:
     #: Ids of the outcomes recorded (the others' claims were lost, or already a success).
@@ -82,44 +67,6 @@ class CycleResult:
     exhausted: list[DueDelivery] = field(default_factory=list)
     #: The due read returned all it asked for: more may be due right now.
     more_due: bool = False
-
-
-def _pick(rows: Sequence[Sequence[Any]], request: ClaimRequest) -> list[str]:
-    """Ids to claim: oldest first, within the overall limit and each endpoint's room.
-    ``rows`` are ``(id, next_attempt_at, endpoint)`` rows of the lean due read."""
-    room = dict(request.room)
-    picked: list[str] = []
-    for row in sorted(rows, key=lambda r: float(r[1])):
-        if len(picked) >= request.limit:
-            break
-        endpoint = row[2]
-        left = room.get(endpoint, request.default_room)
-        if left <= 0:
-            continue
-        room[endpoint] = left - 1
-        picked.append(row[0])
-    return picked
-
-
-def _full(request: ClaimRequest) -> list[str]:
-    return sorted(e for e, n in request.room.items() if n <= 0)
-
-
-def per_subscription(request: ClaimRequest) -> int:
-    """Rows read per subscription when reading by subscription: enough for any endpoint's
-    room, so the rows :func:`_pick` would take from the whole table are among them."""
-    return min(request.limit, max(request.default_room, *request.room.values(), 0))
-
-
-def filled(rows: Sequence[Sequence[Any]], request: ClaimRequest) -> list[str]:
-    """Endpoints a read by subscription can leave out: those without room, and those
-    with at least their room's worth of claimable rows read already (rows beyond the
-    walk are newer: :func:`_pick` would take those it read first)."""
-    count: dict[str, int] = {}
-    for row in rows:
-        count[row[2]] = count.get(row[2], 0) + 1
-    done = {e for e, n in count.items() if n >= request.room.get(e, request.default_room)}
-    return sorted(done.union(_full(request)))
 
 
 def _outcome_row(o: Outcome) -> tuple[Any, ...]:
@@ -158,44 +105,9 @@ def _due_from(row: Sequence[Any]) -> DueDelivery:
 
 
 # -- SQLite: the whole cycle as one synchronous function on the connection's thread ----
-#: The due read in two steps: the candidates' ids (a read returns ~3 rows per delivery
-#: claimed: rows of endpoints without room are skipped), then the whole rows of the picked
-#: ones only (the event payload and the subscription's secrets are most of a row's cost).
-#: The candidates' read walks the ``(status, next_attempt_at)`` index oldest first and
-#: stops at ``?3`` claimable rows, as before, but also after ``?5`` rows no send holds,
-#: whatever they are (the walk is a co-routine: rows are walked only as they are needed).
-#: Without that bound a hanging endpoint's backlog, all due and oldest, was walked in
-#: full by every cycle (bench_due_read.py: linear in that backlog). Only when the walk
-#: stops there, short of ``?3`` rows, are the rows beyond it read by subscription.
-_SQLITE_DUE_IDS = (
-    "WITH w AS NOT MATERIALIZED (SELECT id, next_attempt_at, subscription_id, api_key_id"
-    " FROM webhook_deliveries WHERE status = ?1 AND next_attempt_at <= ?2"
-    " AND (lease_until IS NULL OR lease_until < ?2) ORDER BY next_attempt_at LIMIT ?5)"
-    " SELECT d.id, d.next_attempt_at, s.endpoint FROM w d"
-    " CROSS JOIN webhook_subscriptions s ON s.id = d.subscription_id"
-    " WHERE s.is_active = 1 AND s.deleted_at IS NULL"
-    " AND d.api_key_id IN (SELECT id FROM api_keys WHERE revoked_at IS NULL)"
-    " AND s.endpoint NOT IN (SELECT value FROM json_each(?4)) LIMIT ?3"
-)
-#: Whether the walk above met its bound: at least ``?3`` due rows no send holds.
-_SQLITE_WALK_FULL = (
-    "SELECT count(*) FROM (SELECT 1 FROM webhook_deliveries WHERE status = ?1"
-    " AND next_attempt_at <= ?2 AND (lease_until IS NULL OR lease_until < ?2) LIMIT ?3)"
-)
-#: The rows beyond a walk that met its bound: each active subscription's oldest ``?2``
-#: claimable rows (the ``(subscription_id, next_attempt_at)`` index), for the endpoints
-#: the walks did not already fill (``?3``, :func:`filled`). A delivery's key is its
-#: subscription's, so the key test is made once per subscription.
-_SQLITE_DUE_BY_SUBSCRIPTION = (
-    "SELECT d.id, d.next_attempt_at, s.endpoint FROM webhook_subscriptions s"
-    " JOIN webhook_deliveries d ON d.id IN (SELECT x.id FROM webhook_deliveries x"
-    " WHERE x.subscription_id = s.id AND x.next_attempt_at <= ?1"
-    " AND x.status IN ('pending', 'failed') AND (x.lease_until IS NULL OR x.lease_until < ?1)"
-    " ORDER BY x.next_attempt_at LIMIT ?2)"
-    " WHERE s.is_active = 1 AND s.deleted_at IS NULL"
-    " AND s.api_key_id IN (SELECT id FROM api_keys WHERE revoked_at IS NULL)"
-    " AND s.endpoint NOT IN (SELECT value FROM json_each(?3))"
-)
+#: The due read in two steps: the candidates' ids (:func:`~.due_read.sqlite_due_ids`),
+#: then the whole rows of the picked ones only (the event payload and the subscription's
+#: secrets are most of a row's cost).
 _SQLITE_DUE_ROWS = _DUE_SELECT + " WHERE d.id IN (SELECT value FROM json_each(?1))"
 _OUTCOME_SQL = (
     "UPDATE webhook_deliveries SET status = ?3, attempts = ?4, next_attempt_at = ?5,"
@@ -238,26 +150,7 @@ def _sqlite_cycle(conn: sqlite3.Connection, outcomes: Sequence[Outcome],
                                         if o.delivery.id in result.recorded])
     if claim is None or claim.limit <= 0:
         return result
-    read = claim.limit * READ_SLACK
-    walk = read * WALK_SLACK
-    rows: list[Sequence[Any]] = []
-    full = json.dumps(_full(claim))
-    walk_cut = False
-    for status in RETRYABLE:
-        found = conn.execute(_SQLITE_DUE_IDS, (status, claim.now, read, full, walk)).fetchall()
-        rows += found
-        if len(found) >= read:
-            result.more_due = True
-        elif conn.execute(_SQLITE_WALK_FULL, (status, claim.now, walk)).fetchone()[0] >= walk:
-            walk_cut = True
-    picked = _pick(rows, claim)
-    if walk_cut and len(picked) < claim.limit:
-        seen = {row[0] for row in rows}
-        rows += [row for row in conn.execute(_SQLITE_DUE_BY_SUBSCRIPTION, (
-            claim.now, per_subscription(claim), json.dumps(filled(rows, claim)))).fetchall()
-            if row[0] not in seen]
-        picked = _pick(rows, claim)
-    result.more_due |= walk_cut and len(picked) >= claim.limit
+    picked, result.more_due = sqlite_due_ids(conn, claim)
     if picked:
         by_id = {row[0]: row for row in
                  conn.execute(_SQLITE_DUE_ROWS, (json.dumps(picked),)).fetchall()}
@@ -331,10 +224,10 @@ async def run_cycle(db: Database, outcomes: Sequence[Outcome], claim: ClaimReque
         claim = None
     if claim is not None:
         room = sorted(claim.room.items())
-        pg_claim = (claim.now, claim.limit * READ_SLACK, _full(claim), [e for e, _ in room],
-                    [n for _, n in room], claim.default_room, claim.limit, claim.token,
-                    claim.lease_until, claim.max_attempts, per_subscription(claim),
-                    claim.limit * READ_SLACK * WALK_SLACK)
+        pg_claim = (claim.now, claim.limit * READ_SLACK, full_endpoints(claim),
+                    [e for e, _ in room], [n for _, n in room], claim.default_room,
+                    claim.limit, claim.token, claim.lease_until, claim.max_attempts,
+                    per_subscription(claim), claim.limit * READ_SLACK * WALK_SLACK)
     recorded, picked, pending, failed, cut = await pg_cycle(db, outcome_columns, pg_claim)
     result = CycleResult(recorded=recorded)
     if claim is not None:

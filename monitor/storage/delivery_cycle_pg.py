@@ -67,7 +67,7 @@ _RANK = ("row_number() OVER (PARTITION BY w.endpoint ORDER BY w.next_attempt_at,
 _ROOM = " LEFT JOIN unnest($15::text[], $16::int[]) AS room(e, n) ON room.e = w.endpoint"
 #: A status's due rows no send holds, oldest first, at most ``$23`` of them: the walk of
 #: the ``(status, next_attempt_at)`` index that the claim's read is bounded by (see the
-#: SQLite cycle's ``_SQLITE_DUE_IDS``). Nothing is locked here.
+#: SQLite walk in :mod:`~monitor.storage.due_read`). Nothing is locked here.
 _WALK = ("SELECT ctid, next_attempt_at FROM webhook_deliveries WHERE status = '{}'"
          " AND next_attempt_at <= $12 AND (lease_until IS NULL OR lease_until < $12)"
          " ORDER BY next_attempt_at LIMIT $23")
@@ -91,7 +91,7 @@ _CUT = ("((SELECT count(*) FROM {cte}) < $13 AND (SELECT count(*) FROM"
         " ORDER BY next_attempt_at LIMIT $23) x) >= $23)")
 #: The rows beyond a walk that met its bound: each active subscription's oldest
 #: claimable rows (``$22`` of them), for the endpoints the walks did not fill (see
-#: :func:`~monitor.storage.delivery_batches.filled`), when they did not fill the claim.
+#: :func:`~monitor.storage.due_read.filled`), when they did not fill the claim.
 #: The first two tests name no row: one-time filters, evaluated before any subscription
 #: is read.
 _BY_SUBSCRIPTION = (

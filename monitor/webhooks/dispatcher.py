@@ -39,12 +39,12 @@ from typing import NamedTuple
 from ..logs import get_logger
 from ..storage.deliveries import DueDelivery
 from ..storage.delivery_batches import (
-    ClaimRequest,
     CycleResult,
     Outcome,
     release_unsent,
     run_cycle,
 )
+from ..storage.due_read import ClaimRequest
 from . import metrics
 from .attempts import DeliveryAttempts, backoff_delay
 from .walcheckpoint import WalCheckpoints

@@ -15,7 +15,8 @@ from collections import Counter
 
 from monitor.config import DeliveryConfig
 from monitor.storage import Database, connect
-from monitor.storage.delivery_batches import ClaimRequest, run_cycle
+from monitor.storage.delivery_batches import run_cycle
+from monitor.storage.due_read import ClaimRequest
 from monitor.storage.webhooks import WebhookStore, migrate_webhooks
 from monitor.webhooks.secrets import SecretBox
 from tests.webhook_support import ENCRYPTION_KEY, queue_for_new_subscription

@@ -13,7 +13,8 @@ import time
 
 from monitor.config import DeliveryConfig
 from monitor.storage import Database
-from monitor.storage.delivery_batches import ClaimRequest, Outcome, run_cycle
+from monitor.storage.delivery_batches import Outcome, run_cycle
+from monitor.storage.due_read import ClaimRequest
 from monitor.webhooks.secrets import SecretBox
 from tests.webhook_support import ENCRYPTION_KEY, queue_for_new_subscription
 

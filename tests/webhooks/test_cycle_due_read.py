@@ -21,7 +21,8 @@ from monitor.config import DeliveryConfig
 from monitor.records import encode
 from monitor.storage import Database
 from monitor.storage.deliveries import DeliveryStore, NewEvent
-from monitor.storage.delivery_batches import ClaimRequest, run_cycle
+from monitor.storage.delivery_batches import run_cycle
+from monitor.storage.due_read import ClaimRequest
 from monitor.storage.webhooks import Subscription, WebhookStore
 from monitor.webhooks.filters import Filters
 from monitor.webhooks.secrets import SecretBox
