@@ -71,10 +71,13 @@ class NewEvent:
     subscriptions: Sequence[Subscription]
 
 
-_DUE_SELECT = (
+_DUE_COLUMNS = (
     "SELECT d.id, d.subscription_id, d.api_key_id, d.event_id, d.event_type, d.status,"
     " d.attempts, d.created_at, d.next_attempt_at, s.webhook_url, s.endpoint, s.secret_sealed,"
-    " s.previous_secret_sealed, s.rotated_at, e.payload FROM webhook_deliveries d"
+    " s.previous_secret_sealed, s.rotated_at, e.payload"
+)
+_DUE_SELECT = (
+    _DUE_COLUMNS + " FROM webhook_deliveries d"
     " JOIN webhook_subscriptions s ON s.id = d.subscription_id"
     " JOIN webhook_events e ON e.event_id = d.event_id"
 )
@@ -144,26 +147,34 @@ class DeliveryStore:
 
     async def due(self, now: float, limit: int, exclude_endpoints: Sequence[str] = ()
                   ) -> list[DueDelivery]:
-        """Deliveries whose time has come, oldest first, skipping saturated endpoints."""
+        """Deliveries whose time has come, oldest first, skipping saturated endpoints.
+
+        Read by subscription: each active one's oldest ``limit`` due rows (the
+        ``(subscription_id, next_attempt_at)`` index), then the oldest of those. A walk of
+        the due index with the endpoint filter in it would pass every row of a saturated
+        endpoint first (a hanging one's backlog is the oldest). The worker's cycle reads
+        with :mod:`~monitor.storage.due_read`; this serves one-off reads."""
         args: list[Any] = [float(now), int(limit)]
         excluded = ""
         if exclude_endpoints:
             marks = ", ".join(f"${i + 3}" for i in range(len(exclude_endpoints)))
             excluded = f" AND s.endpoint NOT IN ({marks})"
             args.extend(exclude_endpoints)
-        # One query per status: each walks the (status, next_attempt_at) index in order
-        # and stops at the LIMIT, where "status IN (...)" made the database merge and
-        # sort every waiting row on each call (O(backlog) per dispatch).
-        rows: list[Row] = []
-        for status in RETRYABLE:
-            rows += await self.db.fetch(
-                _DUE_SELECT
-                + f" WHERE d.status = '{status}' AND d.next_attempt_at <= $1"
-                " AND (d.lease_until IS NULL OR d.lease_until < $1)"
-                " AND s.is_active = 1 AND s.deleted_at IS NULL"
-                " AND d.api_key_id IN (SELECT id FROM api_keys WHERE revoked_at IS NULL)"
-                + excluded + " ORDER BY d.next_attempt_at LIMIT $2", *args)
-        rows.sort(key=lambda r: r["next_attempt_at"])
+        oldest = ("SELECT x.{} FROM webhook_deliveries x WHERE x.subscription_id = s.id"
+                  " AND x.next_attempt_at <= $1 AND x.status IN ('pending', 'failed')"
+                  " AND (x.lease_until IS NULL OR x.lease_until < $1)"
+                  " ORDER BY x.next_attempt_at LIMIT $2")
+        # SQLite drives a correlated IN list as the join; PostgreSQL needs LATERAL for it.
+        source = (f"CROSS JOIN LATERAL ({oldest.format('*')}) d"
+                  if self.db.dialect == "postgresql"
+                  else f"JOIN webhook_deliveries d ON d.id IN ({oldest.format('id')})")
+        rows = await self.db.fetch(
+            _DUE_COLUMNS + f" FROM webhook_subscriptions s {source}"
+            " JOIN webhook_events e ON e.event_id = d.event_id"
+            " WHERE s.is_active = 1 AND s.deleted_at IS NULL"
+            " AND s.api_key_id IN (SELECT id FROM api_keys WHERE revoked_at IS NULL)"
+            + excluded, *args)
+        rows.sort(key=lambda r: (r["next_attempt_at"], r["id"]))
         return [_due(r) for r in rows[:limit]]
 
     async def load(self, delivery_id: str) -> DueDelivery | None:

@@ -1,14 +1,14 @@
-"""The cycle's due read picks what a full scan would, however long a full endpoint's queue.
+"""The due read picks what a full scan would, however long a full endpoint's queue.
 
-The read walks a bounded window of the oldest due rows, and reads by subscription when
-that window is cut, holds rows no claim can take and did not fill the claim (a hanging
-endpoint's backlog is exactly such a window). Whatever path it takes, what the worker
+The cycle's read walks the oldest due rows, at most a bounded number of them, and when it
+stops there short of the rows it can claim (a hanging endpoint's backlog is the oldest),
+it reads each subscription's oldest rows instead. Whatever path it takes, what the worker
 claims must be what a brute-force pass over every row gives: oldest first, within each
 endpoint's room and the limit, leaving out leased rows, finished ones, paused or deleted
-subscriptions and revoked keys. A cycle whose window holds only claimable rows leaves the
-rest to the next one, which the worker runs at once: the random tables are claimed as
-the worker claims, cycle after cycle while cycles claim something.
-"""
+subscriptions and revoked keys. A cycle that fills up on its walk's rows leaves the rest
+to the next one, which the worker runs at once: the random tables are claimed as the
+worker claims, cycle after cycle while cycles claim something. ``DeliveryStore.due``
+(one-off reads) must give the oldest due rows exactly."""
 
 from __future__ import annotations
 
@@ -196,6 +196,12 @@ async def test_the_claim_is_a_full_scans_on_random_tables(webhook_db: Database) 
         claim = ClaimRequest(rng.randint(1, 8), room, rng.choice([2, 4, 6]),
                              f"t{trial}", now, now + 60, 5)
         rows = await _rows(webhook_db)
+        # DeliveryStore.due (one-off reads, no claim): the oldest due rows, full
+        # endpoints left out, exactly.
+        full = sorted(e for e, n in room.items() if n <= 0)
+        everything = ClaimRequest(claim.limit, dict.fromkeys(full, 0), 10**6, "", now, 0, 5)
+        assert [d.id for d in await DeliveryStore(webhook_db).due(now, claim.limit, full)] \
+            == _expected(rows, everything, excluded)
         want = _expected(rows, claim, excluded)
         got = await _until_none(webhook_db, claim, rows)
         if pending_only:
