@@ -228,11 +228,10 @@ async def run_cycle(db: Database, outcomes: Sequence[Outcome], claim: ClaimReque
                     [e for e, _ in room], [n for _, n in room], claim.default_room,
                     claim.limit, claim.token, claim.lease_until, claim.max_attempts,
                     per_subscription(claim), claim.limit * READ_SLACK * WALK_SLACK)
-    recorded, picked, pending, failed, cut = await pg_cycle(db, outcome_columns, pg_claim)
+    recorded, picked, pending, failed = await pg_cycle(db, outcome_columns, pg_claim)
     result = CycleResult(recorded=recorded)
     if claim is not None:
-        result.more_due = (max(pending, failed) >= claim.limit * READ_SLACK
-                           or (cut and len(picked) >= claim.limit))
+        result.more_due = max(pending, failed) >= claim.limit * READ_SLACK
         _claim_picked(result, [d for _, d in picked], claim)
     return result
 

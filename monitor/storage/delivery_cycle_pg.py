@@ -25,8 +25,9 @@ What the CTEs do, in the order of the SQLite cycle:
   backlog, all due and oldest, fills it) and the rows found do not fill the claim, each
   active subscription's oldest claimable rows are added (the ``(subscription_id,
   next_attempt_at)`` index), as the SQLite cycle does in a statement of its own;
-* ``picked``: Python's ``_pick`` in SQL: a row is taken when its rank within its endpoint
-  is within that endpoint's room and it is among the first ``limit`` such rows;
+* ``picked``: :func:`~monitor.storage.due_read.pick` in SQL: a row is taken when its rank
+  within its endpoint is within that endpoint's room and it is among the first ``limit``
+  such rows;
 * ``begun``/``gave_up``/``interrupted``: one attempt counted for each picked delivery
   before anything is sent, or ``max_retries_exceeded`` when its attempts were all used by
   interrupted sends; the last counted attempt of a delivery taken again gets its
@@ -93,7 +94,8 @@ _CUT = ("((SELECT count(*) FROM {cte}) < $13 AND (SELECT count(*) FROM"
 #: claimable rows (``$22`` of them), for the endpoints the walks did not fill (see
 #: :func:`~monitor.storage.due_read.filled`), when they did not fill the claim.
 #: The first two tests name no row: one-time filters, evaluated before any subscription
-#: is read.
+#: is read, and in that order (whether a walk stopped at its bound is asked only when the
+#: claim is not filled).
 _BY_SUBSCRIPTION = (
     "SELECT d.id, d.subscription_id, d.api_key_id, d.event_id, d.event_type, d.status,"
     " d.attempts, d.created_at, d.next_attempt_at, s.webhook_url, s.endpoint,"
@@ -102,7 +104,7 @@ _BY_SUBSCRIPTION = (
     f" WHERE d.subscription_id = s.id AND{_CLAIMABLE} ORDER BY d.next_attempt_at"
     " LIMIT $22 FOR UPDATE OF d SKIP LOCKED) d"
     " JOIN webhook_events e ON e.event_id = d.event_id"
-    " WHERE (SELECT cut FROM cut) AND (SELECT count(*) FROM ranked1 WHERE rank <= room) < $18"
+    " WHERE (SELECT count(*) FROM ranked1 WHERE rank <= room) < $18 AND (SELECT cut FROM cut)"
     f" AND{_ACTIVE}"
     " AND s.endpoint NOT IN (SELECT endpoint FROM ranked1 WHERE rank >= room)"
     " AND d.id NOT IN (SELECT id FROM due1)"
@@ -147,11 +149,10 @@ CYCLE_SQL = (
     # The picked rows, then ONE row of what the cycle recorded and read (NULL id, so
     # last in this order): the recorded ids once per cycle, not repeated in every picked
     # row (~40 ids in each of ~40 rows, sent and decoded each cycle).
-    " SELECT NULL AS recorded, NULL AS pending, NULL AS failed, NULL AS cut, p.*"
-    " FROM picked p UNION ALL SELECT (SELECT array_agg(id) FROM recorded),"
-    " (SELECT count(*) FROM pending), (SELECT count(*) FROM failed), (SELECT cut FROM cut),"
-    " NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,"
-    " NULL, NULL, NULL, NULL, NULL, NULL"
+    " SELECT NULL AS recorded, NULL AS pending, NULL AS failed, p.* FROM picked p"
+    " UNION ALL SELECT (SELECT array_agg(id) FROM recorded), (SELECT count(*) FROM pending),"
+    " (SELECT count(*) FROM failed), NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,"
+    " NULL, NULL, NULL, NULL, NULL, NULL, NULL"
     " ORDER BY next_attempt_at, id"
 )
 
@@ -162,24 +163,24 @@ def columns(rows: Sequence[tuple[Any, ...]], width: int) -> list[list[Any]]:
 
 async def pg_cycle(db: PostgresDatabase, outcome_columns: Sequence[Sequence[Any]],
                    claim: tuple[Any, ...] | None
-                   ) -> tuple[set[str], list[tuple[float, DueDelivery]], int, int, bool]:
+                   ) -> tuple[set[str], list[tuple[float, DueDelivery]], int, int]:
     """Run one cycle. ``outcome_columns``: the outcomes' ids, tokens, statuses, attempts,
     next attempt times, codes, errors, times, completion times, start times and
     latencies, one sequence per column; ``claim``: (now, read, full endpoints,
     room endpoints, room values, default room, limit, token, lease_until, max_attempts,
     rows read per subscription, rows walked per status), or None. Returns (recorded ids,
     picked (next attempt time, delivery) oldest first, pending rows read, failed rows
-    read, whether a walk met its bound short of its rows)."""
+    read)."""
     if claim is None:
         # LIMIT 0 reads nothing; the other values are never used.
         claim = (0.0, 0, [], [], [], 0, 0, "", 0.0, 0, 0, 0)
     rows = await db.fetch_pinned(CYCLE_SQL, *outcome_columns, *claim, INTERRUPTED)
     last = rows[-1]  # the cycle's own row: a picked row's next_attempt_at is never NULL
-    assert last[4] is None
+    assert last[3] is None
     recorded = set(last[0] or ())
-    # By position (the final SELECT: recorded, pending, failed, cut, then _COLUMNS in
-    # order): fifteen lookups by name per delivery cost more than building the delivery.
-    picked = [(float(r[12]), DueDelivery(
-        r[4], r[5], r[6], r[7], r[8], r[9], r[10], r[11], r[13], r[14], r[15], r[16], r[17],
-        r[18].encode("utf-8"))) for r in rows[:-1]]
-    return recorded, picked, int(last[1]), int(last[2]), bool(last[3])
+    # By position (the final SELECT: recorded, pending, failed, then _COLUMNS in order):
+    # fifteen lookups by name per delivery cost more than building the delivery.
+    picked = [(float(r[11]), DueDelivery(
+        r[3], r[4], r[5], r[6], r[7], r[8], r[9], r[10], r[12], r[13], r[14], r[15], r[16],
+        r[17].encode("utf-8"))) for r in rows[:-1]]
+    return recorded, picked, int(last[1]), int(last[2])

@@ -130,26 +130,26 @@ _SQLITE_DUE_BY_SUBSCRIPTION = (
 
 def sqlite_due_ids(conn: sqlite3.Connection, claim: ClaimRequest) -> tuple[list[str], bool]:
     """The ids to claim, oldest first, and whether more may be due right now (a walk
-    returned all it asked for, or the claim was filled after a walk met its bound)."""
-    more_due = False
+    returned all it asked for)."""
     read = claim.limit * READ_SLACK
     walk = read * WALK_SLACK
-    rows: list[Sequence[Any]] = []
     full = json.dumps(full_endpoints(claim))
-    walk_cut = False
+    rows: list[Sequence[Any]] = []
+    short: list[str] = []  # statuses whose walk returned fewer than it asked for
     for status in RETRYABLE:
         found = conn.execute(_SQLITE_DUE_IDS, (status, claim.now, read, full, walk)).fetchall()
         rows += found
-        if len(found) >= read:
-            more_due = True
-        elif conn.execute(_SQLITE_WALK_FULL, (status, claim.now, walk)).fetchone()[0] >= walk:
-            walk_cut = True
+        if len(found) < read:
+            short.append(status)
     picked = pick(rows, claim)
-    if walk_cut and len(picked) < claim.limit:
+    # Whether a short walk stopped at its bound is asked only when the claim is not
+    # filled: only then would the rows beyond it be read.
+    if len(picked) < claim.limit and any(
+            conn.execute(_SQLITE_WALK_FULL, (status, claim.now, walk)).fetchone()[0] >= walk
+            for status in short):
         seen = {row[0] for row in rows}
         rows += [row for row in conn.execute(_SQLITE_DUE_BY_SUBSCRIPTION, (
             claim.now, per_subscription(claim), json.dumps(filled(rows, claim)))).fetchall()
             if row[0] not in seen]
         picked = pick(rows, claim)
-    more_due |= walk_cut and len(picked) >= claim.limit
-    return picked, more_due
+    return picked, len(short) < len(RETRYABLE)
