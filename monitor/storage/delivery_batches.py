@@ -32,12 +32,12 @@ from .db import Database, PostgresDatabase
 from .deliveries import _DUE_SELECT, INTERRUPTED, DueDelivery
 from .delivery_cycle_pg import columns, pg_cycle
 from .due_read import (
-    READ_SLACK,
-    WALK_SLACK,
     ClaimRequest,
     full_endpoints,
     per_subscription,
+    read_rows,
     sqlite_due_ids,
+    walk_rows,
 )
 
 
@@ -224,14 +224,14 @@ async def run_cycle(db: Database, outcomes: Sequence[Outcome], claim: ClaimReque
         claim = None
     if claim is not None:
         room = sorted(claim.room.items())
-        pg_claim = (claim.now, claim.limit * READ_SLACK, full_endpoints(claim),
+        pg_claim = (claim.now, read_rows(claim), full_endpoints(claim),
                     [e for e, _ in room], [n for _, n in room], claim.default_room,
                     claim.limit, claim.token, claim.lease_until, claim.max_attempts,
-                    per_subscription(claim), claim.limit * READ_SLACK * WALK_SLACK)
+                    per_subscription(claim), walk_rows(claim))
     recorded, picked, pending, failed = await pg_cycle(db, outcome_columns, pg_claim)
     result = CycleResult(recorded=recorded)
     if claim is not None:
-        result.more_due = max(pending, failed) >= claim.limit * READ_SLACK
+        result.more_due = max(pending, failed) >= read_rows(claim)
         _claim_picked(result, [d for _, d in picked], claim)
     return result
 

@@ -42,7 +42,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from .db import PostgresDatabase
-from .deliveries import INTERRUPTED, DueDelivery
+from .deliveries import _DUE_COLUMNS, INTERRUPTED, DueDelivery
 
 #: A row can be claimed now. Rows with an outcome in this cycle are left out by
 #: ``d.id <> ALL($1)``, but only where the lease has run out: such a row holds this
@@ -75,10 +75,7 @@ _WALK = ("SELECT ctid, next_attempt_at FROM webhook_deliveries WHERE status = '{
 #: A status's first ``$13`` claimable rows of that walk, walked only as far as needed,
 #: each locked as it is taken (``SKIP LOCKED``: another worker's are passed over).
 _DUE = (
-    "SELECT d.id, d.subscription_id, d.api_key_id, d.event_id, d.event_type, d.status,"
-    " d.attempts, d.created_at, d.next_attempt_at, s.webhook_url, s.endpoint,"
-    " s.secret_sealed, s.previous_secret_sealed, s.rotated_at, e.payload"
-    " FROM ({walk}) w JOIN webhook_deliveries d ON d.ctid = w.ctid"
+    _DUE_COLUMNS + " FROM ({walk}) w JOIN webhook_deliveries d ON d.ctid = w.ctid"
     " JOIN webhook_subscriptions s ON s.id = d.subscription_id"
     " JOIN webhook_events e ON e.event_id = d.event_id"
     f" WHERE{_CLAIMABLE} AND{_ACTIVE} ORDER BY w.next_attempt_at LIMIT $13"
@@ -97,10 +94,8 @@ _CUT = ("((SELECT count(*) FROM {cte}) < $13 AND (SELECT count(*) FROM"
 #: is read, and in that order (whether a walk stopped at its bound is asked only when the
 #: claim is not filled).
 _BY_SUBSCRIPTION = (
-    "SELECT d.id, d.subscription_id, d.api_key_id, d.event_id, d.event_type, d.status,"
-    " d.attempts, d.created_at, d.next_attempt_at, s.webhook_url, s.endpoint,"
-    " s.secret_sealed, s.previous_secret_sealed, s.rotated_at, e.payload"
-    " FROM webhook_subscriptions s CROSS JOIN LATERAL (SELECT d.* FROM webhook_deliveries d"
+    _DUE_COLUMNS + " FROM webhook_subscriptions s"
+    " CROSS JOIN LATERAL (SELECT d.* FROM webhook_deliveries d"
     f" WHERE d.subscription_id = s.id AND{_CLAIMABLE} ORDER BY d.next_attempt_at"
     " LIMIT $22 FOR UPDATE OF d SKIP LOCKED) d"
     " JOIN webhook_events e ON e.event_id = d.event_id"

@@ -70,6 +70,16 @@ def pick(rows: Sequence[Sequence[Any]], request: ClaimRequest) -> list[str]:
     return picked
 
 
+def read_rows(request: ClaimRequest) -> int:
+    """Claimable rows a walk asks for, per status."""
+    return request.limit * READ_SLACK
+
+
+def walk_rows(request: ClaimRequest) -> int:
+    """Rows a walk passes at most, per status."""
+    return read_rows(request) * WALK_SLACK
+
+
 def full_endpoints(request: ClaimRequest) -> list[str]:
     """Endpoints without room: their rows are passed over."""
     return sorted(e for e, n in request.room.items() if n <= 0)
@@ -131,8 +141,7 @@ _SQLITE_DUE_BY_SUBSCRIPTION = (
 def sqlite_due_ids(conn: sqlite3.Connection, claim: ClaimRequest) -> tuple[list[str], bool]:
     """The ids to claim, oldest first, and whether more may be due right now (a walk
     returned all it asked for)."""
-    read = claim.limit * READ_SLACK
-    walk = read * WALK_SLACK
+    read, walk = read_rows(claim), walk_rows(claim)
     full = json.dumps(full_endpoints(claim))
     rows: list[Sequence[Any]] = []
     short: list[str] = []  # statuses whose walk returned fewer than it asked for

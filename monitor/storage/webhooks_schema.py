@@ -176,9 +176,9 @@ CREATE INDEX cu_ledger_owner ON cu_ledger (api_key_id, created_at);
                  " index; webhook_attempts: no foreign key",
               {"postgresql": _PG_V3, "sqlite": _SQLITE_V3}),
     # A hanging endpoint's deliveries wait, due, while its slots are held: they are the
-    # oldest rows of the due index, so the cycle's bounded read finds only them. When it
-    # comes back cut without filling the claim, the cycle reads each subscription's
-    # oldest due rows through this index instead (delivery_batches, delivery_cycle_pg):
+    # oldest rows of the due index, so the cycle's bounded walk finds only them. When it
+    # stops at its bound without filling the claim, the cycle reads each subscription's
+    # oldest due rows through this index instead (due_read, delivery_cycle_pg):
     # cost by subscriptions, not by backlog. Partial like the due index: a finished
     # delivery (next_attempt_at NULL) writes no entry, and a claim changes neither
     # column, so it stays a heap-only update on PostgreSQL.
