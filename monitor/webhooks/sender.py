@@ -9,7 +9,6 @@ returns an :class:`AttemptResult`.
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import time
 from typing import NamedTuple
@@ -18,6 +17,7 @@ from yarl import URL
 
 from ..config import DeliveryConfig
 from ..timefmt import format_ts
+from .deadlines import SharedTimeout
 from .http1 import ConnectFailed, Http1Client, header_lines
 from .signing import (
     EVENT_ID_HEADER,
@@ -76,6 +76,8 @@ class Sender:
         self._config = config
         self._client: Http1Client | None = None
         self._signer = KeyedSigner()
+        #: Every send's bound: one timer for all sends in flight (deadlines.py says why).
+        self._timeout = SharedTimeout(config.timeout_seconds)
 
     def _open(self) -> Http1Client:
         if self._client is None:
@@ -119,7 +121,7 @@ class Sender:
             lines += (_PREVIOUS_SIGNATURE_LINE + sign(event_bytes, previous_secret).encode("ascii")
                       + b"\r\n")
         try:
-            async with asyncio.timeout(self._config.timeout_seconds):
+            async with self._timeout.guard():
                 status = await self._open().post(target, lines, body)
         except TimeoutError:
             return self._failed(started, f"timeout after {self._config.timeout_seconds:g}s",
