@@ -60,6 +60,7 @@ class SharedTimeout:
         self._guards: deque[_Guard] = deque()
         self._timer: asyncio.TimerHandle | None = None
         self._timer_at = 0.0
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     def guard(self) -> _Guard:
         """A guard for the current task, its deadline ``seconds`` from now."""
@@ -67,6 +68,12 @@ class SharedTimeout:
         if task is None:
             raise RuntimeError("SharedTimeout.guard() must be used inside a task")
         loop = task.get_loop()
+        if loop is not self._loop:
+            # A new event loop (a second asyncio.run with the same sender): guards and
+            # the timer of the old one can never run again.
+            self._guards.clear()
+            self._timer = None
+            self._loop = loop
         guard = _Guard(self, task, loop.time() + self.seconds)
         self._guards.append(guard)
         if self._timer is None:

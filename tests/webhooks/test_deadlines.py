@@ -115,3 +115,30 @@ async def test_a_finished_block_behind_a_running_one_is_dropped_with_it() -> Non
     async with asyncio.timeout(30):
         result, took = await _outcome(shared.guard, asyncio.Event())
     assert result == "timeout" and took >= SECONDS
+
+
+def test_a_second_event_loop_gets_its_own_timer() -> None:
+    """A block abandoned with its loop (its task never resumed) must not keep a later
+    loop's blocks from timing out."""
+    shared = SharedTimeout(SECONDS)
+
+    async def abandon() -> None:
+        async def stuck() -> None:
+            async with shared.guard():
+                await asyncio.Event().wait()
+
+        asyncio.get_running_loop().create_task(stuck())
+        await asyncio.sleep(0)  # entered; the loop then ends with it still inside
+
+    loop = asyncio.new_event_loop()
+    try:
+        loop.run_until_complete(abandon())
+    finally:
+        loop.close()
+
+    async def later() -> tuple[str, float]:
+        async with asyncio.timeout(30):
+            return await _outcome(shared.guard, asyncio.Event())
+
+    result, took = asyncio.run(later())
+    assert result == "timeout" and took >= SECONDS
