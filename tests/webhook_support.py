@@ -21,6 +21,7 @@ from monitor.records import EVENT_TYPE, TierChangeData, TierChangeEvent, encode,
 from monitor.storage import Database, connect
 from monitor.storage.webhooks import WebhookStore, migrate_webhooks
 from monitor.webhooks.apikeys import new_api_key
+from monitor.webhooks.dispatcher import Dispatcher
 from monitor.webhooks.secrets import SecretBox
 
 #: A fixed encryption key for subscription secrets in tests (32 bytes, base64).
@@ -264,6 +265,29 @@ async def running_worker(config: Config, clock: Callable[[], float] = time.time
     finally:
         stop.set()
         await asyncio.wait_for(task, timeout=20)
+
+
+@asynccontextmanager
+async def running_dispatcher(db: Database, config: DeliveryConfig, box: SecretBox
+                             ) -> AsyncIterator[Dispatcher]:
+    """A :class:`~monitor.webhooks.dispatcher.Dispatcher` running on ``db`` with a real
+    sender, woken once as the intake wakes it after recording deliveries; stopped (its
+    in-flight sends finished or timed out) and its sender closed on exit."""
+    from monitor.storage.deliveries import DeliveryStore
+    from monitor.webhooks.dispatcher import DeliveryAttempts
+    from monitor.webhooks.sender import Sender
+
+    sender = Sender(config)
+    dispatcher = Dispatcher(DeliveryAttempts(DeliveryStore(db), sender, box, config))
+    stop = asyncio.Event()
+    dispatcher.wake.set()
+    runner = asyncio.create_task(dispatcher.run(stop))
+    try:
+        yield dispatcher
+    finally:
+        stop.set()
+        await asyncio.gather(runner, return_exceptions=True)
+        await sender.close()
 
 
 async def subscribe(client: TestClient[Any, Any], key: str, url: str,

@@ -9,19 +9,17 @@ receiver's own count of requests, on both backends.
 
 from __future__ import annotations
 
-import asyncio
 import json
 
 from monitor.config import DeliveryConfig
 from monitor.storage import Database
-from monitor.storage.deliveries import DeliveryStore
-from monitor.webhooks.dispatcher import CLAIM_AHEAD, DeliveryAttempts, Dispatcher
+from monitor.webhooks.dispatcher import CLAIM_AHEAD
 from monitor.webhooks.secrets import SecretBox
-from monitor.webhooks.sender import Sender
 from tests.webhook_support import (
     ENCRYPTION_KEY,
     queue_for_new_subscription,
     receiver,
+    running_dispatcher,
     wait_until,
 )
 
@@ -37,21 +35,12 @@ async def test_a_burst_is_sent_without_waiting_for_the_poll(webhook_db: Database
     async with receiver() as rec:
         box = SecretBox.from_config(config)
         events = await queue_for_new_subscription(webhook_db, box, rec.url, BURST)
-        sender = Sender(config)
-        dispatcher = Dispatcher(DeliveryAttempts(DeliveryStore(webhook_db), sender, box, config))
-        stop = asyncio.Event()
-        dispatcher.wake.set()  # as the intake does after recording deliveries
-        runner = asyncio.create_task(dispatcher.run(stop))
-        try:
+        async with running_dispatcher(webhook_db, config, box):
             async def all_done() -> bool:
                 return int(await webhook_db.fetchval(
                     "SELECT COUNT(*) FROM webhook_deliveries WHERE status = 'success'")
                     or 0) == BURST
 
             await wait_until(all_done, 30, what="every delivery of the burst sent")
-        finally:
-            stop.set()
-            await asyncio.gather(runner, return_exceptions=True)
-            await sender.close()
     sent = sorted(json.loads(r.body)["event"]["event_id"] for r in rec.received)
     assert sent == sorted(e.event_id for e in events)

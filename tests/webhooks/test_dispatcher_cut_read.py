@@ -17,11 +17,13 @@ from aiohttp import web
 
 from monitor.config import DeliveryConfig
 from monitor.storage import Database
-from monitor.storage.deliveries import DeliveryStore
-from monitor.webhooks.dispatcher import DeliveryAttempts, Dispatcher
 from monitor.webhooks.secrets import SecretBox
-from monitor.webhooks.sender import Sender
-from tests.webhook_support import ENCRYPTION_KEY, queue_for_new_subscription, receiver
+from tests.webhook_support import (
+    ENCRYPTION_KEY,
+    queue_for_new_subscription,
+    receiver,
+    running_dispatcher,
+)
 
 BACKLOG = 300
 
@@ -44,19 +46,12 @@ async def test_a_healthy_row_behind_a_full_endpoints_backlog_is_claimed(
         # get: the healthy endpoint's only row, behind all of them.
         await queue_for_new_subscription(webhook_db, box, hanging.url, BACKLOG)
         await queue_for_new_subscription(webhook_db, box, healthy.url, 1)
-        sender = Sender(config)
-        dispatcher = Dispatcher(DeliveryAttempts(DeliveryStore(webhook_db), sender, box, config))
-        stop = asyncio.Event()
-        dispatcher.wake.set()  # once, as the intake does after recording; never again
-        runner = asyncio.create_task(dispatcher.run(stop))
-        try:
-            await hanging.wait_requests(1)
-            await healthy.wait_requests(1, within=15.0)
-        finally:
-            release.set()
-            stop.set()
-            await asyncio.gather(runner, return_exceptions=True)
-            await sender.close()
+        async with running_dispatcher(webhook_db, config, box):  # woken once, never again
+            try:
+                await hanging.wait_requests(1)
+                await healthy.wait_requests(1, within=15.0)
+            finally:
+                release.set()
     assert healthy.answered == [200]
     # Everything the hanging endpoint got was its backlog's oldest rows: one slot.
     assert len(hanging.received) == 1

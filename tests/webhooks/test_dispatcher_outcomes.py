@@ -16,14 +16,12 @@ from aiohttp import web
 
 from monitor.config import DeliveryConfig
 from monitor.storage import Database
-from monitor.storage.deliveries import DeliveryStore
-from monitor.webhooks.dispatcher import DeliveryAttempts, Dispatcher
 from monitor.webhooks.secrets import SecretBox
-from monitor.webhooks.sender import Sender
 from tests.webhook_support import (
     ENCRYPTION_KEY,
     queue_for_new_subscription,
     receiver,
+    running_dispatcher,
     wait_until,
 )
 
@@ -46,32 +44,26 @@ async def test_an_outcome_is_recorded_while_the_next_send_hangs(webhook_db: Data
         rec.on_request = second_hangs
         box = SecretBox.from_config(config)
         await queue_for_new_subscription(webhook_db, box, rec.url, 2)
-        sender = Sender(config)
-        dispatcher = Dispatcher(DeliveryAttempts(DeliveryStore(webhook_db), sender, box, config))
-        stop = asyncio.Event()
-        dispatcher.wake.set()  # as the intake does after recording deliveries
-        runner = asyncio.create_task(dispatcher.run(stop))
-        try:
-            await rec.wait_requests(2)  # the first answered, the second held open
+        async with running_dispatcher(webhook_db, config, box):
+            try:
+                await rec.wait_requests(2)  # the first answered, the second held open
 
-            async def successes() -> int:
-                return int(await webhook_db.fetchval(
-                    "SELECT COUNT(*) FROM webhook_deliveries WHERE status = 'success'") or 0)
+                async def successes() -> int:
+                    return int(await webhook_db.fetchval(
+                        "SELECT COUNT(*) FROM webhook_deliveries WHERE status = 'success'")
+                        or 0)
 
-            async def first_recorded() -> bool:
-                return await successes() == 1
+                async def first_recorded() -> bool:
+                    return await successes() == 1
 
-            await wait_until(first_recorded, 10, what="the first outcome recorded")
-            assert not release.is_set() and len(rec.answered) == 1  # still hanging
-            release.set()
+                await wait_until(first_recorded, 10, what="the first outcome recorded")
+                assert not release.is_set() and len(rec.answered) == 1  # still hanging
+                release.set()
 
-            async def both_recorded() -> bool:
-                return await successes() == 2
+                async def both_recorded() -> bool:
+                    return await successes() == 2
 
-            await wait_until(both_recorded, 30, what="the second outcome recorded")
-        finally:
-            release.set()
-            stop.set()
-            await asyncio.gather(runner, return_exceptions=True)
-            await sender.close()
+                await wait_until(both_recorded, 30, what="the second outcome recorded")
+            finally:
+                release.set()
     assert rec.answered == [200, 200]
