@@ -286,8 +286,10 @@ async def running_dispatcher(db: Database, config: DeliveryConfig, box: SecretBo
         yield dispatcher
     finally:
         stop.set()
-        await asyncio.gather(runner, return_exceptions=True)
-        await sender.close()
+        try:
+            await runner  # the dispatcher logs its own errors: one raised here is a failure
+        finally:
+            await sender.close()
 
 
 async def subscribe(client: TestClient[Any, Any], key: str, url: str,

@@ -47,7 +47,8 @@ class _Guard:
             raise TimeoutError from exc
 
     def expire(self) -> None:
-        self.expired = True
+        """Its deadline passed: cancel its task (done: the timer has dropped it)."""
+        self.done = self.expired = True
         self._task.cancel()
 
 
@@ -108,7 +109,6 @@ class SharedTimeout:
         while guards and (guards[0].done or guards[0].deadline <= now):
             guard = guards.popleft()
             if not guard.done:
-                guard.done = True  # its block's exit finds it expired, nothing to drop
                 guard.expire()
         if guards:
             self._arm(loop, guards[0].deadline)

@@ -308,7 +308,7 @@ class Dispatcher:
     def _finished(self) -> None:
         """A send finished: bring a cycle now, or within :data:`OUTCOME_WAIT`.
 
-        A busy worker's sends finish one by one, and a cycle per finished send wrote ~19
+        A busy worker's sends finish one by one, and a cycle per finished send wrote ~20
         outcomes a cycle in a drain: the cycle's fixed cost (its due read, its commit's
         pages) paid that often. While every sender has a claimed delivery to send next,
         nothing waits on the cycle but the outcomes' record, so it waits until a round of
@@ -319,6 +319,12 @@ class Dispatcher:
             self._work.set()
         elif self._timer is None:
             self._timer = asyncio.get_running_loop().call_later(OUTCOME_WAIT, self._work.set)
+
+    def _cancel_timer(self) -> None:
+        """A cycle is starting (or the worker stopping): the outcome wait is over."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
 
     # -- the loop ----------------------------------------------------------------------
     async def run(self, stop: asyncio.Event) -> None:
@@ -334,9 +340,7 @@ class Dispatcher:
                 look = self.wake.is_set()
                 self.wake.clear()
                 self._work.clear()
-                if self._timer is not None:
-                    self._timer.cancel()
-                    self._timer = None
+                self._cancel_timer()
                 busy = False
                 try:
                     busy = await self.cycle(look)
@@ -361,9 +365,7 @@ class Dispatcher:
 
     async def _drain(self) -> None:
         self._stopping = True
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
+        self._cancel_timer()
         for idle in self._idle:
             if not idle.done():
                 idle.set_result(None)

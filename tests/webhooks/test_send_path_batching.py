@@ -25,15 +25,19 @@ from prometheus_client import CollectorRegistry, Histogram
 from monitor import metrics as m
 from monitor.config import DeliveryConfig
 from monitor.storage import Database
-from monitor.storage.deliveries import DeliveryStore
 from monitor.timefmt import format_ts
 from monitor.webhooks import metrics as wm
-from monitor.webhooks.dispatcher import DeliveryAttempts, Dispatcher
 from monitor.webhooks.http1 import header_lines
 from monitor.webhooks.secrets import SecretBox
 from monitor.webhooks.sender import _STATIC_HEADERS, Sender
 from monitor.webhooks.signing import KeyedSigner, delivery_body, sign
-from tests.webhook_support import ENCRYPTION_KEY, queue_for_new_subscription, receiver, wait_until
+from tests.webhook_support import (
+    ENCRYPTION_KEY,
+    queue_for_new_subscription,
+    receiver,
+    running_dispatcher,
+    wait_until,
+)
 
 
 @settings(max_examples=200, deadline=None)
@@ -154,21 +158,12 @@ async def test_in_flight_gauge_is_zero_when_idle(webhook_db: Database) -> None:
     async with receiver([200]) as rec:
         box = SecretBox.from_config(config)
         await queue_for_new_subscription(webhook_db, box, rec.url, 5)
-        sender = Sender(config)
-        dispatcher = Dispatcher(DeliveryAttempts(DeliveryStore(webhook_db), sender, box, config))
-        stop = asyncio.Event()
-        dispatcher.wake.set()
-        runner = asyncio.create_task(dispatcher.run(stop))
-        try:
+        async with running_dispatcher(webhook_db, config, box) as dispatcher:
             async def idle() -> bool:
                 return (len(rec.received) >= 5 and dispatcher.in_flight == 0
                         and m.DELIVERIES_IN_FLIGHT._value.get() == 0)
 
             await wait_until(idle, what="all sent and the gauge back at 0")
-        finally:
-            stop.set()
-            await runner
-            await sender.close()
     assert m.DELIVERIES_IN_FLIGHT._value.get() == 0
 
 
