@@ -28,7 +28,14 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Mapping  # loaded with os already: free
+from collections.abc import Mapping, Sequence  # loaded with os already: free
+
+#: ``typing.TYPE_CHECKING`` without importing ``typing`` (~2 ms of every start): mypy
+#: reads any name so spelled as true.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from importlib.machinery import ModuleSpec
+    from types import ModuleType
 
 #: The modules compiled: the engine, the CSV path, the replay loop and the monitor daemon's
 #: per-tick loop. Never a module that defines a msgspec struct (mypyc would turn it into a
@@ -270,8 +277,9 @@ def decide() -> tuple[str | None, str]:
 
 
 def _choose(folder: str, named: str, explicit: bool) -> Decision:
-    """The build in ``folder`` if it can be used (its runtime library made importable),
-    else None, why, and the warning when there is a build and it is not used."""
+    """The build in ``folder`` if it can be used (its runtime library made importable by
+    :class:`_RuntimeFinder`), else None, why, and the warning when there is a build and it
+    is not used."""
     why_not = problem(folder, explicit=explicit)
     if why_not:
         return (None, f"the build in {folder} is not used: {why_not}",
@@ -280,10 +288,50 @@ def _choose(folder: str, named: str, explicit: bool) -> Decision:
                 f"{' with --out ' + folder if explicit else ''}, or set {ENV}={OFF}.")
     if why_not == "":
         return (None, f"no build in {folder}", "")
-    if folder not in sys.path:
-        # mypyc's shared runtime library is a top-level module of the build directory.
-        sys.path.append(folder)
+    _RUNTIME.add(folder)
     return (folder, named, "")
+
+
+class _RuntimeFinder:
+    """Finds mypyc's shared runtime library of a build (``<hash>__mypyc``, a top-level
+    module in the build's directory) for the compiled modules that import it.
+
+    The build's directory is not put on ``sys.path``: its ``monitor/`` folder would then
+    be a namespace package that the path finder offers for ``import monitor`` before an
+    editable install's finder is asked. A child started by ``multiprocessing`` (spawn)
+    inherits the parent's ``sys.path`` before the package is imported, so it imported the
+    build's folder as ``monitor`` and failed on the first module not compiled."""
+
+    def __init__(self) -> None:
+        self._files: dict[str, str] = {}
+
+    def add(self, folder: str) -> None:
+        """Make the runtime library of the build in ``folder`` importable."""
+        suffix = interpreter_tag()
+        try:
+            names = os.listdir(folder)
+        except OSError:
+            return
+        for name in names:
+            module = name.removesuffix(suffix)
+            if module != name and module.endswith("__mypyc"):
+                self._files.setdefault(module, os.path.join(folder, name))
+        if self not in sys.meta_path:
+            sys.meta_path.append(self)
+
+    def find_spec(self, name: str, path: Sequence[str] | None = None,
+                  target: ModuleType | None = None) -> ModuleSpec | None:
+        file = self._files.get(name)
+        if file is None:
+            return None
+        from importlib.machinery import ExtensionFileLoader, ModuleSpec
+
+        spec = ModuleSpec(name, ExtensionFileLoader(name, file), origin=file)
+        spec.has_location = True
+        return spec
+
+
+_RUNTIME = _RuntimeFinder()
 
 
 def release_warning(quiet: bool = False) -> None:

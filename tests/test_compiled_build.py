@@ -116,6 +116,42 @@ def test_a_process_with_that_data_directory_runs_the_build_byte_for_byte(
     assert replay(tmp_path, auto, "compiled") == expected
 
 
+#: A parent that loads the build, then a ``multiprocessing`` child (spawn: a new
+#: interpreter given the parent's ``sys.path``) importing a module that is not compiled
+#: through one that is (``monitor.testing`` -> ``engine.tiers`` -> ``engine.readplan``).
+SPAWN = """
+import multiprocessing, sys
+import monitor.engine.windows as w
+
+def child():
+    import monitor.testing
+    import monitor.engine.params as p
+    print(p.__file__)
+
+if __name__ == "__main__":
+    print(w.__file__)
+    print(any("compiled" in entry for entry in sys.path))
+    done = multiprocessing.get_context("spawn").Process(target=child)
+    done.start()
+    done.join()
+    sys.exit(done.exitcode)
+"""
+
+
+def test_a_spawned_child_loads_the_build_too(tmp_path: Path, compiled_home: Path) -> None:
+    """The build's folder on ``sys.path`` made the child import it as a namespace package
+    ``monitor`` (an editable install's finder is asked after the path), which failed."""
+    script = tmp_path / "spawning.py"
+    script.write_text(SPAWN)
+    done = subprocess.run([sys.executable, str(script)], env=env_with(compiled_home),
+                          capture_output=True, text=True, check=False, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-2000:]
+    parent, on_path, child = done.stdout.split()
+    assert parent.startswith(str(compiled_home)) and parent.endswith(".so")
+    assert on_path == "False"
+    assert child.startswith(str(compiled_home)) and child.endswith(".so")
+
+
 def test_status_says_which_modules_run(compiled_home: Path) -> None:
     build = compiled_home / "depeg-monitor" / "compiled"
     used = cli(["compile", "--status"], env_with(compiled_home))
