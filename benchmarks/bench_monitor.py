@@ -581,6 +581,16 @@ def rerun_compiled() -> int:
                               check=False).returncode
 
 
+def rerun_pure() -> int:
+    """This script again, with the same arguments, in a child running the sources: a build
+    in the data directory (``depeg-monitor compile``) is loaded by default, and the rows
+    without ``--compiled`` are the pure-Python ones."""
+    from monitor.compiled import ENV, OFF
+
+    return subprocess.run([sys.executable, __file__, *sys.argv[1:]],
+                          env={**os.environ, ENV: OFF}, check=False).returncode
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -623,6 +633,8 @@ def main() -> int:
     args = parser.parse_args()
     if args.compiled and not engine_compiled():
         return rerun_compiled()
+    if not args.compiled and engine_compiled():
+        return rerun_pure()
     # SIGTERM (e.g. from `timeout`) unwinds like Ctrl-C, so the broker child is stopped.
     signal.signal(signal.SIGTERM, signal.default_int_handler)
     configure_logging(level=os.environ.get("BENCH_LOG", "warning"), fmt="console")
