@@ -1,0 +1,40 @@
+"""``benchmarks/report.py``: the README's table from saved ``BENCH-RESULT`` lines. A ratio
+is printed so that the cell and the "met" column never contradict each other."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.conftest import REPO
+
+MACHINE = {"cores": 2, "memory_gb": 23.5, "load": [0.5, 0.5, 0.5], "python": "3.11.7"}
+
+
+def row(name: str, ratio: float, target: str, met: bool) -> str:
+    spread = {"min": 1.0, "median": 2.0, "max": 3.0}
+    return "BENCH-RESULT " + json.dumps({
+        "row": name, "unit": "ticks/s", "limit_name": "bare", "limit": spread,
+        "project": spread, "ratio": ratio, "target": target, "met": met, "note": "",
+        "machine": MACHINE})
+
+
+def cells(tmp_path: Path, *lines: str) -> dict[str, list[str]]:
+    saved = tmp_path / "out.txt"
+    saved.write_text("noise before\n" + "\n".join(lines) + "\n")
+    done = subprocess.run([sys.executable, str(REPO / "benchmarks" / "report.py"), str(saved)],
+                          capture_output=True, text=True, timeout=60, check=True)
+    rows = [line for line in done.stdout.splitlines() if line.startswith("| ")][1:]
+    return {r.split(" | ")[0][2:]: [c.strip() for c in r.split("|")[5:8]] for r in rows}
+
+
+def test_a_ratio_just_short_of_its_bound_is_not_printed_as_the_bound(tmp_path: Path) -> None:
+    got = cells(tmp_path, row("short", 0.6985, ">= 0.7", False),
+                row("over", 0.7021, ">= 0.7", True), row("plain", 0.8123, ">= 0.7", True),
+                row("times", 4.996, "<= 5x (then 3x)", True))
+    assert got == {"short": ["0.699", ">= 0.7", "**no**"],
+                   "over": ["0.702", ">= 0.7", "yes"],
+                   "plain": ["0.81", ">= 0.7", "yes"],
+                   "times": ["4.996", "<= 5x (then 3x)", "yes"]}
