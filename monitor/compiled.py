@@ -306,7 +306,9 @@ class _RuntimeFinder:
         self._files: dict[str, str] = {}
 
     def add(self, folder: str) -> None:
-        """Make the runtime library of the build in ``folder`` importable."""
+        """Make the runtime library of the build in ``folder`` importable; the latest
+        build chosen wins (``use_data_dir`` moves the choice before any compiled module
+        is loaded, and two builds of the same modules share the library's name)."""
         suffix = interpreter_tag()
         try:
             names = os.listdir(folder)
@@ -315,7 +317,7 @@ class _RuntimeFinder:
         for name in names:
             module = name.removesuffix(suffix)
             if module != name and module.endswith("__mypyc"):
-                self._files.setdefault(module, os.path.join(folder, name))
+                self._files[module] = os.path.join(folder, name)
         if self not in sys.meta_path:
             sys.meta_path.append(self)
 

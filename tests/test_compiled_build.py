@@ -130,6 +130,7 @@ def child():
 
 if __name__ == "__main__":
     print(w.__file__)
+    print(next(m.__file__ for n, m in sys.modules.items() if n.endswith("__mypyc")))
     print(any("compiled" in entry for entry in sys.path))
     done = multiprocessing.get_context("spawn").Process(target=child)
     done.start()
@@ -146,8 +147,9 @@ def test_a_spawned_child_loads_the_build_too(tmp_path: Path, compiled_home: Path
     done = subprocess.run([sys.executable, str(script)], env=env_with(compiled_home),
                           capture_output=True, text=True, check=False, cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-2000:]
-    parent, on_path, child = done.stdout.split()
+    parent, runtime, on_path, child = done.stdout.split()
     assert parent.startswith(str(compiled_home)) and parent.endswith(".so")
+    assert runtime.startswith(str(compiled_home)) and runtime.endswith(".so")
     assert on_path == "False"
     assert child.startswith(str(compiled_home)) and child.endswith(".so")
 
