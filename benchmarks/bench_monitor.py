@@ -575,10 +575,7 @@ def rerun_compiled() -> int:
 
     with tempfile.TemporaryDirectory() as tmp:
         env = compiled_env(tmp)
-        if env is None:
-            return 1
-        return subprocess.run([sys.executable, __file__, *sys.argv[1:]], env=env,
-                              check=False).returncode
+        return 1 if env is None else _again(env)
 
 
 def rerun_pure() -> int:
@@ -587,8 +584,13 @@ def rerun_pure() -> int:
     without ``--compiled`` are the pure-Python ones."""
     from monitor.compiled import ENV, OFF
 
-    return subprocess.run([sys.executable, __file__, *sys.argv[1:]],
-                          env={**os.environ, ENV: OFF}, check=False).returncode
+    return _again({**os.environ, ENV: OFF})
+
+
+def _again(env: dict[str, str]) -> int:
+    """This script with the same arguments in a child with ``env``; its exit status."""
+    return subprocess.run([sys.executable, __file__, *sys.argv[1:]], env=env,
+                          check=False).returncode
 
 
 def main() -> int:

@@ -179,29 +179,34 @@ def default_location(env: Mapping[str, str] | None = None) -> str:
 def problem(folder: str, explicit: bool) -> str | None:
     """Why the build in ``folder`` cannot be used; None when it can, "" when there is
     none (no manifest) and it was not asked for by name (the usual case, said nowhere)."""
+    return _inspect(folder, explicit)[0]
+
+
+def _inspect(folder: str, explicit: bool) -> tuple[str | None, Manifest | None]:
+    """:func:`problem`'s answer, and the build's manifest when it can be used."""
     try:
         with open(os.path.join(folder, MANIFEST), encoding="utf-8") as fh:
             manifest = Manifest.parse(fh.read())
     except FileNotFoundError:
-        return f"it has no {MANIFEST} (not a build)" if explicit else ""
+        return (f"it has no {MANIFEST} (not a build)" if explicit else ""), None
     except (OSError, ValueError) as exc:
-        return f"its {MANIFEST} is unreadable ({exc})"
+        return f"its {MANIFEST} is unreadable ({exc})", None
     if manifest is None:
-        return f"its {MANIFEST} is not a build manifest"
+        return f"its {MANIFEST} is not a build manifest", None
     if manifest.interpreter != interpreter_tag():
-        return f"it was built for {manifest.interpreter}, this is {interpreter_tag()}"
+        return f"it was built for {manifest.interpreter}, this is {interpreter_tag()}", None
     try:
         same = manifest.matches_sources()
     except OSError as exc:
-        return f"the sources could not be read ({exc})"
+        return f"the sources could not be read ({exc})", None
     if not same:
-        return "the sources changed since it was built"
+        return "the sources changed since it was built", None
     if not manifest.modules:
-        return f"its {MANIFEST} lists no modules"
+        return f"its {MANIFEST} lists no modules", None
     missing = [m for m in manifest.modules if not os.path.isfile(os.path.join(folder, m))]
     if missing:
-        return f"it is incomplete ({', '.join(missing[:3])} missing)"
-    return None
+        return f"it is incomplete ({', '.join(missing[:3])} missing)", None
+    return None, manifest
 
 
 def _warn(message: str, stacklevel: int) -> None:
@@ -280,15 +285,15 @@ def _choose(folder: str, named: str, explicit: bool) -> Decision:
     """The build in ``folder`` if it can be used (its runtime library made importable by
     :class:`_RuntimeFinder`), else None, why, and the warning when there is a build and it
     is not used."""
-    why_not = problem(folder, explicit=explicit)
+    why_not, manifest = _inspect(folder, explicit)
     if why_not:
         return (None, f"the build in {folder} is not used: {why_not}",
                 f"depeg-monitor: the compiled build in {folder} ({named}) is not used: "
                 f"{why_not}. Running the pure-Python modules; {REBUILD}"
                 f"{' with --out ' + folder if explicit else ''}, or set {ENV}={OFF}.")
-    if why_not == "":
+    if manifest is None:
         return (None, f"no build in {folder}", "")
-    _RUNTIME.add(folder)
+    _RUNTIME.add(folder, manifest.modules)
     return (folder, named, "")
 
 
@@ -305,19 +310,15 @@ class _RuntimeFinder:
     def __init__(self) -> None:
         self._files: dict[str, str] = {}
 
-    def add(self, folder: str) -> None:
-        """Make the runtime library of the build in ``folder`` importable; the latest
-        build chosen wins (``use_data_dir`` moves the choice before any compiled module
-        is loaded, and two builds of the same modules share the library's name)."""
+    def add(self, folder: str, modules: list[str]) -> None:
+        """Make the top-level modules of the build in ``folder`` (its manifest's
+        ``modules``: the runtime library) importable; the latest build chosen wins
+        (``use_data_dir`` moves the choice before any compiled module is loaded, and two
+        builds of the same modules share the library's name)."""
         suffix = interpreter_tag()
-        try:
-            names = os.listdir(folder)
-        except OSError:
-            return
-        for name in names:
-            module = name.removesuffix(suffix)
-            if module != name and module.endswith("__mypyc"):
-                self._files[module] = os.path.join(folder, name)
+        for file in modules:
+            if not os.path.dirname(file):  # at the top of the build
+                self._files[file.removesuffix(suffix)] = os.path.join(folder, file)
         if self not in sys.meta_path:
             sys.meta_path.append(self)
 
