@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import shutil
 import subprocess
 import sys
@@ -38,10 +39,13 @@ from monitor.compiled import (
 from monitor.compiled_build import IGNORE_MISSING_IMPORTS
 from monitor.config import load_config
 from monitor.paths import data_dir
+from monitor.ticks import encode_tick, make_tick
 from tests.conftest import REPO, data_file
 
 FILES = ("ticks/busd_2023-02_binance_1m.csv", "ticks/usdc_2022-11_to_2023-03_chainlink.csv",
          "ticks/usdc_2023-03_binanceus_1m.csv")
+#: The first tick's time in the generated file (every_kind_of_tick).
+T0 = 1_700_000_000
 #: Prints the files of a compiled module of each package (monitor, monitor.engine).
 PROBE = ("import monitor.engine.windows as w, monitor.tickfiles as t;"
          "print(w.__file__); print(t.__file__)")
@@ -202,6 +206,69 @@ def test_a_data_directory_named_on_the_command_line_brings_its_build(
     assert (out.read_bytes(), ratings.read_bytes()) == pure
     status = cli([*options, "compile", "--status"], env)
     assert status.stdout.startswith(f"modules: compiled ({data / 'compiled'};"), status.stdout
+
+
+def every_kind_of_tick(path: Path) -> Path:
+    """A tick file exercising each field the engine applies, as JSON lines: prices under
+    changing pegs, slippage-only and oracle ticks, exact duplicates, same-time ticks that
+    differ, ticks out of order within the lateness, ticks past it, and cross-chain spread
+    observations; three tokens, one depegging for a while (tier changes)."""
+    rng = random.Random(15)
+    lines: list[bytes] = []
+    for n in range(3_000):
+        token = n % 3
+        ts = T0 + 20 * (n // 3)
+        chain, address = "eth", "0x" + f"{token + 1:x}" * 40
+        if n % 23 == 0 and n > 300:
+            ts -= 1_000  # past the lateness: dropped as late
+        elif n % 19 == 0:
+            ts -= 50  # out of order, within the lateness
+        dip = 0.04 if token == 1 and 900 <= n < 1_800 else 0.0
+        price = f"{1.0 - dip + rng.gauss(0, 0.0008):.6f}"
+        peg = "1" if n % 400 < 200 else "1.0"
+        if n % 29 == 0:
+            tick = make_tick(ts, chain, address, "", source="spread",
+                             cross_chain_spread_bps=rng.uniform(0, 40), cross_chain_chains=3)
+        elif n % 31 == 0:
+            tick = make_tick(ts, chain, address, f"T{token}", slippage_bps=rng.uniform(5, 90))
+        else:
+            tick = make_tick(ts, chain, address, f"T{token}", price, peg,
+                             slippage_bps=rng.uniform(5, 90) if n % 7 == 0 else None,
+                             oracle_price_usd=price if n % 11 == 0 else None)
+        lines.append(encode_tick(tick))
+        if n % 13 == 0:
+            lines.append(encode_tick(tick))  # an exact duplicate: dropped
+        elif n % 17 == 0 and tick.price is not None:  # the same time, another price
+            lines.append(encode_tick(make_tick(ts, chain, address, f"T{token}",
+                                               f"{tick.price * 0.999:.6f}", peg)))
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    return path
+
+
+def test_the_compiled_engine_takes_every_kind_of_tick_as_the_sources_do(
+        tmp_path: Path, compiled_home: Path) -> None:
+    """The shared files hold prices only; this replays a file with every field the
+    engine reads from a tick (the compiled build reads them its own way: engine.py)."""
+    ticks = every_kind_of_tick(tmp_path / "every-kind.jsonl")
+    runs = []
+    for name, env in (("pure", env_with(compiled_home, OFF)),
+                      ("compiled", env_with(compiled_home))):
+        events, ratings = tmp_path / f"{name}.events.jsonl", tmp_path / f"{name}.ratings.jsonl"
+        done = cli(["--log-level", "warning", "replay", "--out", str(events), "--ratings",
+                    str(ratings), str(ticks)], env)
+        assert done.returncode == 0, done.stderr[-2000:]
+        # The summary's counts, not the lines naming the output files.
+        counts = done.stderr.split("transitions written to")[0]
+        runs.append((events.read_bytes(), ratings.read_bytes(), counts))
+    assert runs[1] == runs[0]
+    summary = runs[0][2]
+    # What the file holds reached the engine: late and duplicate ticks dropped, tier
+    # changes made, snapshots with the slippage and oracle figures.
+    assert "late ticks dropped: 0," not in summary and "duplicates dropped: 0," not in summary
+    assert runs[0][0]
+    metrics = json.loads(runs[0][1].splitlines()[-1])["metrics"]
+    assert all(metrics[name] is not None for name in (
+        "slippage_bps", "oracle_price_usd", "cross_chain_spread_pct"))
 
 
 #: Half the ticks through an engine, every token's state exported and restored into a new
