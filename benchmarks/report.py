@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import re
 import subprocess
 import sys
@@ -47,8 +48,9 @@ def results(text: str) -> list[dict[str, Any]]:
 def _figure(spread: dict[str, float] | None, unit: str) -> str:
     if not spread:
         return "—"
-    # Enough digits to tell figures apart: 0.03 B/B must not print as 0.0.
-    digits = 0 if spread["median"] >= 100 else 1 if spread["median"] >= 1 else 2
+    # Enough digits to tell figures apart: 0.03 B/B must not print as 0.0, nor 0.0048 as 0.00.
+    median = spread["median"]
+    digits = 0 if median >= 100 else 1 if median >= 1 else _small_digits(median)
     return (f"{spread['median']:,.{digits}f} {unit} "
             f"({spread['min']:,.{digits}f}–{spread['max']:,.{digits}f})")
 
@@ -60,16 +62,25 @@ def _met(row: dict[str, Any]) -> str:
     return "yes" if row["met"] else "**no**"
 
 
+def _small_digits(value: float) -> int:
+    """Decimals for a figure under 1: two, or as many as show its first two significant
+    digits (0.0048 as "0.0048", not "0.00", which reads as nothing at all)."""
+    if not 0 < abs(value) < 0.01:
+        return 2
+    return 1 - math.floor(math.log10(abs(value)))
+
+
 def _ratio(row: dict[str, Any]) -> str:
     """Two decimals, or three where two would print the target's own bound (0.698
-    against ">= 0.7" is not met, and "0.70" would say it is)."""
+    against ">= 0.7" is not met, and "0.70" would say it is), or more for a ratio under
+    0.01 (:func:`_small_digits`)."""
     ratio = row["ratio"]
     if ratio is None:
         return "—"
     bound = re.search(r"\d+(?:\.\d+)?", row["target"])
     if bound and f"{ratio:.2f}" == f"{float(bound.group()):.2f}":
         return f"{ratio:.3f}"
-    return f"{ratio:.2f}"
+    return f"{ratio:.{_small_digits(ratio)}f}"
 
 
 def _load_words(worst: float) -> str:

@@ -38,3 +38,18 @@ def test_a_ratio_just_short_of_its_bound_is_not_printed_as_the_bound(tmp_path: P
                    "over": ["0.702", ">= 0.7", "yes"],
                    "plain": ["0.81", ">= 0.7", "yes"],
                    "times": ["4.996", "<= 5x (then 3x)", "yes"]}
+
+
+def test_a_figure_under_a_hundredth_keeps_two_significant_digits(tmp_path: Path) -> None:
+    """0.0048 bytes written per byte in is not "0.00" (which reads as none at all)."""
+    spread = {"min": 0.00481, "median": 0.00487, "max": 0.0049}
+    line = "BENCH-RESULT " + json.dumps({
+        "row": "bytes", "unit": "B/B", "limit_name": "", "limit": None, "project": spread,
+        "ratio": 0.00487, "target": "<= 1", "met": True, "note": "", "machine": MACHINE})
+    saved = tmp_path / "out.txt"
+    saved.write_text(line + "\n")
+    done = subprocess.run([sys.executable, str(REPO / "benchmarks" / "report.py"), str(saved)],
+                          capture_output=True, text=True, timeout=60, check=True)
+    row = next(r for r in done.stdout.splitlines() if r.startswith("| bytes"))
+    assert [c.strip() for c in row.split("|")[2:8]] == [
+        "0.0049 B/B (0.0048–0.0049)", "", "—", "0.0049", "<= 1", "yes"]
