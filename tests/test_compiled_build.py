@@ -247,8 +247,9 @@ def every_kind_of_tick(path: Path) -> Path:
 
 def test_the_compiled_engine_takes_every_kind_of_tick_as_the_sources_do(
         tmp_path: Path, compiled_home: Path) -> None:
-    """The shared files hold prices only; this replays a file with every field the
-    engine reads from a tick (the compiled build reads them its own way: engine.py)."""
+    """The shared files hold prices only. This replays a file with every field the engine
+    reads from a tick, in both builds: native code can part from the interpreter on a path
+    no price-only file takes (a None, an int where a float was, an insertion in place)."""
     ticks = every_kind_of_tick(tmp_path / "every-kind.jsonl")
     runs = []
     for name, env in (("pure", env_with(compiled_home, OFF)),
@@ -263,7 +264,7 @@ def test_the_compiled_engine_takes_every_kind_of_tick_as_the_sources_do(
     assert runs[1] == runs[0]
     summary = runs[0][2]
     # What the file holds reached the engine: late and duplicate ticks dropped, tier
-    # changes made, snapshots with the slippage and oracle figures.
+    # changes made, snapshots with the slippage, oracle and spread figures.
     assert "late ticks dropped: 0," not in summary and "duplicates dropped: 0," not in summary
     assert runs[0][0]
     metrics = json.loads(runs[0][1].splitlines()[-1])["metrics"]
