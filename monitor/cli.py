@@ -177,22 +177,6 @@ def build_parser(commands: dict[str, Command], placeholders: bool = False
     return parser
 
 
-def _stop_quietly_until_started() -> None:
-    """SIGTERM/SIGINT before a service installs its own handlers (its imports take
-    100-300 ms) would otherwise kill it by the signal (exit -15, or a KeyboardInterrupt
-    traceback): a supervisor stopping a service that was just started would see a crash.
-    The service's event loop replaces these handlers once it runs."""
-    import signal
-
-    def stop(signum: int, frame: object) -> None:
-        print(f"depeg-monitor: {signal.Signals(signum).name} before the service started: "
-              "exiting", file=sys.stderr, flush=True)
-        raise SystemExit(0)
-
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(signum, stop)
-
-
 def _follow_data_dir(config_file: str | None, data_dir: str | None) -> Config | None:
     """Load the compiled build (monitor/compiled.py) of the data directory ``--data-dir``
     or the config file names, before the command's modules are imported; the config
@@ -238,7 +222,10 @@ def main(argv: list[str] | None = None) -> int:
         top.print_help()  # the listing is the full parser's (tests/test_cli_startup.py)
         return 2
     if is_service(first.command, argv):
-        _stop_quietly_until_started()
+        # A stop while it starts is kept and honoured once the service runs (earlystop).
+        from .earlystop import install
+
+        install()
     from .config import CONFIG_ENV  # loaded below in any case
 
     early = None

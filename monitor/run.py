@@ -25,6 +25,7 @@ from . import health, preflight, runstate
 from .commands import with_bootstrap_servers
 from .config import Config
 from .daemon.retry import Aborted, Backoff, retry
+from .earlystop import pending
 from .kafka.embedded import EmbeddedBroker
 from .kafka.journal import FILE_NAME as JOURNAL_FILE
 from .kafka.journal import Journal, JournalError, topics_in_order
@@ -239,8 +240,12 @@ def run_command(args: argparse.Namespace, config: Config) -> int:
                 current.cancel()  # second Ctrl-C: stop waiting for in-flight work
             stop.set()
 
+        early = pending()  # before the loop's handlers replace it (earlystop.py)
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, on_signal)
+        if early is not None and early.signal_name is not None:
+            log.info("run.stopped_before_start", signal=early.signal_name)
+            return 0
         return await run_all(config, only, stop)
 
     try:

@@ -67,6 +67,7 @@ def run_until_signalled(run: Callable[[Config, asyncio.Event], Awaitable[None]],
 
     from aiokafka.errors import KafkaConnectionError
 
+    from .earlystop import pending
     from .logs import get_logger
     from .ops_server import OpsServer
 
@@ -75,8 +76,12 @@ def run_until_signalled(run: Callable[[Config, asyncio.Event], Awaitable[None]],
     async def main() -> int:
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
+        early = pending()  # before the loop's handlers replace it (earlystop.py)
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, stop.set)
+        if early is not None and early.signal_name is not None:
+            log.info("service.stopped_before_start", signal=early.signal_name)
+            return 0
         server = OpsServer(config.metrics.host, config.metrics.port) if ops else None
         if server is not None:
             try:
