@@ -131,7 +131,7 @@ async def serve_app(app: web.Application, port: int) -> None:
 
 def _serve(url: str, registry: str, port: int) -> None:
     from monitor.api.app import create_app
-    from monitor.config import ApiConfig, Config, KeyRateLimit, RegistryConfig
+    from monitor.config import ApiConfig, Config, DeliveryConfig, KeyRateLimit, RegistryConfig
 
     async def main() -> None:
         db = await connect(url)
@@ -139,8 +139,11 @@ def _serve(url: str, registry: str, port: int) -> None:
         # production) but never answers 429, so this measures the server.
         api = ApiConfig(key_rate_limits={"bench": KeyRateLimit(per_second=1e6,
                                                                 burst=1_000_000)})
-        await serve_app(create_app(Config(api=api, registry=RegistryConfig(path=registry)), db),
-                        port)
+        # The webhook secrets' key beside the registry, in the run's temporary directory:
+        # by default the app creates one in the user's data directory.
+        delivery = DeliveryConfig(secret_key_file=str(Path(registry).with_name("secret-key")))
+        config = Config(api=api, registry=RegistryConfig(path=registry), delivery=delivery)
+        await serve_app(create_app(config, db), port)
 
     asyncio.run(main())
 

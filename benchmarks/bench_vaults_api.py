@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import random
 import sys
 import tempfile
@@ -82,14 +83,18 @@ async def seed(url: str, vaults: int, rounds: int) -> tuple[float, str, list[tup
 
 def _serve(url: str, port: int) -> None:
     from monitor.api.app import create_app
-    from monitor.config import ApiConfig, Config
+    from monitor.config import ApiConfig, Config, DeliveryConfig
 
-    async def main() -> None:
+    async def main(tmp: str) -> None:
         db = await connect(url)
-        # No per-key rate limit: this measures the server, not the limiter's 429s.
-        await serve_app(create_app(Config(api=ApiConfig(rate_limit_per_second=0)), db), port)
+        # No per-key rate limit: this measures the server, not the limiter's 429s. The
+        # webhook secrets' key in a temporary directory, not the user's data directory.
+        config = Config(api=ApiConfig(rate_limit_per_second=0),
+                        delivery=DeliveryConfig(secret_key_file=os.path.join(tmp, "secret-key")))
+        await serve_app(create_app(config, db), port)
 
-    asyncio.run(main())
+    with tempfile.TemporaryDirectory() as tmp:
+        asyncio.run(main(tmp))
 
 
 async def run_one(kind: str, url: str, args: argparse.Namespace) -> None:
