@@ -7,9 +7,9 @@ from the handler is not reliable either: the exception is raised wherever the ma
 happens to be, and an import can lose it (seen with Python 3.11 while ``compile()`` built
 aiohttp's ``cookiejar`` module: the import went on, the service started and ran as if it
 had never been told to stop, until its supervisor killed it). So the handler only records
-the signal; :func:`pending` hands the recorded stop to the service
-(``services.run_until_signalled``, ``run``), which checks it once its own handlers are in
-place and then exits 0 without starting.
+the signal; :func:`hand_over` gives the signals to the service's event loop and returns
+the stop recorded before, which the service (``services.run_until_signalled``, ``run``)
+honours by exiting 0 without starting.
 
 The record lives on the handler object itself, so nothing else in the process holds it.
 """
@@ -18,7 +18,12 @@ from __future__ import annotations
 
 import signal
 import sys
-from types import FrameType
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # annotations only: installed before a service's imports
+    import asyncio
+    from collections.abc import Callable
+    from types import FrameType
 
 SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
@@ -43,8 +48,11 @@ def install() -> None:
         signal.signal(signum, handler)
 
 
-def pending() -> EarlyStop | None:
-    """The installed handler, if any. Take it *before* the loop replaces the handlers, and
-    read its ``signal_name`` after: a signal in between is recorded on it."""
-    handler = signal.getsignal(signal.SIGTERM)
-    return handler if isinstance(handler, EarlyStop) else None
+def hand_over(loop: asyncio.AbstractEventLoop, callback: Callable[[], object]) -> str | None:
+    """Make ``callback`` the loop's handler of SIGTERM and SIGINT; the name of the signal
+    that arrived before, if one did. The early handler is taken before the loop replaces
+    it and read after, so a signal in between is recorded on it, not lost."""
+    early = signal.getsignal(signal.SIGTERM)
+    for signum in SIGNALS:
+        loop.add_signal_handler(signum, callback)
+    return early.signal_name if isinstance(early, EarlyStop) else None

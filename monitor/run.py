@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import signal
 from typing import Any
 
 import msgspec
@@ -25,7 +24,7 @@ from . import health, preflight, runstate
 from .commands import with_bootstrap_servers
 from .config import Config
 from .daemon.retry import Aborted, Backoff, retry
-from .earlystop import pending
+from .earlystop import hand_over
 from .kafka.embedded import EmbeddedBroker
 from .kafka.journal import FILE_NAME as JOURNAL_FILE
 from .kafka.journal import Journal, JournalError, topics_in_order
@@ -240,11 +239,9 @@ def run_command(args: argparse.Namespace, config: Config) -> int:
                 current.cancel()  # second Ctrl-C: stop waiting for in-flight work
             stop.set()
 
-        early = pending()  # before the loop's handlers replace it (earlystop.py)
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, on_signal)
-        if early is not None and early.signal_name is not None:
-            log.info("run.stopped_before_start", signal=early.signal_name)
+        asked = hand_over(loop, on_signal)
+        if asked is not None:  # a stop while it was starting (earlystop.py)
+            log.info("run.stopped_before_start", signal=asked)
             return 0
         return await run_all(config, only, stop)
 

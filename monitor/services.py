@@ -63,11 +63,10 @@ def run_until_signalled(run: Callable[[Config, asyncio.Event], Awaitable[None]],
     With ``ops`` the process also serves ``/metrics``, ``/healthz`` and ``/readyz`` on
     ``metrics.host:metrics.port`` (the HTTP API serves them on its own port instead).
     """
-    import signal
 
     from aiokafka.errors import KafkaConnectionError
 
-    from .earlystop import pending
+    from .earlystop import hand_over
     from .logs import get_logger
     from .ops_server import OpsServer
 
@@ -76,11 +75,9 @@ def run_until_signalled(run: Callable[[Config, asyncio.Event], Awaitable[None]],
     async def main() -> int:
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
-        early = pending()  # before the loop's handlers replace it (earlystop.py)
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(sig, stop.set)
-        if early is not None and early.signal_name is not None:
-            log.info("service.stopped_before_start", signal=early.signal_name)
+        asked = hand_over(loop, stop.set)
+        if asked is not None:  # a stop while it was starting (earlystop.py)
+            log.info("service.stopped_before_start", signal=asked)
             return 0
         server = OpsServer(config.metrics.host, config.metrics.port) if ops else None
         if server is not None:

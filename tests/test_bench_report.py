@@ -21,12 +21,17 @@ def row(name: str, ratio: float, target: str, met: bool) -> str:
         "machine": MACHINE})
 
 
-def cells(tmp_path: Path, *lines: str) -> dict[str, list[str]]:
+def report(tmp_path: Path, *lines: str) -> str:
+    """What report.py prints for a saved output holding ``lines``."""
     saved = tmp_path / "out.txt"
     saved.write_text("noise before\n" + "\n".join(lines) + "\n")
     done = subprocess.run([sys.executable, str(REPO / "benchmarks" / "report.py"), str(saved)],
                           capture_output=True, text=True, timeout=60, check=True)
-    rows = [line for line in done.stdout.splitlines() if line.startswith("| ")][1:]
+    return done.stdout
+
+
+def cells(tmp_path: Path, *lines: str) -> dict[str, list[str]]:
+    rows = [line for line in report(tmp_path, *lines).splitlines() if line.startswith("| ")][1:]
     return {r.split(" | ")[0][2:]: [c.strip() for c in r.split("|")[5:8]] for r in rows}
 
 
@@ -46,10 +51,6 @@ def test_a_figure_under_a_hundredth_keeps_two_significant_digits(tmp_path: Path)
     line = "BENCH-RESULT " + json.dumps({
         "row": "bytes", "unit": "B/B", "limit_name": "", "limit": None, "project": spread,
         "ratio": 0.00487, "target": "<= 1", "met": True, "note": "", "machine": MACHINE})
-    saved = tmp_path / "out.txt"
-    saved.write_text(line + "\n")
-    done = subprocess.run([sys.executable, str(REPO / "benchmarks" / "report.py"), str(saved)],
-                          capture_output=True, text=True, timeout=60, check=True)
-    row = next(r for r in done.stdout.splitlines() if r.startswith("| bytes"))
+    row = next(r for r in report(tmp_path, line).splitlines() if r.startswith("| bytes"))
     assert [c.strip() for c in row.split("|")[2:8]] == [
         "0.0049 B/B (0.0048–0.0049)", "", "—", "0.0049", "<= 1", "yes"]
