@@ -25,8 +25,23 @@ from typing import Any
 RESULT_PREFIX = "BENCH-RESULT "
 
 
+def cpu_model() -> str:
+    """The processor's model name (``/proc/cpuinfo``; else what ``platform`` says, maybe
+    nothing): two machines with the same cores and memory moved some ratios by more than
+    their targets' margins (docs/performance.md), so the table names the processor too."""
+    try:
+        with open("/proc/cpuinfo") as fh:
+            for line in fh:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor()
+
+
 def machine() -> dict[str, Any]:
-    """Cores, memory and load: figures from a loaded machine are lower, and say so."""
+    """Cores, processor, memory and load: figures from a loaded machine are lower, and say
+    so."""
     mem_kb = 0
     try:
         with open("/proc/meminfo") as fh:
@@ -36,13 +51,15 @@ def machine() -> dict[str, Any]:
     except OSError:
         pass
     load = os.getloadavg() if hasattr(os, "getloadavg") else (0.0, 0.0, 0.0)
-    return {"cores": os.cpu_count() or 0, "memory_gb": round(mem_kb / 1024 / 1024, 1),
+    return {"cores": os.cpu_count() or 0, "cpu": cpu_model(),
+            "memory_gb": round(mem_kb / 1024 / 1024, 1),
             "load": [round(x, 2) for x in load], "python": platform.python_version()}
 
 
 def machine_line() -> str:
     m = machine()
-    return (f"machine: {m['cores']} cores, {m['memory_gb']} GB, load average "
+    cpu = f" ({m['cpu']})" if m["cpu"] else ""
+    return (f"machine: {m['cores']} cores{cpu}, {m['memory_gb']} GB, load average "
             f"{' '.join(map(str, m['load']))}, python {m['python']}")
 
 

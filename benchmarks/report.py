@@ -5,7 +5,7 @@
 
 Prints a Markdown table: one row per result, the project's median (min–max) next to its
 limit's, the ratio, the target, and whether it is met; above it the machine (cores,
-memory, load average) the figures were taken on. Paste it into README.md as is.
+processor, memory, load average) the figures were taken on. Paste it into README.md as is.
 """
 
 from __future__ import annotations
@@ -97,7 +97,9 @@ def table(rows: list[dict[str, Any]]) -> str:
         return "no BENCH-RESULT lines found\n"
     m = rows[0]["machine"]
     loads = sorted({tuple(r["machine"]["load"]) for r in rows})
-    out = [f"Measured on {m['cores']} cores, {m['memory_gb']} GB, Python {m['python']}; "
+    # Saved output from before the processor was recorded has no "cpu".
+    cpu = f" ({m['cpu']})" if m.get("cpu") else ""
+    out = [f"Measured on {m['cores']} cores{cpu}, {m['memory_gb']} GB, Python {m['python']}; "
            f"1-minute load average during the runs {min(x[0] for x in loads):.1f}–"
            f"{max(x[0] for x in loads):.1f} ({_load_words(max(x[0] for x in loads))}).", "",
            "| path | project: median (min–max) | limit it is measured against "

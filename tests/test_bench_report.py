@@ -54,3 +54,15 @@ def test_a_figure_under_a_hundredth_keeps_two_significant_digits(tmp_path: Path)
     row = next(r for r in report(tmp_path, line).splitlines() if r.startswith("| bytes"))
     assert [c.strip() for c in row.split("|")[2:8]] == [
         "0.0049 B/B (0.0048–0.0049)", "", "—", "0.0049", "<= 1", "yes"]
+
+
+def test_the_table_names_the_processor_when_the_output_recorded_it(tmp_path: Path) -> None:
+    """Two machines with the same cores and memory gave ratios on either side of some
+    targets: the heading says which processor; output saved before it was recorded still
+    makes a table."""
+    named = row("r", 0.81, ">= 0.7", True).replace(
+        '"cores": 2,', '"cores": 2, "cpu": "AMD EPYC",')
+    assert report(tmp_path, named).splitlines()[0].startswith(
+        "Measured on 2 cores (AMD EPYC), 23.5 GB, Python 3.11.7;")
+    assert report(tmp_path, row("r", 0.81, ">= 0.7", True)).splitlines()[0].startswith(
+        "Measured on 2 cores, 23.5 GB, Python 3.11.7;")
