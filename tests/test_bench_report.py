@@ -66,3 +66,20 @@ def test_the_table_names_the_processor_when_the_output_recorded_it(tmp_path: Pat
         "Measured on 2 cores (AMD EPYC), 23.5 GB, Python 3.11.7;")
     assert report(tmp_path, row("r", 0.81, ">= 0.7", True)).splitlines()[0].startswith(
         "Measured on 2 cores, 23.5 GB, Python 3.11.7;")
+
+
+def test_the_scripts_machine_line_names_the_processor_they_record() -> None:
+    """The ``machine:`` line every script prints names the processor its results record,
+    which is ``/proc/cpuinfo``'s first model name where there is one."""
+    probe = ("import sys; sys.path.insert(0, 'benchmarks'); import common;"
+             "print(common.machine()['cpu']); print(common.machine_line())")
+    done = subprocess.run([sys.executable, "-c", probe], cwd=REPO, capture_output=True,
+                          text=True, timeout=60, check=True)
+    cpu, line = done.stdout.splitlines()
+    cpuinfo = Path("/proc/cpuinfo")
+    names = [x.split(":", 1)[1].strip() for x in cpuinfo.read_text().splitlines()
+             if x.startswith("model name")] if cpuinfo.exists() else []
+    if names:
+        assert cpu == names[0]
+    assert line.startswith("machine: ")
+    assert (f" cores ({cpu})," in line) == bool(cpu), line
