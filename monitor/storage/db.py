@@ -123,6 +123,14 @@ class SqliteDatabase(_SqliteExecutor):
         await _use_wal(conn)
         await conn.execute("PRAGMA synchronous=NORMAL")
         await conn.execute("PRAGMA foreign_keys=ON")
+        # Savepoint and statement journals in memory, not in a temp file: SQLite keeps
+        # them in memory only up to 64 KiB, and the delivery worker's cycle wraps each
+        # batch of outcomes in a SAVEPOINT (delivery_batches._record_outcomes) whose
+        # journal passes that within a few dozen rows. Spilled, every page the batch
+        # first touched was also written to that file: the outcome UPDATE cost twice as
+        # much (docs/performance.md, twenty-seventh pass). Nothing here sorts or builds
+        # temporary tables of a size that would matter in memory; nothing runs VACUUM.
+        await conn.execute("PRAGMA temp_store=MEMORY")
         return cls(conn)
 
     async def execute(self, sql: str, *args: Any) -> None:

@@ -50,3 +50,36 @@ async def test_an_outcome_due_again_in_the_same_cycle_is_recorded_once(
         assert state == ("failed", 1, None)
         third = await run_cycle(webhook_db, [], ClaimRequest(5, {}, 5, "C", now, now + 60, 5))
         assert [(c.id, n) for c, n in third.claimed] == [(d.id, 2)]
+
+
+async def test_a_lost_claim_in_a_large_batch_leaves_the_others_recorded(
+        webhook_db: Database) -> None:
+    """A batch of outcomes in which one claim was lost (its lease ran out and another
+    worker took the delivery): every other outcome is recorded, the lost one changes
+    nothing. On SQLite the batch is first written whole inside a savepoint and undone
+    when its row count falls short; 150 outcomes touch far more pages than the 64 KiB
+    SQLite keeps a savepoint's journal in memory by default, so this also checks the
+    undo with the journal where the connection keeps it (``temp_store``)."""
+    box = SecretBox.from_config(DeliveryConfig(secret_encryption_key=ENCRYPTION_KEY))
+    await queue_for_new_subscription(webhook_db, box, "http://127.0.0.1:9/hook", 150)
+    t0 = time.time() + 1
+    first = await run_cycle(webhook_db, [], ClaimRequest(150, {}, 150, "A", t0, t0 + 1, 5))
+    assert len(first.claimed) == 150
+    # A's lease ran out; B claimed the delivery A claimed last, so A no longer holds it.
+    lost = first.claimed[-1][0]
+    await webhook_db.execute("UPDATE webhook_deliveries SET lease_token = 'B', attempts = 2"
+                             " WHERE id = $1", lost.id)
+    now = t0 + 2
+    outcomes = [Outcome(d, "A", n, t0, 200, 1.0, None, "success", None, now)
+                for d, n in first.claimed]
+    result = await run_cycle(webhook_db, outcomes, None)
+
+    assert result.recorded == {d.id for d, _ in first.claimed} - {lost.id}
+    rows = {r["id"]: (r["status"], r["attempts"], r["lease_token"]) for r in await webhook_db.fetch(
+        "SELECT id, status, attempts, lease_token FROM webhook_deliveries")}
+    assert rows.pop(lost.id) == ("pending", 2, "B")
+    assert set(rows.values()) == {("success", 1, None)}
+    history = await webhook_db.fetch("SELECT delivery_id, attempt, status_code"
+                                     " FROM webhook_attempts")
+    assert sorted((h["delivery_id"], h["attempt"], h["status_code"]) for h in history) == \
+        sorted((d.id, 1, 200) for d, _ in first.claimed if d.id != lost.id)
