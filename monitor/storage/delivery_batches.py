@@ -67,6 +67,9 @@ class CycleResult:
     exhausted: list[DueDelivery] = field(default_factory=list)
     #: The due read returned all it asked for: more may be due right now.
     more_due: bool = False
+    #: The due read read by subscription: a walk met its bound short of the claim (a
+    #: backlog of endpoints without room), or the claim asked for no walk.
+    by_subscription: bool = False
 
 
 def _outcome_row(o: Outcome) -> tuple[Any, ...]:
@@ -150,7 +153,7 @@ def _sqlite_cycle(conn: sqlite3.Connection, outcomes: Sequence[Outcome],
                                         if o.delivery.id in result.recorded])
     if claim is None or claim.limit <= 0:
         return result
-    picked, result.more_due = sqlite_due_ids(conn, claim)
+    picked, result.more_due, result.by_subscription = sqlite_due_ids(conn, claim)
     if picked:
         by_id = {row[0]: row for row in
                  conn.execute(_SQLITE_DUE_ROWS, (json.dumps(picked),)).fetchall()}
@@ -228,10 +231,11 @@ async def run_cycle(db: Database, outcomes: Sequence[Outcome], claim: ClaimReque
                     [e for e, _ in room], [n for _, n in room], claim.default_room,
                     claim.limit, claim.token, claim.lease_until, claim.max_attempts,
                     per_subscription(claim), walk_rows(claim))
-    recorded, picked, pending, failed = await pg_cycle(db, outcome_columns, pg_claim)
+    recorded, picked, pending, failed, beyond = await pg_cycle(db, outcome_columns, pg_claim)
     result = CycleResult(recorded=recorded)
     if claim is not None:
         result.more_due = max(pending, failed) >= read_rows(claim)
+        result.by_subscription = beyond
         _claim_picked(result, [d for _, d in picked], claim)
     return result
 

@@ -21,10 +21,12 @@ What the CTEs do, in the order of the SQLite cycle:
   locked ``FOR UPDATE OF d SKIP LOCKED`` (two workers never claim the same row).
   Deliveries with an outcome in this cycle are left out: all CTEs see one snapshot, and
   one statement must not update a row twice;
-* ``cut``/``due``: when a walk met its bound short of its rows (a hanging endpoint's
-  backlog, all due and oldest, fills it) and the rows found do not fill the claim, each
-  active subscription's oldest claimable rows are added (the ``(subscription_id,
-  next_attempt_at)`` index), as the SQLite cycle does in a statement of its own;
+* ``cut``/``beyond``/``due``: when a walk met its bound short of its rows (a hanging
+  endpoint's backlog, all due and oldest, fills it) and the rows found do not fill the
+  claim, each active subscription's oldest claimable rows are added (the
+  ``(subscription_id, next_attempt_at)`` index), as the SQLite cycle does in a statement
+  of its own. A claim without a walk (``$23`` = 0) meets that bound at once: it reads
+  by subscription only. Whether it did is the cycle's last column;
 * ``picked``: :func:`~monitor.storage.due_read.pick` in SQL: a row is taken when its rank
   within its endpoint is within that endpoint's room and it is among the first ``limit``
   such rows;
@@ -99,8 +101,7 @@ _BY_SUBSCRIPTION = (
     f" WHERE d.subscription_id = s.id AND{_CLAIMABLE} ORDER BY d.next_attempt_at"
     " LIMIT $22 FOR UPDATE OF d SKIP LOCKED) d"
     " JOIN webhook_events e ON e.event_id = d.event_id"
-    " WHERE (SELECT count(*) FROM ranked1 WHERE rank <= room) < $18 AND (SELECT cut FROM cut)"
-    f" AND{_ACTIVE}"
+    f" WHERE (SELECT beyond FROM beyond) AND{_ACTIVE}"
     " AND s.endpoint NOT IN (SELECT endpoint FROM ranked1 WHERE rank >= room)"
     " AND d.id NOT IN (SELECT id FROM due1)"
 )
@@ -127,6 +128,8 @@ CYCLE_SQL = (
     f" OR {_CUT.format(cte='failed', status='failed')} AS cut),"
     f" due1 AS (SELECT {_COLUMNS} FROM pending UNION ALL SELECT {_COLUMNS} FROM failed),"
     f" ranked1 AS (SELECT w.endpoint, {_RANK} FROM due1 w{_ROOM}),"
+    " beyond AS (SELECT (SELECT count(*) FROM ranked1 WHERE rank <= room) < $18"
+    " AND (SELECT cut FROM cut) AS beyond),"
     f" due AS (SELECT {_COLUMNS} FROM due1 UNION ALL {_BY_SUBSCRIPTION}),"
     f" ranked AS (SELECT w.*, {_RANK} FROM due w{_ROOM}),"
     f" picked AS (SELECT {_COLUMNS} FROM ranked WHERE rank <= room"
@@ -144,10 +147,11 @@ CYCLE_SQL = (
     # The picked rows, then ONE row of what the cycle recorded and read (NULL id, so
     # last in this order): the recorded ids once per cycle, not repeated in every picked
     # row (~40 ids in each of ~40 rows, sent and decoded each cycle).
-    " SELECT NULL AS recorded, NULL AS pending, NULL AS failed, p.* FROM picked p"
+    " SELECT NULL AS recorded, NULL AS pending, NULL AS failed, p.*, NULL AS beyond"
+    " FROM picked p"
     " UNION ALL SELECT (SELECT array_agg(id) FROM recorded), (SELECT count(*) FROM pending),"
     " (SELECT count(*) FROM failed), NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,"
-    " NULL, NULL, NULL, NULL, NULL, NULL, NULL"
+    " NULL, NULL, NULL, NULL, NULL, NULL, NULL, (SELECT beyond FROM beyond)"
     " ORDER BY next_attempt_at, id"
 )
 
@@ -158,14 +162,14 @@ def columns(rows: Sequence[tuple[Any, ...]], width: int) -> list[list[Any]]:
 
 async def pg_cycle(db: PostgresDatabase, outcome_columns: Sequence[Sequence[Any]],
                    claim: tuple[Any, ...] | None
-                   ) -> tuple[set[str], list[tuple[float, DueDelivery]], int, int]:
+                   ) -> tuple[set[str], list[tuple[float, DueDelivery]], int, int, bool]:
     """Run one cycle. ``outcome_columns``: the outcomes' ids, tokens, statuses, attempts,
     next attempt times, codes, errors, times, completion times, start times and
     latencies, one sequence per column; ``claim``: (now, read, full endpoints,
     room endpoints, room values, default room, limit, token, lease_until, max_attempts,
     rows read per subscription, rows walked per status), or None. Returns (recorded ids,
     picked (next attempt time, delivery) oldest first, pending rows read, failed rows
-    read)."""
+    read, whether rows were read by subscription)."""
     if claim is None:
         # LIMIT 0 reads nothing; the other values are never used.
         claim = (0.0, 0, [], [], [], 0, 0, "", 0.0, 0, 0, 0)
@@ -178,4 +182,4 @@ async def pg_cycle(db: PostgresDatabase, outcome_columns: Sequence[Sequence[Any]
     picked = [(float(r[11]), DueDelivery(
         r[3], r[4], r[5], r[6], r[7], r[8], r[9], r[10], r[12], r[13], r[14], r[15], r[16],
         r[17].encode("utf-8"))) for r in rows[:-1]]
-    return recorded, picked, int(last[1]), int(last[2])
+    return recorded, picked, int(last[1]), int(last[2]), bool(last[-1])

@@ -14,7 +14,10 @@ however the rows lie:
   ``(subscription_id, next_attempt_at)`` index, for the endpoints the walk did not fill.
 
 Together they claim what one pass over every row would (:func:`pick` over all of them),
-cycle after cycle as the worker runs them (``tests/webhooks/test_cycle_due_read.py``).
+cycle after cycle as the worker runs them (``tests/webhooks/test_cycle_due_read.py``);
+so does the read by subscription alone, which the worker asks for (``walk=False``) while
+the endpoints that made its last walk meet its bound are still full: behind a hanging
+endpoint, every walk would pass over the same backlog and find nothing to claim.
 PostgreSQL does the same inside its one cycle statement
 (:mod:`~monitor.storage.delivery_cycle_pg`), with the values below as parameters.
 """
@@ -25,7 +28,7 @@ import json
 import sqlite3
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from .deliveries import RETRYABLE
 
@@ -51,6 +54,24 @@ class ClaimRequest:
     now: float
     lease_until: float
     max_attempts: int
+    #: False: read by subscription only, without the bounded walk. The dispatcher asks
+    #: for this while the endpoints that made the last walk meet its bound are still
+    #: full: that walk would pass over the same backlog again and then read by
+    #: subscription anyway. The read by subscription alone claims what a full pass would
+    #: (see :func:`per_subscription`), so this changes the read's cost, never its rows.
+    walk: bool = True
+
+
+class DueIds(NamedTuple):
+    """What :func:`sqlite_due_ids` found."""
+
+    #: Ids to claim, oldest first.
+    picked: list[str]
+    #: A walk returned all it asked for: more may be due right now.
+    more_due: bool
+    #: Rows were read by subscription: a walk met its bound short of the claim (or
+    #: there was no walk).
+    by_subscription: bool
 
 
 def pick(rows: Sequence[Sequence[Any]], request: ClaimRequest) -> list[str]:
@@ -76,8 +97,8 @@ def read_rows(request: ClaimRequest) -> int:
 
 
 def walk_rows(request: ClaimRequest) -> int:
-    """Rows a walk passes at most, per status."""
-    return read_rows(request) * WALK_SLACK
+    """Rows a walk passes at most, per status (0: no walk, see ``ClaimRequest.walk``)."""
+    return read_rows(request) * WALK_SLACK if request.walk else 0
 
 
 def full_endpoints(request: ClaimRequest) -> list[str]:
@@ -138,27 +159,33 @@ _SQLITE_DUE_BY_SUBSCRIPTION = (
 )
 
 
-def sqlite_due_ids(conn: sqlite3.Connection, claim: ClaimRequest) -> tuple[list[str], bool]:
-    """The ids to claim, oldest first, and whether more may be due right now (a walk
-    returned all it asked for)."""
+def sqlite_due_ids(conn: sqlite3.Connection, claim: ClaimRequest) -> DueIds:
+    """The ids to claim, oldest first, whether more may be due right now (a walk returned
+    all it asked for), and whether rows were read by subscription."""
     read, walk = read_rows(claim), walk_rows(claim)
-    full = json.dumps(full_endpoints(claim))
     rows: list[Sequence[Any]] = []
-    short: list[str] = []  # statuses whose walk returned fewer than it asked for
-    for status in RETRYABLE:
-        found = conn.execute(_SQLITE_DUE_IDS, (status, claim.now, read, full, walk)).fetchall()
-        rows += found
-        if len(found) < read:
-            short.append(status)
-    picked = pick(rows, claim)
-    # Whether a short walk stopped at its bound is asked only when the claim is not
-    # filled: only then would the rows beyond it be read.
-    if len(picked) < claim.limit and any(
+    short: list[str] = list(RETRYABLE)  # statuses whose walk returned fewer than it asked
+    picked: list[str] = []
+    beyond = True  # no walk: read by subscription
+    if walk:
+        full = json.dumps(full_endpoints(claim))
+        short = []
+        for status in RETRYABLE:
+            found = conn.execute(_SQLITE_DUE_IDS, (status, claim.now, read, full, walk)
+                                 ).fetchall()
+            rows += found
+            if len(found) < read:
+                short.append(status)
+        picked = pick(rows, claim)
+        # Whether a short walk stopped at its bound is asked only when the claim is not
+        # filled: only then would the rows beyond it be read.
+        beyond = len(picked) < claim.limit and any(
             conn.execute(_SQLITE_WALK_FULL, (status, claim.now, walk)).fetchone()[0] >= walk
-            for status in short):
+            for status in short)
+    if beyond:
         seen = {row[0] for row in rows}
         rows += [row for row in conn.execute(_SQLITE_DUE_BY_SUBSCRIPTION, (
             claim.now, per_subscription(claim), json.dumps(filled(rows, claim)))).fetchall()
             if row[0] not in seen]
         picked = pick(rows, claim)
-    return picked, len(short) < len(RETRYABLE)
+    return DueIds(picked, len(short) < len(RETRYABLE), beyond)

@@ -44,7 +44,7 @@ from ..storage.delivery_batches import (
     release_unsent,
     run_cycle,
 )
-from ..storage.due_read import ClaimRequest
+from ..storage.due_read import ClaimRequest, full_endpoints
 from . import metrics
 from .attempts import DeliveryAttempts, backoff_delay
 from .walcheckpoint import WalCheckpoints
@@ -98,6 +98,8 @@ class Dispatcher:
         self._outcomes: list[Outcome] = []
         self._more_due = True  # the last due read was cut at its limit
         self._full_at_read: set[str] = set()  # endpoints without room at the last read
+        #: Endpoints without room when the last walk met its bound (see _walks).
+        self._walk_blocked: frozenset[str] = frozenset()
         self._freed: set[str] = set()  # endpoints where a send finished since then
         self._read_at = -float("inf")
         self._stopping = False
@@ -147,7 +149,25 @@ class Dispatcher:
         self._freed.clear()
         now = self.attempts.clock()
         return ClaimRequest(limit, room, per_endpoint, uuid.uuid4().hex, now,
-                            self.lease_until(now), self.config.max_attempts)
+                            self.lease_until(now), self.config.max_attempts,
+                            self._walks(room, per_endpoint))
+
+    def _walks(self, room: dict[str, int], per_endpoint: int) -> bool:
+        """Whether the read walks the due index, or reads by subscription only.
+
+        A walk that meets its bound short of the claim is followed by a read by
+        subscription. Behind a hanging endpoint that is every cycle: its backlog is the
+        oldest due rows, the walk passes over up to its bound of them (each joined to its
+        subscription) only to find nothing it may claim, and the rows come from the read
+        by subscription. So while every endpoint that was without room at such a walk
+        still has none, the read skips the walk; it walks again as soon as one has room
+        (a hanging send timed out: its backlog may be claimed again, oldest first). The
+        read by subscription alone claims what the walk and it would (due_read), so this
+        saves the walk's cost and changes no claim. A walk that met its bound with every
+        endpoint having room (a paused subscription's backlog) skips nothing: nothing
+        would tell when to walk again."""
+        blocked = self._walk_blocked
+        return not blocked or any(room.get(e, per_endpoint) > 0 for e in blocked)
 
     def _room(self, per_endpoint: int) -> dict[str, int]:
         """Claims each endpoint with claimed deliveries can still take."""
@@ -172,6 +192,9 @@ class Dispatcher:
             raise
         if claim is not None:
             self._read_at = time.monotonic()
+            if claim.walk:
+                self._walk_blocked = (frozenset(full_endpoints(claim))
+                                      if result.by_subscription else frozenset())
             # Only when this read made progress: rows left behind because their
             # endpoints have no room are looked at again when a slot frees, not in a spin.
             self._more_due = result.more_due and bool(result.claimed or result.exhausted)

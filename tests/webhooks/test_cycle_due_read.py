@@ -7,7 +7,8 @@ claims must be what a brute-force pass over every row gives: oldest first, withi
 endpoint's room and the limit, leaving out leased rows, finished ones, paused or deleted
 subscriptions and revoked keys. A cycle that fills up on its walk's rows leaves the rest
 to the next one, which the worker runs at once: the random tables are claimed as the
-worker claims, cycle after cycle while cycles claim something. ``DeliveryStore.due``
+worker claims, cycle after cycle while cycles claim something, with the walk and (as the
+worker reads behind endpoints that stay full) by subscription only. ``DeliveryStore.due``
 (one-off reads) must give the oldest due rows exactly."""
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from __future__ import annotations
 import random
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from monitor.config import DeliveryConfig
 from monitor.records import encode
@@ -97,7 +98,7 @@ async def _until_none(db: Database, claim: ClaimRequest, rows: list[Row]) -> lis
     room, limit, got = dict(claim.room), claim.limit, []
     while limit > 0:
         ids = await _claimed(db, ClaimRequest(limit, room, claim.default_room, claim.token,
-                                              claim.now, claim.lease_until, 5))
+                                              claim.now, claim.lease_until, 5, claim.walk))
         if not ids:
             break
         got += ids
@@ -181,12 +182,7 @@ async def test_the_claim_is_a_full_scans_on_random_tables(webhook_db: Database) 
             lease = rng.choice([None, None, None, now - 5, now + 60])
             attempts = 0 if status == "pending" else rng.randint(1, 3)
             updates.append((did, status, at, lease, attempts, i))
-        await _apply(webhook_db, updates)
-        if oldest:
-            await webhook_db.execute(
-                "UPDATE webhook_deliveries SET next_attempt_at = next_attempt_at - 10000"
-                " WHERE next_attempt_at IS NOT NULL AND subscription_id IN"
-                " (SELECT id FROM webhook_subscriptions WHERE endpoint = $1)", oldest)
+        await _set(webhook_db, updates, oldest)
         room = {e: rng.choice([0, 0, 1, 2, 5]) for e in endpoints if rng.random() < 0.6}
         if oldest:
             room[oldest] = rng.choice([0, 0, 1])
@@ -200,18 +196,36 @@ async def test_the_claim_is_a_full_scans_on_random_tables(webhook_db: Database) 
         assert [d.id for d in await DeliveryStore(webhook_db).due(now, claim.limit, full)] \
             == _expected(rows, everything, excluded)
         want = _expected(rows, claim, excluded)
-        got = await _until_none(webhook_db, claim, rows)
-        if pending_only:
-            assert sorted(got) == sorted(want), trial
-        else:
-            # Two statuses are read apart, so which of an endpoint's rows come first may
-            # differ; how many are claimed at each endpoint may not.
-            assert sorted(_count(rows, got).items()) == sorted(_count(rows, want).items())
-            assert set(got) <= {r.id for r in rows
-                                if _claimable(r, claim) and r.subscription not in excluded}
+        # With the walk, then (the same rows set again) by subscription only, as the
+        # worker reads while the endpoints that made its last walk meet its bound stay
+        # full: both claim what the brute-force pass does.
+        for walk in (True, False):
+            if not walk:
+                await _set(webhook_db, updates, oldest)
+            got = await _until_none(webhook_db, replace(claim, walk=walk), rows)
+            if pending_only:
+                assert sorted(got) == sorted(want), (trial, walk)
+            else:
+                # Two statuses are read apart, so which of an endpoint's rows come first
+                # may differ; how many are claimed at each endpoint may not.
+                assert sorted(_count(rows, got).items()) == \
+                    sorted(_count(rows, want).items()), (trial, walk)
+                assert set(got) <= {r.id for r in rows
+                                    if _claimable(r, claim) and r.subscription not in excluded}
         due = sum(1 for r in rows if _claimable(r, claim))
         paths.add(due > claim.limit * 2)
     assert paths == {True, False}  # both more due rows than a read and fewer were tried
+
+
+async def _set(db: Database, updates: list[tuple[str, str, float | None, float | None, int,
+                                                 int]], oldest: str) -> None:
+    """Every row's drawn state; ``oldest``'s rows made the oldest by far."""
+    await _apply(db, updates)
+    if oldest:
+        await db.execute(
+            "UPDATE webhook_deliveries SET next_attempt_at = next_attempt_at - 10000"
+            " WHERE next_attempt_at IS NOT NULL AND subscription_id IN"
+            " (SELECT id FROM webhook_subscriptions WHERE endpoint = $1)", oldest)
 
 
 def _claimable(r: Row, claim: ClaimRequest) -> bool:
