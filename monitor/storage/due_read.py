@@ -164,12 +164,12 @@ def sqlite_due_ids(conn: sqlite3.Connection, claim: ClaimRequest) -> DueIds:
     all it asked for), and whether rows were read by subscription."""
     read, walk = read_rows(claim), walk_rows(claim)
     rows: list[Sequence[Any]] = []
-    short: list[str] = list(RETRYABLE)  # statuses whose walk returned fewer than it asked
     picked: list[str] = []
+    more_due = False
     beyond = True  # no walk: read by subscription
     if walk:
         full = json.dumps(full_endpoints(claim))
-        short = []
+        short: list[str] = []  # statuses whose walk returned fewer than it asked for
         for status in RETRYABLE:
             found = conn.execute(_SQLITE_DUE_IDS, (status, claim.now, read, full, walk)
                                  ).fetchall()
@@ -177,6 +177,7 @@ def sqlite_due_ids(conn: sqlite3.Connection, claim: ClaimRequest) -> DueIds:
             if len(found) < read:
                 short.append(status)
         picked = pick(rows, claim)
+        more_due = len(short) < len(RETRYABLE)
         # Whether a short walk stopped at its bound is asked only when the claim is not
         # filled: only then would the rows beyond it be read.
         beyond = len(picked) < claim.limit and any(
@@ -188,4 +189,4 @@ def sqlite_due_ids(conn: sqlite3.Connection, claim: ClaimRequest) -> DueIds:
             claim.now, per_subscription(claim), json.dumps(filled(rows, claim)))).fetchall()
             if row[0] not in seen]
         picked = pick(rows, claim)
-    return DueIds(picked, len(short) < len(RETRYABLE), beyond)
+    return DueIds(picked, more_due, beyond)

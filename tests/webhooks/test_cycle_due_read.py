@@ -97,8 +97,7 @@ async def _until_none(db: Database, claim: ClaimRequest, rows: list[Row]) -> lis
     endpoint = {r.id: r.endpoint for r in rows}
     room, limit, got = dict(claim.room), claim.limit, []
     while limit > 0:
-        ids = await _claimed(db, ClaimRequest(limit, room, claim.default_room, claim.token,
-                                              claim.now, claim.lease_until, 5, claim.walk))
+        ids = await _claimed(db, replace(claim, limit=limit, room=dict(room)))
         if not ids:
             break
         got += ids

@@ -12,12 +12,18 @@ with no further event and an hour's poll, forever. Both backends, real receivers
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 
+import pytest
 from aiohttp import web
 
+import monitor.webhooks.dispatcher as dispatcher_module
 from monitor.config import DeliveryConfig
 from monitor.storage import Database
+from monitor.storage.delivery_batches import CycleResult, Outcome, run_cycle
+from monitor.storage.due_read import ClaimRequest
 from monitor.webhooks.secrets import SecretBox
+from monitor.webhooks.urls import origin
 from tests.webhook_support import (
     ENCRYPTION_KEY,
     queue_for_new_subscription,
@@ -55,3 +61,49 @@ async def test_a_healthy_row_behind_a_full_endpoints_backlog_is_claimed(
     assert healthy.answered == [200]
     # Everything the hanging endpoint got was its backlog's oldest rows: one slot.
     assert len(hanging.received) == 1
+
+
+async def test_behind_a_full_endpoint_the_read_skips_its_walk_until_it_has_room(
+        webhook_db: Database, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Behind a hanging endpoint's backlog every walk meets its bound and finds nothing it
+    may claim, so while that endpoint stays full the worker reads by subscription only;
+    healthy rows are still delivered that way. The cycle's own code runs: the claims are
+    only recorded on their way to it."""
+    config = DeliveryConfig(allow_loopback=True, secret_encryption_key=ENCRYPTION_KEY,
+                            max_concurrency=8, per_endpoint_concurrency=1,
+                            poll_interval_seconds=3600.0, timeout_seconds=60.0)
+    release = asyncio.Event()
+    claims: list[ClaimRequest] = []
+
+    async def recording(db: Database, outcomes: Sequence[Outcome],
+                        claim: ClaimRequest | None) -> CycleResult:
+        if claim is not None:
+            claims.append(claim)
+        return await run_cycle(db, outcomes, claim)
+
+    monkeypatch.setattr(dispatcher_module, "run_cycle", recording)
+
+    async def hang(request: web.Request, body: bytes) -> web.StreamResponse | None:
+        await release.wait()
+        return None
+
+    async with receiver() as hanging, receiver() as healthy:
+        hanging.on_request = hang
+        box = SecretBox.from_config(config)
+        await queue_for_new_subscription(webhook_db, box, hanging.url, BACKLOG)
+        async with running_dispatcher(webhook_db, config, box) as worker:
+            try:
+                await hanging.wait_requests(1)
+                # Rows that come after the backlog, one event at a time.
+                for n in range(1, 4):
+                    await queue_for_new_subscription(webhook_db, box, healthy.url, 1)
+                    worker.wake.set()
+                    await healthy.wait_requests(n, within=15.0)
+            finally:
+                release.set()
+    assert healthy.answered == [200, 200, 200]
+    assert len(hanging.received) == 1  # its slot held all along
+    skipped = [c for c in claims if not c.walk]
+    assert skipped, "no read skipped its walk behind the full endpoint"
+    hanging_endpoint = origin(hanging.url)
+    assert all(c.room.get(hanging_endpoint, c.default_room) <= 0 for c in skipped)
