@@ -39,6 +39,22 @@ async def test_migrate_and_query(storage_url: str) -> None:
         await db.close()
 
 
+async def test_numbered_markers_bind_by_number_past_nine_and_when_repeated(
+        storage_url: str) -> None:
+    """``$10`` is the tenth argument, not ``$1`` followed by a 0, and a marker used twice
+    binds the same argument both times, on SQLite (translated to ``?n``, once per
+    statement text) as on PostgreSQL; the second run of the same text binds anew."""
+    db = await connect(storage_url)
+    try:
+        sql = ("SELECT $11 || '-' || $10 || '-' || $1 || '-' || $1 AS joined"
+               " WHERE $2 = $3 OR $4 = $5 OR $6 = $7 OR $8 = $9 OR TRUE")
+        for n in range(2):
+            args = [f"a{i}-{n}" for i in range(1, 12)]
+            assert await db.fetchval(sql, *args) == f"a11-{n}-a10-{n}-a1-{n}-a1-{n}"
+    finally:
+        await db.close()
+
+
 async def test_pinned_connection_survives_a_failed_statement_and_is_released(
         pg_url: str) -> None:
     """The worker's cycle runs on one kept connection; a failing statement must not leave

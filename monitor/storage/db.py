@@ -9,6 +9,7 @@ the common subset (TEXT, INTEGER/BIGINT, DOUBLE PRECISION, ``ON CONFLICT``,
 from __future__ import annotations
 
 import asyncio
+import functools
 import re
 import sqlite3
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
@@ -21,6 +22,16 @@ import aiosqlite
 import asyncpg
 
 _PARAM = re.compile(r"\$(\d+)")
+
+
+@functools.lru_cache(maxsize=1024)
+def sqlite_sql(sql: str) -> str:
+    """``sql`` with PostgreSQL's ``$n`` markers as SQLite's ``?n``. Cached: the same
+    statements run over and over, and the substitution (~9 µs, a template expanded per
+    marker) cost more than some of the statements themselves; a lookup is ~0.1 µs."""
+    return _PARAM.sub(r"?\1", sql)
+
+
 #: How long a SQLite statement waits for another connection's write lock.
 BUSY_TIMEOUT_MS = 5000
 
@@ -64,13 +75,13 @@ class _SqliteExecutor:
         self._conn = conn
 
     async def execute(self, sql: str, *args: Any) -> None:
-        await self._conn.execute(_PARAM.sub(r"?\1", sql), args)
+        await self._conn.execute(sqlite_sql(sql), args)
 
     async def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
-        await self._conn.executemany(_PARAM.sub(r"?\1", sql), rows)
+        await self._conn.executemany(sqlite_sql(sql), rows)
 
     async def fetch(self, sql: str, *args: Any) -> list[Row]:
-        async with self._conn.execute(_PARAM.sub(r"?\1", sql), args) as cur:
+        async with self._conn.execute(sqlite_sql(sql), args) as cur:
             rows = await cur.fetchall()
             names = [d[0] for d in cur.description or ()]
         return [dict(zip(names, row, strict=True)) for row in rows]
