@@ -468,8 +468,9 @@ async def main(args: argparse.Namespace) -> None:
                  limit_name="same traffic, other endpoint healthy", limit=base,
                  project=loaded, ratio=ratio, target="<= 1.2x",
                  met=ratio <= 1.2, note=f"alone {alone.p99_ms:.1f} ms; medians of "
-                 f"{args.isolation_rounds} p99s each; worker process CPU per event next to a "
-                 f"healthy / a hanging endpoint {per_cpu['healthy']:.0f} / "
+                 f"{args.isolation_rounds} p99s each; this process's CPU per event (worker "
+                 f"and event inserts) next to a healthy / a hanging endpoint "
+                 f"{per_cpu['healthy']:.0f} / "
                  f"{per_cpu['hanging']:.0f} µs, cycles per event "
                  f"{per_cycles['healthy']:.2f} / {per_cycles['hanging']:.2f}")
     finally:
