@@ -15,8 +15,8 @@ row count on SQLite, ``RETURNING`` on PostgreSQL).
 
 SQLite runs the whole cycle in one hop to the connection's thread
 (:meth:`~monitor.storage.db.SqliteDatabase.run_sync`); PostgreSQL runs the cycle as ONE
-statement whose text never varies with the batch size (arrays, ``unnest``; asyncpg
-prepares it once) on a connection kept for it
+statement whose text never varies with the batch size (the outcomes as one JSON
+document, the claim's values as arrays; asyncpg prepares it once) on a connection kept for it
 (:mod:`~monitor.storage.delivery_cycle_pg`): one round trip per cycle.
 """
 
@@ -27,6 +27,8 @@ import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
+
+import msgspec
 
 from .db import Database, PostgresDatabase
 from .deliveries import _DUE_SELECT, INTERRUPTED, DueDelivery
@@ -39,6 +41,8 @@ from .due_read import (
     sqlite_due_ids,
     walk_rows,
 )
+
+_encode_json = msgspec.json.Encoder().encode
 
 
 class Outcome(NamedTuple):
@@ -79,19 +83,19 @@ def _outcome_row(o: Outcome) -> tuple[Any, ...]:
             o.status_code, o.error, float(o.now), completed)
 
 
-def _outcome_columns(outcomes: Sequence[Outcome]) -> list[list[Any]]:
-    """The PostgreSQL cycle's outcome arrays: :func:`_outcome_row` plus the history's
-    started_at and latency, one list per column (built column by column, not as rows
-    then transposed)."""
+def _outcome_records(outcomes: Sequence[Outcome]) -> tuple[list[str], str]:
+    """The PostgreSQL cycle's outcomes: their ids, and :func:`_outcome_row` plus the
+    history's started_at and latency as one JSON array of objects (see
+    :func:`~monitor.storage.delivery_cycle_pg.pg_cycle` for why not arrays)."""
     completed = ("success", "max_retries_exceeded")
-    return [[o.delivery.id for o in outcomes], [o.token for o in outcomes],
-            [o.new_status for o in outcomes], [o.attempt for o in outcomes],
-            [None if o.next_attempt_at is None else float(o.next_attempt_at)
-             for o in outcomes],
-            [o.status_code for o in outcomes], [o.error for o in outcomes],
-            [float(o.now) for o in outcomes],
-            [float(o.now) if o.new_status in completed else None for o in outcomes],
-            [float(o.started_at) for o in outcomes], [float(o.latency_ms) for o in outcomes]]
+    records = [{"id": o.delivery.id, "token": o.token, "status": o.new_status,
+                "attempt": o.attempt,
+                "next_at": None if o.next_attempt_at is None else float(o.next_attempt_at),
+                "code": o.status_code, "error": o.error, "now": float(o.now),
+                "completed": float(o.now) if o.new_status in completed else None,
+                "started": float(o.started_at), "latency": float(o.latency_ms)}
+               for o in outcomes]
+    return [o.delivery.id for o in outcomes], _encode_json(records).decode()
 
 
 def _history_row(o: Outcome) -> tuple[Any, ...]:
@@ -221,7 +225,7 @@ async def run_cycle(db: Database, outcomes: Sequence[Outcome], claim: ClaimReque
         result: CycleResult = await run_sync(lambda conn: _sqlite_cycle(conn, outcomes, claim))
         return result
     assert isinstance(db, PostgresDatabase)
-    outcome_columns = _outcome_columns(outcomes)
+    outcome_ids, outcomes_json = _outcome_records(outcomes)
     pg_claim = None
     if claim is not None and claim.limit <= 0:
         claim = None
@@ -231,7 +235,8 @@ async def run_cycle(db: Database, outcomes: Sequence[Outcome], claim: ClaimReque
                     [e for e, _ in room], [n for _, n in room], claim.default_room,
                     claim.limit, claim.token, claim.lease_until, claim.max_attempts,
                     per_subscription(claim), walk_rows(claim))
-    recorded, picked, pending, failed, beyond = await pg_cycle(db, outcome_columns, pg_claim)
+    recorded, picked, pending, failed, beyond = await pg_cycle(db, outcome_ids, outcomes_json,
+                                                               pg_claim)
     result = CycleResult(recorded=recorded)
     if claim is not None:
         result.more_due = max(pending, failed) >= read_rows(claim)

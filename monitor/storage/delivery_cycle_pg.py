@@ -16,7 +16,7 @@ What the CTEs do, in the order of the SQLite cycle:
   the delivery is not a success (``RETURNING`` says which), with its history row;
 * ``pending``/``failed``: the due rows of each status that can be claimed now, oldest
   first: a walk of the ``(status, next_attempt_at)`` index over rows no send holds,
-  unlocked and bounded (``$23`` rows, whatever their subscription), joined back to the
+  unlocked and bounded (``$14`` rows, whatever their subscription), joined back to the
   row by ``ctid`` (no second index lookup) and tested; the first ``read`` that pass are
   locked ``FOR UPDATE OF d SKIP LOCKED`` (two workers never claim the same row).
   Deliveries with an outcome in this cycle are left out: all CTEs see one snapshot, and
@@ -25,7 +25,7 @@ What the CTEs do, in the order of the SQLite cycle:
   endpoint's backlog, all due and oldest, fills it) and the rows found do not fill the
   claim, each active subscription's oldest claimable rows are added (the
   ``(subscription_id, next_attempt_at)`` index), as the SQLite cycle does in a statement
-  of its own. A claim without a walk (``$23`` = 0) meets that bound at once: it reads
+  of its own. A claim without a walk (``$14`` = 0) meets that bound at once: it reads
   by subscription only. Whether it did is the cycle's last column;
 * ``picked``: :func:`~monitor.storage.due_read.pick` in SQL: a row is taken when its rank
   within its endpoint is within that endpoint's room and it is among the first ``limit``
@@ -55,42 +55,42 @@ from .deliveries import _DUE_COLUMNS, INTERRUPTED, DueDelivery
 #: cannot hash a parameter array). Status and time are tested again: a row locked after
 #: another worker changed it is re-tested in its newest version.
 _CLAIMABLE = (
-    " d.status IN ('pending', 'failed') AND d.next_attempt_at <= $12"
-    " AND (d.lease_until IS NULL OR (d.lease_until < $12 AND d.id <> ALL($1::text[])))"
+    " d.status IN ('pending', 'failed') AND d.next_attempt_at <= $3"
+    " AND (d.lease_until IS NULL OR (d.lease_until < $3 AND d.id <> ALL($1::text[])))"
 )
 _ACTIVE = (
-    " s.is_active = 1 AND s.deleted_at IS NULL AND s.endpoint <> ALL($14::text[])"
+    " s.is_active = 1 AND s.deleted_at IS NULL AND s.endpoint <> ALL($5::text[])"
     " AND s.api_key_id IN (SELECT id FROM api_keys WHERE revoked_at IS NULL)"
 )
 _COLUMNS = ("id, subscription_id, api_key_id, event_id, event_type, status, attempts,"
             " created_at, next_attempt_at, webhook_url, endpoint, secret_sealed,"
             " previous_secret_sealed, rotated_at, payload")
 _RANK = ("row_number() OVER (PARTITION BY w.endpoint ORDER BY w.next_attempt_at, w.id)"
-         " AS rank, COALESCE(room.n, $17) AS room")
-_ROOM = " LEFT JOIN unnest($15::text[], $16::int[]) AS room(e, n) ON room.e = w.endpoint"
-#: A status's due rows no send holds, oldest first, at most ``$23`` of them: the walk of
+         " AS rank, COALESCE(room.n, $8) AS room")
+_ROOM = " LEFT JOIN unnest($6::text[], $7::int[]) AS room(e, n) ON room.e = w.endpoint"
+#: A status's due rows no send holds, oldest first, at most ``$14`` of them: the walk of
 #: the ``(status, next_attempt_at)`` index that the claim's read is bounded by (see the
 #: SQLite walk in :mod:`~monitor.storage.due_read`). Nothing is locked here.
 _WALK = ("SELECT ctid, next_attempt_at FROM webhook_deliveries WHERE status = '{}'"
-         " AND next_attempt_at <= $12 AND (lease_until IS NULL OR lease_until < $12)"
-         " ORDER BY next_attempt_at LIMIT $23")
-#: A status's first ``$13`` claimable rows of that walk, walked only as far as needed,
+         " AND next_attempt_at <= $3 AND (lease_until IS NULL OR lease_until < $3)"
+         " ORDER BY next_attempt_at LIMIT $14")
+#: A status's first ``$4`` claimable rows of that walk, walked only as far as needed,
 #: each locked as it is taken (``SKIP LOCKED``: another worker's are passed over).
 _DUE = (
     _DUE_COLUMNS + " FROM ({walk}) w JOIN webhook_deliveries d ON d.ctid = w.ctid"
     " JOIN webhook_subscriptions s ON s.id = d.subscription_id"
     " JOIN webhook_events e ON e.event_id = d.event_id"
-    f" WHERE{_CLAIMABLE} AND{_ACTIVE} ORDER BY w.next_attempt_at LIMIT $13"
+    f" WHERE{_CLAIMABLE} AND{_ACTIVE} ORDER BY w.next_attempt_at LIMIT $4"
     " FOR UPDATE OF d SKIP LOCKED"
 )
-#: Whether a status's walk met its bound short of its ``$13`` rows: rows beyond it may be
+#: Whether a status's walk met its bound short of its ``$4`` rows: rows beyond it may be
 #: claimable (evaluated only then: ``AND`` stops at its first false operand).
-_CUT = ("((SELECT count(*) FROM {cte}) < $13 AND (SELECT count(*) FROM"
+_CUT = ("((SELECT count(*) FROM {cte}) < $4 AND (SELECT count(*) FROM"
         " (SELECT 1 FROM webhook_deliveries WHERE status = '{status}'"
-        " AND next_attempt_at <= $12 AND (lease_until IS NULL OR lease_until < $12)"
-        " ORDER BY next_attempt_at LIMIT $23) x) >= $23)")
+        " AND next_attempt_at <= $3 AND (lease_until IS NULL OR lease_until < $3)"
+        " ORDER BY next_attempt_at LIMIT $14) x) >= $14)")
 #: The rows beyond a walk that met its bound: each active subscription's oldest
-#: claimable rows (``$22`` of them), for the endpoints the walks did not fill (see
+#: claimable rows (``$13`` of them), for the endpoints the walks did not fill (see
 #: :func:`~monitor.storage.due_read.filled`), when they did not fill the claim.
 #: The first two tests name no row: one-time filters, evaluated before any subscription
 #: is read, and in that order (whether a walk stopped at its bound is asked only when the
@@ -99,7 +99,7 @@ _BY_SUBSCRIPTION = (
     _DUE_COLUMNS + " FROM webhook_subscriptions s"
     " CROSS JOIN LATERAL (SELECT d.* FROM webhook_deliveries d"
     f" WHERE d.subscription_id = s.id AND{_CLAIMABLE} ORDER BY d.next_attempt_at"
-    " LIMIT $22 FOR UPDATE OF d SKIP LOCKED) d"
+    " LIMIT $13 FOR UPDATE OF d SKIP LOCKED) d"
     " JOIN webhook_events e ON e.event_id = d.event_id"
     f" WHERE (SELECT beyond FROM beyond) AND{_ACTIVE}"
     " AND s.endpoint NOT IN (SELECT endpoint FROM ranked1 WHERE rank >= room)"
@@ -107,10 +107,9 @@ _BY_SUBSCRIPTION = (
 )
 
 CYCLE_SQL = (
-    "WITH v AS (SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::int[],"
-    " $5::float8[], $6::int[], $7::text[], $8::float8[], $9::float8[], $10::float8[],"
-    " $11::float8[]) AS v(id, token, status, attempt, next_at, code, error, now, completed,"
-    " started, latency)),"
+    "WITH v AS (SELECT * FROM json_to_recordset($2::json) AS v(id text, token text,"
+    " status text, attempt int, next_at float8, code int, error text, now float8,"
+    " completed float8, started float8, latency float8)),"
     " recorded AS (UPDATE webhook_deliveries d SET status = v.status, attempts = v.attempt,"
     " next_attempt_at = v.next_at, last_status_code = v.code, last_error = v.error,"
     " updated_at = v.now, completed_at = COALESCE(v.completed, d.completed_at),"
@@ -128,22 +127,22 @@ CYCLE_SQL = (
     f" OR {_CUT.format(cte='failed', status='failed')} AS cut),"
     f" due1 AS (SELECT {_COLUMNS} FROM pending UNION ALL SELECT {_COLUMNS} FROM failed),"
     f" ranked1 AS (SELECT w.endpoint, {_RANK} FROM due1 w{_ROOM}),"
-    " beyond AS (SELECT (SELECT count(*) FROM ranked1 WHERE rank <= room) < $18"
+    " beyond AS (SELECT (SELECT count(*) FROM ranked1 WHERE rank <= room) < $9"
     " AND (SELECT cut FROM cut) AS beyond),"
     f" due AS (SELECT {_COLUMNS} FROM due1 UNION ALL {_BY_SUBSCRIPTION}),"
     f" ranked AS (SELECT w.*, {_RANK} FROM due w{_ROOM}),"
     f" picked AS (SELECT {_COLUMNS} FROM ranked WHERE rank <= room"
-    " ORDER BY next_attempt_at, id LIMIT $18),"
-    " begun AS (UPDATE webhook_deliveries d SET lease_token = $19, lease_until = $20,"
-    " attempts = p.attempts + 1, updated_at = $12 FROM picked p"
-    " WHERE d.id = p.id AND p.attempts < $21),"
+    " ORDER BY next_attempt_at, id LIMIT $9),"
+    " begun AS (UPDATE webhook_deliveries d SET lease_token = $10, lease_until = $11,"
+    " attempts = p.attempts + 1, updated_at = $3 FROM picked p"
+    " WHERE d.id = p.id AND p.attempts < $12),"
     " gave_up AS (UPDATE webhook_deliveries d SET status = 'max_retries_exceeded',"
-    " next_attempt_at = NULL, updated_at = $12, completed_at = $12, lease_token = NULL,"
-    " lease_until = NULL, last_error = COALESCE(d.last_error, $24) FROM picked p"
-    " WHERE d.id = p.id AND p.attempts >= $21),"
+    " next_attempt_at = NULL, updated_at = $3, completed_at = $3, lease_token = NULL,"
+    " lease_until = NULL, last_error = COALESCE(d.last_error, $15) FROM picked p"
+    " WHERE d.id = p.id AND p.attempts >= $12),"
     " interrupted AS (INSERT INTO webhook_attempts (delivery_id, attempt, manual,"
-    " started_at, status_code, latency_ms, error) SELECT p.id, p.attempts, 0, $12, NULL, 0,"
-    " $24 FROM picked p WHERE p.attempts > 0 ON CONFLICT (delivery_id, attempt) DO NOTHING)"
+    " started_at, status_code, latency_ms, error) SELECT p.id, p.attempts, 0, $3, NULL, 0,"
+    " $15 FROM picked p WHERE p.attempts > 0 ON CONFLICT (delivery_id, attempt) DO NOTHING)"
     # The picked rows, then ONE row of what the cycle recorded and read (NULL id, so
     # last in this order): the recorded ids once per cycle, not repeated in every picked
     # row (~40 ids in each of ~40 rows, sent and decoded each cycle).
@@ -160,12 +159,16 @@ def columns(rows: Sequence[tuple[Any, ...]], width: int) -> list[list[Any]]:
     return [[r[i] for r in rows] for i in range(width)] if rows else [[] for _ in range(width)]
 
 
-async def pg_cycle(db: PostgresDatabase, outcome_columns: Sequence[Sequence[Any]],
+async def pg_cycle(db: PostgresDatabase, outcome_ids: Sequence[str], outcomes_json: str,
                    claim: tuple[Any, ...] | None
                    ) -> tuple[set[str], list[tuple[float, DueDelivery]], int, int, bool]:
-    """Run one cycle. ``outcome_columns``: the outcomes' ids, tokens, statuses, attempts,
-    next attempt times, codes, errors, times, completion times, start times and
-    latencies, one sequence per column; ``claim``: (now, read, full endpoints,
+    """Run one cycle. ``outcome_ids``: the outcomes' delivery ids; ``outcomes_json``: the
+    outcomes as a JSON array of objects with the ``v`` CTE's columns (id, token, status,
+    attempt, next_at, code, error, now, completed, started, latency). One document, not
+    eleven arrays: asyncpg tests every element of an array parameter against
+    ``collections.abc`` classes (Python-level ``isinstance``, one or two per element,
+    ~15 per outcome), a tenth of the worker's CPU per delivery in a drain
+    (docs/performance.md, twenty-eighth pass). ``claim``: (now, read, full endpoints,
     room endpoints, room values, default room, limit, token, lease_until, max_attempts,
     rows read per subscription, rows walked per status), or None. Returns (recorded ids,
     picked (next attempt time, delivery) oldest first, pending rows read, failed rows
@@ -173,7 +176,7 @@ async def pg_cycle(db: PostgresDatabase, outcome_columns: Sequence[Sequence[Any]
     if claim is None:
         # LIMIT 0 reads nothing; the other values are never used.
         claim = (0.0, 0, [], [], [], 0, 0, "", 0.0, 0, 0, 0)
-    rows = await db.fetch_pinned(CYCLE_SQL, *outcome_columns, *claim, INTERRUPTED)
+    rows = await db.fetch_pinned(CYCLE_SQL, outcome_ids, outcomes_json, *claim, INTERRUPTED)
     last = rows[-1]  # the cycle's own row: a picked row's next_attempt_at is never NULL
     assert last[3] is None
     recorded = set(last[0] or ())

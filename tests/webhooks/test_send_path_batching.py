@@ -167,23 +167,28 @@ async def test_in_flight_gauge_is_zero_when_idle(webhook_db: Database) -> None:
     assert m.DELIVERIES_IN_FLIGHT._value.get() == 0
 
 
-def test_outcome_columns_are_the_rows_transposed() -> None:
-    """The PostgreSQL cycle's arrays, built column by column, against the rows the SQLite
-    cycle writes (plus the history's start time and latency), transposed."""
+def test_outcome_records_are_the_rows_the_sqlite_cycle_writes() -> None:
+    """The PostgreSQL cycle's outcomes (ids, and one JSON document the ``v`` CTE reads
+    by column name) against the rows the SQLite cycle writes plus the history's start
+    time and latency; floats survive the text exactly (shortest round-trip repr)."""
+    import json
+
     from monitor.storage.deliveries import DueDelivery
-    from monitor.storage.delivery_batches import (
-        Outcome,
-        _outcome_columns,
-        _outcome_row,
-    )
-    from monitor.storage.delivery_cycle_pg import columns
+    from monitor.storage.delivery_batches import Outcome, _outcome_records, _outcome_row
 
     d = DueDelivery("d1", "s1", "k1", "e1", "t", "pending", 0, 1.0, "http://x/", "http://x",
                     "sealed", None, None, b"{}")
     outcomes = [Outcome(d, "tok", 1, 2.0, 200, 1.5, None, "success", None, 3.0),
-                Outcome(d._replace(id="d2"), "tok", 2, 2, 500, 2, "HTTP 500", "failed", 9, 4),
+                Outcome(d._replace(id="d2"), "tok", 2, 2, 500, 2, 'HTTP 500 "x"\n\u2603',
+                        "failed", 9, 4),
                 Outcome(d._replace(id="d3"), "tok", 5, 2.5, None, 0.0, "timeout",
-                        "max_retries_exceeded", None, 5.0)]
+                        "max_retries_exceeded", None, 1764668400.1234567)]
+    names = ("id", "token", "status", "attempt", "next_at", "code", "error", "now",
+             "completed", "started", "latency")
     rows = [(*_outcome_row(o), float(o.started_at), float(o.latency_ms)) for o in outcomes]
-    assert _outcome_columns(outcomes) == columns(rows, 11)
-    assert _outcome_columns([]) == columns([], 11)
+    ids, document = _outcome_records(outcomes)
+    assert ids == ["d1", "d2", "d3"]
+    decoded = json.loads(document)
+    assert [tuple(r[n] for n in names) for r in decoded] == rows
+    assert all(set(r) == set(names) for r in decoded)
+    assert _outcome_records([]) == ([], "[]")
