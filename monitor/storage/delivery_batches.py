@@ -28,11 +28,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-import msgspec
-
 from .db import Database, PostgresDatabase
 from .deliveries import _DUE_SELECT, INTERRUPTED, DueDelivery
-from .delivery_cycle_pg import columns, pg_cycle
+from .delivery_cycle_pg import OutcomeRecord, columns, encode_outcomes, pg_cycle
 from .due_read import (
     ClaimRequest,
     full_endpoints,
@@ -41,8 +39,6 @@ from .due_read import (
     sqlite_due_ids,
     walk_rows,
 )
-
-_encode_json = msgspec.json.Encoder().encode
 
 
 class Outcome(NamedTuple):
@@ -88,14 +84,12 @@ def _outcome_records(outcomes: Sequence[Outcome]) -> tuple[list[str], str]:
     history's started_at and latency as one JSON array of objects (see
     :func:`~monitor.storage.delivery_cycle_pg.pg_cycle` for why not arrays)."""
     completed = ("success", "max_retries_exceeded")
-    records = [{"id": o.delivery.id, "token": o.token, "status": o.new_status,
-                "attempt": o.attempt,
-                "next_at": None if o.next_attempt_at is None else float(o.next_attempt_at),
-                "code": o.status_code, "error": o.error, "now": float(o.now),
-                "completed": float(o.now) if o.new_status in completed else None,
-                "started": float(o.started_at), "latency": float(o.latency_ms)}
-               for o in outcomes]
-    return [o.delivery.id for o in outcomes], _encode_json(records).decode()
+    records = [OutcomeRecord(
+        o.delivery.id, o.token, o.new_status, o.attempt,
+        None if o.next_attempt_at is None else float(o.next_attempt_at), o.status_code,
+        o.error, float(o.now), float(o.now) if o.new_status in completed else None,
+        float(o.started_at), float(o.latency_ms)) for o in outcomes]
+    return [o.delivery.id for o in outcomes], encode_outcomes(records).decode()
 
 
 def _history_row(o: Outcome) -> tuple[Any, ...]:

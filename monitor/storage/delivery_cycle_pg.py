@@ -43,6 +43,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import msgspec
+
 from .db import PostgresDatabase
 from .deliveries import _DUE_COLUMNS, INTERRUPTED, DueDelivery
 
@@ -153,6 +155,28 @@ CYCLE_SQL = (
     " NULL, NULL, NULL, NULL, NULL, NULL, NULL, (SELECT beyond FROM beyond)"
     " ORDER BY next_attempt_at, id"
 )
+
+
+class OutcomeRecord(msgspec.Struct, gc=False):
+    """One outcome in the cycle's JSON document: the field names are the ``v`` CTE's
+    columns (``json_to_recordset`` matches them by name). A struct, not a dict: built
+    and encoded in ~2/3 of the time."""
+
+    id: str
+    token: str
+    status: str
+    attempt: int
+    next_at: float | None
+    code: int | None
+    error: str | None
+    now: float
+    completed: float | None
+    started: float
+    latency: float
+
+
+#: Encodes a list of :class:`OutcomeRecord` (the ``outcomes_json`` of :func:`pg_cycle`).
+encode_outcomes = msgspec.json.Encoder().encode
 
 
 def columns(rows: Sequence[tuple[Any, ...]], width: int) -> list[list[Any]]:
