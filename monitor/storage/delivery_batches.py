@@ -22,7 +22,6 @@ document, the claim's values as arrays; asyncpg prepares it once) on a connectio
 
 from __future__ import annotations
 
-import json
 import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -34,6 +33,7 @@ from .delivery_cycle_pg import OutcomeRecord, columns, encode_outcomes, pg_cycle
 from .due_read import (
     ClaimRequest,
     full_endpoints,
+    json_text,
     per_subscription,
     read_rows,
     sqlite_due_ids,
@@ -154,7 +154,7 @@ def _sqlite_cycle(conn: sqlite3.Connection, outcomes: Sequence[Outcome],
     picked, result.more_due, result.by_subscription = sqlite_due_ids(conn, claim)
     if picked:
         by_id = {row[0]: row for row in
-                 conn.execute(_SQLITE_DUE_ROWS, (json.dumps(picked),)).fetchall()}
+                 conn.execute(_SQLITE_DUE_ROWS, (json_text(picked),)).fetchall()}
         _claim_picked(result, [_due_from(by_id[i]) for i in picked], claim)
     if result.claimed:
         conn.executemany(_BEGIN_SQL, [(d.id, claim.token, claim.lease_until, n, claim.now)

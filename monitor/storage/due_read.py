@@ -24,13 +24,25 @@ PostgreSQL does the same inside its one cycle statement
 
 from __future__ import annotations
 
-import json
 import sqlite3
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
+import msgspec
+
 from .deliveries import RETRYABLE
+
+_encode = msgspec.json.Encoder().encode
+
+
+def json_text(values: Sequence[str]) -> str:
+    """``values`` as a JSON array in text, for ``json_each``: msgspec takes ~0.2 µs for a
+    short list where ``json.dumps`` takes ~2.4 µs (~11 µs for a cycle's ~40 ids). Text,
+    not bytes: a BLOB is not JSON text to SQLite's JSON functions (an error before 3.45,
+    binary JSONB since)."""
+    return _encode(values).decode()
+
 
 #: Due rows read per status and cycle beyond what the free slots can take: rows of an
 #: endpoint without room are skipped, so a little slack keeps the others fed.
@@ -168,7 +180,7 @@ def sqlite_due_ids(conn: sqlite3.Connection, claim: ClaimRequest) -> DueIds:
     more_due = False
     beyond = True  # no walk: read by subscription
     if walk:
-        full = json.dumps(full_endpoints(claim))
+        full = json_text(full_endpoints(claim))
         short: list[str] = []  # statuses whose walk returned fewer than it asked for
         for status in RETRYABLE:
             found = conn.execute(_SQLITE_DUE_IDS, (status, claim.now, read, full, walk)
@@ -186,7 +198,7 @@ def sqlite_due_ids(conn: sqlite3.Connection, claim: ClaimRequest) -> DueIds:
     if beyond:
         seen = {row[0] for row in rows}
         rows += [row for row in conn.execute(_SQLITE_DUE_BY_SUBSCRIPTION, (
-            claim.now, per_subscription(claim), json.dumps(filled(rows, claim)))).fetchall()
+            claim.now, per_subscription(claim), json_text(filled(rows, claim)))).fetchall()
             if row[0] not in seen]
         picked = pick(rows, claim)
     return DueIds(picked, more_due, beyond)

@@ -250,3 +250,21 @@ async def _apply(db: Database, updates: list[tuple[str, str, float | None, float
             " attempts = $5, created_at = $6 WHERE id = $1",
             [(d, s, a, lease, n, float(i), None if lease is None else "x")
              for d, s, a, lease, n, i in updates])
+
+
+def test_json_text_is_read_back_by_json_each_as_the_same_strings() -> None:
+    """The due read hands SQLite its id and endpoint lists as JSON text; quotes,
+    backslashes, control and non-ASCII characters come back from ``json_each`` as given."""
+    import sqlite3
+
+    from monitor.storage.due_read import json_text
+
+    values = ["a\"b", "back\\slash", "tab\tnew\nline", "ü-xn--bcher", "127.0.0.1:8443", ""]
+    conn = sqlite3.connect(":memory:")
+    try:
+        got = [r[0] for r in conn.execute("SELECT value FROM json_each(?1)",
+                                          (json_text(values),))]
+    finally:
+        conn.close()
+    assert got == values
+    assert json_text([]) == "[]"
