@@ -61,7 +61,11 @@ class AttemptResult(NamedTuple):
 
 def _short(text: str, url: str) -> str:
     """Bounded error text without the URL's path or query (receivers put tokens there);
-    errors are logged and shown in the delivery history."""
+    errors are logged and shown in the delivery history. A NUL character becomes U+FFFD:
+    PostgreSQL's text cannot hold one, and the cycle that records the outcome would be
+    refused, again at every retry of it."""
+    if "\x00" in text:
+        text = text.replace("\x00", "\ufffd")
     try:
         safe = origin(url) + "/…"
         for form in {url, str(URL(url))}:

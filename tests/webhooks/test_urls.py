@@ -106,6 +106,8 @@ async def test_errors_do_not_carry_the_url_path_or_query() -> None:
     url = "https://hooks.example.com/hook?token=s3cr3t-in-query"
     text = _short(f"ClientResponseError: 400, message='Bad', url='{url}'", url)
     assert "s3cr3t" not in text and "https://hooks.example.com:443/…" in text
+    # A NUL (which PostgreSQL's text refuses, failing the whole cycle) is replaced.
+    assert _short("bad\x00byte", url) == "bad\ufffdbyte"
     sender = Sender(DeliveryConfig(allow_loopback=True, timeout_seconds=2))
     try:
         from tests.webhook_support import free_tcp_port
