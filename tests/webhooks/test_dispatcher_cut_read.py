@@ -12,7 +12,7 @@ with no further event and an hour's poll, forever. Both backends, real receivers
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 
 import pytest
 from aiohttp import web
@@ -34,19 +34,29 @@ from tests.webhook_support import (
 BACKLOG = 300
 
 
-async def test_a_healthy_row_behind_a_full_endpoints_backlog_is_claimed(
-        webhook_db: Database) -> None:
-    config = DeliveryConfig(allow_loopback=True, secret_encryption_key=ENCRYPTION_KEY,
-                            max_concurrency=8, per_endpoint_concurrency=1,
-                            poll_interval_seconds=3600.0, timeout_seconds=60.0)
-    release = asyncio.Event()
+def _config() -> DeliveryConfig:
+    """One slot per endpoint, no poll to rescue a stalled read, no send timing out in a test."""
+    return DeliveryConfig(allow_loopback=True, secret_encryption_key=ENCRYPTION_KEY,
+                          max_concurrency=8, per_endpoint_concurrency=1,
+                          poll_interval_seconds=3600.0, timeout_seconds=60.0)
 
+
+def _hang_until(release: asyncio.Event) -> Callable[
+        [web.Request, bytes], Awaitable[web.StreamResponse | None]]:
+    """A receiver handler that answers nothing until ``release`` is set."""
     async def hang(request: web.Request, body: bytes) -> web.StreamResponse | None:
         await release.wait()
         return None
+    return hang
+
+
+async def test_a_healthy_row_behind_a_full_endpoints_backlog_is_claimed(
+        webhook_db: Database) -> None:
+    config = _config()
+    release = asyncio.Event()
 
     async with receiver() as hanging, receiver() as healthy:
-        hanging.on_request = hang
+        hanging.on_request = _hang_until(release)
         box = SecretBox.from_config(config)
         # The backlog first (the oldest rows), then one event that both subscriptions
         # get: the healthy endpoint's only row, behind all of them.
@@ -69,9 +79,7 @@ async def test_behind_a_full_endpoint_the_read_skips_its_walk_until_it_has_room(
     may claim, so while that endpoint stays full the worker reads by subscription only;
     healthy rows are still delivered that way. The cycle's own code runs: the claims are
     only recorded on their way to it."""
-    config = DeliveryConfig(allow_loopback=True, secret_encryption_key=ENCRYPTION_KEY,
-                            max_concurrency=8, per_endpoint_concurrency=1,
-                            poll_interval_seconds=3600.0, timeout_seconds=60.0)
+    config = _config()
     release = asyncio.Event()
     claims: list[ClaimRequest] = []
 
@@ -83,12 +91,8 @@ async def test_behind_a_full_endpoint_the_read_skips_its_walk_until_it_has_room(
 
     monkeypatch.setattr(dispatcher_module, "run_cycle", recording)
 
-    async def hang(request: web.Request, body: bytes) -> web.StreamResponse | None:
-        await release.wait()
-        return None
-
     async with receiver() as hanging, receiver() as healthy:
-        hanging.on_request = hang
+        hanging.on_request = _hang_until(release)
         box = SecretBox.from_config(config)
         await queue_for_new_subscription(webhook_db, box, hanging.url, BACKLOG)
         async with running_dispatcher(webhook_db, config, box) as worker:

@@ -192,3 +192,11 @@ def test_outcome_records_are_the_rows_the_sqlite_cycle_writes() -> None:
     assert [tuple(r[n] for n in names) for r in decoded] == rows
     assert all(set(r) == set(names) for r in decoded)
     assert _outcome_records([]) == ([], "[]")
+    # json_to_recordset matches by name: a key the statement's ``v`` columns do not list
+    # would be read as NULL without an error.
+    import re
+
+    from monitor.storage.delivery_cycle_pg import CYCLE_SQL
+    listed = re.search(r"json_to_recordset\(\$2::json\) AS v\(([^)]*)\)", CYCLE_SQL)
+    assert listed is not None
+    assert tuple(c.split()[0] for c in listed.group(1).split(",")) == names
