@@ -26,6 +26,8 @@ from monitor import health
 from monitor.config import Config
 from monitor.gcpolicy import service_started
 from monitor.kafka.closing import close_bounded
+from monitor.kafka.joining import start_unless_stopped
+from monitor.kafka.topics import make_consumer
 from monitor.logs import get_logger
 from monitor.records import TierChangeEvent, decode_event, encode
 from monitor.services import Service
@@ -149,6 +151,7 @@ async def run_worker(config: Config, stop: asyncio.Event, clock: Clock = time.ti
     db = db or await connect(config.storage.url)
     sender = Sender(config.delivery)
     consumer: AIOKafkaConsumer | None = None
+    abandoned = False  # stopped while joining: its close may wait out the join (bounded)
     try:
         await migrate_webhooks(db)
         store = DeliveryStore(db)
@@ -163,31 +166,37 @@ async def run_worker(config: Config, stop: asyncio.Event, clock: Clock = time.ti
             asyncio.create_task(backlog_gauges(store, stop)),
         ]
         try:
-            consumer = AIOKafkaConsumer(
-                config.kafka.tier_changes_topic,
-                bootstrap_servers=config.kafka.bootstrap_servers or "127.0.0.1:9092",
+            # The [kafka] settings of every other consumer of the service (session and
+            # heartbeat, poll interval, request timeout, client id) apply to this one too.
+            consumer = make_consumer(
+                config.kafka, config.kafka.tier_changes_topic,
                 group_id=config.kafka.delivery_group,
-                enable_auto_commit=False,
-                auto_offset_reset="earliest",
-            )
-            await consumer.start()
+                bootstrap_servers=config.kafka.bootstrap_servers or "127.0.0.1:9092")
+            # Joining the group can take a dead member's session timeout; a stop asked
+            # for meanwhile does not wait for it (the sends above still finish).
+            joined = await start_unless_stopped(consumer, stop)
         except BaseException:
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
             raise
-        log.info("delivery.worker_started", topic=config.kafka.tier_changes_topic,
-                 group=config.kafka.delivery_group)
-        service_started("delivery", config.gc)
-        tasks.append(asyncio.create_task(intake(consumer, WebhookStore(db), store, config,
-                                                stop, dispatcher.wake, clock)))
+        if joined:
+            log.info("delivery.worker_started", topic=config.kafka.tier_changes_topic,
+                     group=config.kafka.delivery_group)
+            service_started("delivery", config.gc)
+            tasks.append(asyncio.create_task(intake(consumer, WebhookStore(db), store, config,
+                                                    stop, dispatcher.wake, clock)))
+        else:
+            abandoned = True
+            log.info("delivery.stopped_before_joining", group=config.kafka.delivery_group)
         with health.checking("deliver.store", health.store_check(db)):
             await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
             stop.set()
             await asyncio.gather(*tasks)
     finally:
         if consumer is not None:
-            await close_bounded(consumer.stop(), "consumer_stop", "delivery.close_failed")
+            await close_bounded(consumer.stop(), "consumer_stop", "delivery.join_abandoned"
+                                if abandoned else "delivery.close_failed")
         await sender.close()
         if own_db:
             await db.close()

@@ -20,7 +20,6 @@ from typing import Any, TypeVar
 
 import asyncpg
 import msgspec
-from aiokafka import AIOKafkaConsumer
 from aiokafka.coordinator.assignors.range import RangePartitionAssignor
 from aiokafka.errors import KafkaError
 
@@ -29,7 +28,8 @@ from monitor.chains import is_chain, normalize_address
 from monitor.config import Config
 from monitor.gcpolicy import service_started
 from monitor.kafka.closing import close_bounded
-from monitor.kafka.topics import TopicError, ensure_topics, ensure_vault_topics
+from monitor.kafka.joining import start_unless_stopped
+from monitor.kafka.topics import TopicError, ensure_topics, ensure_vault_topics, make_consumer
 from monitor.logs import get_logger
 from monitor.metrics import STORE_WRITE_ERRORS, STORE_WRITE_SECONDS, STORE_WRITES
 from monitor.records import (
@@ -247,17 +247,23 @@ class StoreWriter:
         # Range assignment gives one consumer the same partition numbers of both topics,
         # so a token's snapshots and tier changes (same key, same partition number) are
         # written by one writer when the group is scaled out.
-        consumer = AIOKafkaConsumer(
-            k.ratings_topic, k.tier_changes_topic, *self.vaults.topics,
-            bootstrap_servers=self.bootstrap,
-            group_id=self.group_id, enable_auto_commit=False, auto_offset_reset="earliest",
+        # The [kafka] settings of the service's other consumers apply (session, heartbeat,
+        # poll interval, request timeout, client id).
+        consumer = make_consumer(
+            k, k.ratings_topic, k.tier_changes_topic, *self.vaults.topics,
+            group_id=self.group_id, bootstrap_servers=self.bootstrap,
             partition_assignment_strategy=(RangePartitionAssignor,))
-        await consumer.start()
-        log.info("store_writer.started", group=self.group_id,
-                 topics=[k.ratings_topic, k.tier_changes_topic, *self.vaults.topics])
-        await self.vaults.refresh_counts()  # the gauges before the first vault batch
-        service_started("store_writer", self.config.gc)
+        closing = "store_writer.close_failed"
         try:
+            # Joining can take a dead member's session timeout: a stop does not wait for it.
+            if not await start_unless_stopped(consumer, stop):
+                closing = "store_writer.join_abandoned"  # its close may wait out the join
+                log.info("store_writer.stopped_before_joining", group=self.group_id)
+                return
+            log.info("store_writer.started", group=self.group_id,
+                     topics=[k.ratings_topic, k.tier_changes_topic, *self.vaults.topics])
+            await self.vaults.refresh_counts()  # the gauges before the first vault batch
+            service_started("store_writer", self.config.gc)
             while not stop.is_set():
                 await self._maybe_retention()
                 try:
@@ -303,7 +309,7 @@ class StoreWriter:
                 if vault_batch:
                     await self.vaults.written(vault_batch)
         finally:
-            await close_bounded(consumer.stop(), "consumer_stop", "store_writer.close_failed")
+            await close_bounded(consumer.stop(), "consumer_stop", closing)
             log.info("store_writer.stopped", records=self.stats.records,
                      undecodable=self.stats.undecodable + self.vaults.undecodable)
 
