@@ -48,9 +48,9 @@ class KafkaConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     #: round trip every ~8 rating snapshots per partition). Keep it within the broker's
     #: message.max.bytes (Kafka's default: 1 MB).
     producer_batch_bytes: int = 524288
-    #: These four apply to every consumer of the service: the monitor's, the delivery
-    #: worker's and the store writer's. A group holding a killed member's partitions waits
-    #: ``session_timeout_ms`` before it gives them to another.
+    #: This and the three below apply to every consumer of the service: the monitor's,
+    #: the delivery worker's and the store writer's. A group holding a killed member's
+    #: partitions waits session_timeout_ms before it gives them to another.
     request_timeout_ms: int = 30000
     session_timeout_ms: int = 10000
     heartbeat_interval_ms: int = 3000
