@@ -52,8 +52,10 @@ def _worker(config: Config, log: Path) -> subprocess.Popen[bytes]:
         "DEPEG_DELIVERY__BACKOFF_BASE_SECONDS": "0.05",
         "DEPEG_DELIVERY__BACKOFF_MAX_SECONDS": "0.1",
         # The receiver never answers: the send would end by this timeout, but the worker
-        # is killed first; the claim of a killed worker expires 0.2 s after the timeout.
-        "DEPEG_DELIVERY__TIMEOUT_SECONDS": "2",
+        # is killed first (~0.05 s after the request arrives: the poll below). The claim
+        # of a killed worker expires CLAIM_AHEAD (4) timeouts and the margin after it was
+        # made (dispatcher.py): 4.2 s here, the wait before each restart's send.
+        "DEPEG_DELIVERY__TIMEOUT_SECONDS": "1",
         "DEPEG_DELIVERY__LEASE_MARGIN_SECONDS": "0.2",
         "DEPEG_DELIVERY__POLL_INTERVAL_SECONDS": "0.05",
         "DEPEG_METRICS__PORT": "0",
@@ -119,7 +121,7 @@ async def test_a_crash_looping_worker_sends_at_most_max_attempts_times(
             " ORDER BY attempt", row["id"])
         assert [h["attempt"] for h in history] == list(range(1, MAX_ATTEMPTS + 1))
         # Killed before an outcome: each reads as interrupted (or, on a very slow machine,
-        # the 2 s timeout won the race with the kill).
+        # the 1 s timeout won the race with the kill).
         assert all(h["error"] == INTERRUPTED or "timeout" in (h["error"] or "")
                    for h in history), history
         assert "webhook.attempts_exhausted" in log.read_text()
