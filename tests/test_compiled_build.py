@@ -36,7 +36,7 @@ from monitor.compiled import (
     source_stats,
     started_as_command,
 )
-from monitor.compiled_build import IGNORE_MISSING_IMPORTS
+from monitor.compiled_build import IGNORE_MISSING_IMPORTS, _replace, replaces
 from monitor.config import load_config
 from monitor.paths import data_dir
 from monitor.ticks import encode_tick, make_tick
@@ -81,12 +81,39 @@ def replay(tmp: Path, env: dict[str, str], name: str,
     return out.read_bytes(), ratings.read_bytes()
 
 
+#: The extension module a stale build leaves in the data directory (the fixture's).
+STALE_MODULE = "monitor/engine/windows" + interpreter_tag()
+
+
 @pytest.fixture(scope="module")
-def compiled_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A data home whose data directory holds a build made by ``depeg-monitor compile``
-    (no options: the default location), after checking what the command said."""
+def compiling(tmp_path_factory: pytest.TempPathFactory
+              ) -> tuple[Path, subprocess.CompletedProcess[str]]:
+    """The module's one real build: ``depeg-monitor compile`` (no options: the default
+    location), where warnings are errors, in a data directory holding a stale build (one
+    made before a source was edited: its manifest's digest of that module no longer
+    matches; its extension module a placeholder), as a user rebuilding after an edit or an
+    upgrade runs it. A first build takes the same path but for the swap
+    (``test_a_first_build_replaces_nothing``)."""
     home = tmp_path_factory.mktemp("data-home")
-    done = cli(["--log-format", "json", "compile"], env_with(home))
+    out = home / "depeg-monitor" / "compiled"
+    (out / STALE_MODULE).parent.mkdir(parents=True)
+    (out / STALE_MODULE).write_bytes(b"stale")
+    stats = source_stats()  # the edit: a new digest and a new mtime (edited() below)
+    stats[MODULES[0]] = (stats[MODULES[0]][0], stats[MODULES[0]][1] - 10**9)
+    stale = Manifest(interpreter_tag(), {**source_digests(), MODULES[0]: "0" * 64}, stats,
+                     [STALE_MODULE])
+    (out / MANIFEST).write_text(stale.render())
+    done = subprocess.run([sys.executable, "-W", "error", "-m", "monitor", "--log-format",
+                           "json", "compile"], env=env_with(home), capture_output=True,
+                          text=True, check=False)
+    return home, done
+
+
+@pytest.fixture(scope="module")
+def compiled_home(compiling: tuple[Path, subprocess.CompletedProcess[str]]) -> Path:
+    """A data home whose data directory holds the build :func:`compiling` made, after
+    checking what the command said."""
+    home, done = compiling
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     out = home / "depeg-monitor" / "compiled"
     # Progress as component.event log lines, then one line saying how it will be used.
@@ -94,7 +121,6 @@ def compiled_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     assert [line["event"] for line in lines] == [
         "compiled.build_started", "compiled.mypyc_finished", "compiled.build_finished"
     ], done.stderr
-    assert lines[0]["replaces"] == "nothing (no previous build)"
     assert done.stdout.splitlines() == [done.stdout.strip()]
     assert done.stdout.startswith(f"compiled build ready in {out}: depeg-monitor processes "
                                   "with this data directory")
@@ -385,7 +411,7 @@ def test_a_stale_build_is_ignored_with_one_warning(tmp_path: Path,
     stale = replay(tmp_path, env, "stale", files)
     assert stale == replay(tmp_path, env_with(compiled_home, OFF), "pure", files)
     # The command warns once too, after its command line, unless it is `compile`, whose
-    # --status says it instead (and whose build replaces that one: the next test).
+    # --status says it instead (and whose build replaces such a one: the fixture's).
     command = cli(["config"], env)
     assert command.returncode == 0 and command.stderr.count(WARNING) == 1, command.stderr
     status = cli(["compile", "--status"], env)
@@ -395,25 +421,39 @@ def test_a_stale_build_is_ignored_with_one_warning(tmp_path: Path,
 
 
 def test_compile_replaces_a_stale_build_without_warning_about_it(
-        tmp_path: Path, compiled_home: Path) -> None:
+        compiling: tuple[Path, subprocess.CompletedProcess[str]], compiled_home: Path) -> None:
     """Rebuilding is the fix the warning asks for: the command says what it replaces in
-    its start line and gives no warning (checked where warnings are errors); the new
-    build is the one processes then load, silently."""
-    home = stale_copy(compiled_home, tmp_path, **edited(compiled_home, True, True))
-    env = env_with(home)
-    done = subprocess.run([sys.executable, "-W", "error", "-m", "monitor", "--log-format",
-                           "json", "compile"], env=env, capture_output=True, text=True,
-                          check=False)
-    assert done.returncode == 0, done.stderr[-2000:]
+    its start line and gives no warning (the build ran where warnings are errors); the
+    stale build's files are gone, and the new build is the one processes then load,
+    silently."""
+    _, done = compiling
     assert WARNING not in done.stderr and "RuntimeWarning" not in done.stderr, done.stderr
     started = next(json.loads(line) for line in done.stderr.splitlines()
                    if line.startswith("{"))
     assert started["event"] == "compiled.build_started"
     assert started["replaces"] == ("a build not in use: the sources changed since it was "
                                    "built")
-    loaded = probe(env)
+    replaced = compiled_home / "depeg-monitor" / "compiled" / STALE_MODULE
+    assert replaced.read_bytes()[:4] == b"\x7fELF"  # the new build's, not the placeholder
+    loaded = probe(env_with(compiled_home))
     assert [Path(f).suffix for f in loaded.stdout.split()] == [".so", ".so"]
     assert loaded.stderr == ""
+
+
+def test_a_first_build_replaces_nothing(tmp_path: Path) -> None:
+    """Where no build was made yet: the start line's words, and the staged build moved
+    into place whole (the path a first build takes; the fixture's build replaces one)."""
+    out = tmp_path / "data" / "compiled"
+    assert replaces(out) == "nothing (no previous build)"
+    staging = tmp_path / "data" / ".compiled.staging-1"
+    (staging / "monitor").mkdir(parents=True)
+    (staging / "monitor" / "module.so").write_bytes(b"built")
+    (staging / MANIFEST).write_text("manifest")
+    _replace(staging, out)
+    assert not staging.exists()
+    assert (out / "monitor" / "module.so").read_bytes() == b"built"
+    assert (out / MANIFEST).read_text() == "manifest"
+    assert sorted(p.name for p in out.parent.iterdir()) == ["compiled"]
 
 
 @pytest.mark.parametrize(("argv", "orig_argv", "held"), [
