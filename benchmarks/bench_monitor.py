@@ -217,7 +217,7 @@ class Row(msgspec.Struct):
 
 async def topic_records(bootstrap: str, topic: str, partitions: int) -> list[bytes]:
     """Every record of ``topic`` (key + value, as a consumer sees them), to its true end."""
-    from monitor.kafka.readall import read_to_end
+    from monitor.kafka.readall import READER_FETCH_WAIT_MS, read_to_end
 
     records: list[bytes] = []
 
@@ -225,7 +225,8 @@ async def topic_records(bootstrap: str, topic: str, partitions: int) -> list[byt
         records.extend((rec.key or b"") + (rec.value or b"") for rec in batch)
 
     reader = AIOKafkaConsumer(bootstrap_servers=bootstrap, group_id=None,
-                              enable_auto_commit=False, auto_offset_reset="earliest")
+                              enable_auto_commit=False, auto_offset_reset="earliest",
+                              fetch_max_wait_ms=READER_FETCH_WAIT_MS)
     await reader.start()
     try:
         tps = [TopicPartition(topic, p) for p in range(partitions)]

@@ -126,11 +126,11 @@ async def _true_ends(k: KafkaConfig, parts: list[TopicPartition]) -> dict[TopicP
     A group-less reader, so the groups' members are never disturbed."""
     from .kafka.closing import close_bounded
     from .kafka.readall import true_end_offsets
-    from .kafka.topics import make_consumer
+    from .kafka.topics import make_reader
 
     if not parts:
         return {}
-    reader = make_consumer(k, group_id=None, request_timeout_ms=3000)
+    reader = make_reader(k, k.client_id, request_timeout_ms=3000)
     await reader.start()
     try:
         return await true_end_offsets(reader, parts, stall_seconds=BROKER_TIMEOUT_SECONDS)

@@ -27,8 +27,8 @@ from monitor.kafka.topics import (
     TopicError,
     ensure_topics,
     ensure_vault_topics,
-    make_consumer,
     make_producer,
+    make_reader,
 )
 from monitor.logs import get_logger
 from monitor.runstate import discover_bootstrap
@@ -160,9 +160,8 @@ class TickSender:
         broker acknowledged? (Read to the true end, ``monitor.kafka.readall``.)"""
         if not self._acked:
             return
-        reader = make_consumer(self._kafka, group_id=None,
-                               bootstrap_servers=self._bootstrap_servers,
-                               client_id=f"{self._kafka.client_id}-producer-check")
+        reader = make_reader(self._kafka, f"{self._kafka.client_id}-producer-check",
+                             bootstrap_servers=self._bootstrap_servers)
         await reader.start()
         try:
             tps = [TopicPartition(self.topic, p) for p in sorted(self._acked)]

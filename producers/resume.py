@@ -18,7 +18,7 @@ from aiokafka import TopicPartition
 from monitor.config import KafkaConfig
 from monitor.kafka.closing import close_bounded
 from monitor.kafka.readall import read_to_end
-from monitor.kafka.topics import admin_client, make_consumer, partition_counts
+from monitor.kafka.topics import admin_client, make_reader, partition_counts
 from monitor.tickfiles import Row
 from monitor.ticks import BadTick, Tick, decode_tick
 
@@ -42,8 +42,7 @@ async def newest_per_token(bootstrap: str, kafka: KafkaConfig) -> dict[str, floa
             if tick.ts > newest.get(tick.key, float("-inf")):
                 newest[tick.key] = tick.ts
 
-    reader = make_consumer(kafka, group_id=None, bootstrap_servers=bootstrap,
-                           client_id=f"{kafka.client_id}-resume")
+    reader = make_reader(kafka, f"{kafka.client_id}-resume", bootstrap_servers=bootstrap)
     await reader.start()
     try:
         tps = [TopicPartition(kafka.ticks_topic, p) for p in range(count)]

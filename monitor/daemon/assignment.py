@@ -14,7 +14,7 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from .. import metrics
 from ..gcpolicy import service_started
-from ..kafka.topics import make_consumer
+from ..kafka.topics import make_reader
 from ..logs import get_logger
 from .base import LOGGER
 from .checkpoint import Checkpoints
@@ -136,4 +136,4 @@ class Assignment(Checkpoints, LossWatch):
 
     def _state_reader(self) -> AIOKafkaConsumer:
         k = self.kafka
-        return make_consumer(k, group_id=None, client_id=f"{k.client_id}-state-reader")
+        return make_reader(k, f"{k.client_id}-state-reader")

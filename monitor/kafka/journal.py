@@ -39,7 +39,7 @@ from ..logs import get_logger
 from ..vaults.config import VaultsConfig
 from .closing import close_bounded
 from .readall import read_to_end
-from .topics import admin_client, make_consumer, make_producer, partition_counts
+from .topics import admin_client, make_consumer, make_producer, make_reader, partition_counts
 
 log = get_logger(__name__)
 
@@ -188,7 +188,7 @@ class Journal:
         finally:
             await admin.close()
         rows: list[Row] = []
-        reader = make_consumer(k, group_id=None, client_id=f"{k.client_id}-journal")
+        reader = make_reader(k, f"{k.client_id}-journal")
         await reader.start()
         try:
             for topic in self.topics:

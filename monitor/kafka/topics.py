@@ -20,6 +20,7 @@ from ..config import KafkaConfig
 from ..logs import get_logger
 from ..vaults.config import VaultsConfig
 from . import fetched
+from .readall import READER_FETCH_WAIT_MS
 
 log = get_logger(__name__)
 
@@ -173,7 +174,16 @@ def make_consumer(config: KafkaConfig, *topics: str, group_id: str | None,
     return AIOKafkaConsumer(*topics, **options)
 
 
+def make_reader(config: KafkaConfig, client_id: str, **overrides: Any) -> AIOKafkaConsumer:
+    """A consumer in no group, made to read partitions to their end and then be stopped
+    (``readall.read_to_end``): a fetch at a partition's end comes back after
+    ``readall.READER_FETCH_WAIT_MS``, not the broker's long poll."""
+    return make_consumer(config, group_id=None, client_id=client_id,
+                         fetch_max_wait_ms=READER_FETCH_WAIT_MS, **overrides)
+
+
 __all__ = [
     "KafkaError", "TopicError", "admin_client", "ensure_topics", "ensure_vault_topics",
-    "make_consumer", "make_producer", "partition_counts", "topic_specs", "vault_topic_specs",
+    "make_consumer", "make_producer", "make_reader", "partition_counts", "topic_specs",
+    "vault_topic_specs",
 ]

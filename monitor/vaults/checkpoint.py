@@ -27,7 +27,7 @@ from ..daemon.publisher import Publisher
 from ..daemon.rebalance import restore_or_failure, start_offset
 from ..daemon.state import STATE_VERSION, StateRecord, encode_state, read_states
 from ..gcpolicy import service_started
-from ..kafka.topics import make_consumer
+from ..kafka.topics import make_reader
 from ..logs import get_logger
 from .depeg_link import DepegTable
 from .partitions import VaultPartition
@@ -163,7 +163,7 @@ class VaultCheckpoints(ConsumerDaemon):
 
     def _state_reader(self) -> AIOKafkaConsumer:
         k = self.kafka
-        return make_consumer(k, group_id=None, client_id=f"{k.client_id}-vaults-state-reader")
+        return make_reader(k, f"{k.client_id}-vaults-state-reader")
 
     # -- helpers ------------------------------------------------------------------------
     def _sorted_parts(self) -> list[VaultPartition]:

@@ -15,7 +15,7 @@ from aiokafka.partitioner import DefaultPartitioner
 
 from monitor.config import Config, KafkaConfig
 from monitor.engine import Engine
-from monitor.kafka.readall import true_end_offsets
+from monitor.kafka.readall import READER_FETCH_WAIT_MS, true_end_offsets
 from monitor.records import TierChangeEvent
 from monitor.tickfiles import BadRow, read_file
 from monitor.ticks import Tick, encode_tick
@@ -173,7 +173,8 @@ async def group_caught_up(bootstrap: str, group: str, topic: str) -> bool:
     """True when the group's committed offsets reach the TRUE end of every partition
     (the fetch high watermark: ``end_offsets`` stops short on the embedded broker)."""
     consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, group_id=group,
-                                enable_auto_commit=False, auto_offset_reset="earliest")
+                                enable_auto_commit=False, auto_offset_reset="earliest",
+                                fetch_max_wait_ms=READER_FETCH_WAIT_MS)
     await consumer.start()
     try:
         await consumer.topics()

@@ -20,7 +20,7 @@ from monitor.daemon.state import STATE_VERSION, StateRecord, encode_state, read_
 from monitor.engine import Engine
 from monitor.kafka.embedded import EmbeddedBroker
 from monitor.kafka.readall import true_end_offsets
-from monitor.kafka.topics import ensure_topics, make_consumer
+from monitor.kafka.topics import ensure_topics, make_reader
 from producers.synthetic import generate, make_tokens
 
 from .kafkatools import (
@@ -62,7 +62,7 @@ async def test_restore_returns_the_newest_checkpoint_of_every_token(broker: Embe
         await producer.stop()
 
     def reader() -> AIOKafkaConsumer:
-        return make_consumer(kafka, group_id=None)
+        return make_reader(kafka, "test-state-reader")
 
     restored = await read_states(reader, kafka.state_topic, [0, 1])
     got = {key: rec for part in restored.values() for key, rec in part.items()}
@@ -114,7 +114,7 @@ async def test_daemon_checkpoints_restore_exactly_what_an_engine_holds(
         truth.process(tick)
 
     def reader() -> AIOKafkaConsumer:
-        return make_consumer(kafka, group_id=None)
+        return make_reader(kafka, "test-state-reader")
 
     restored = await read_states(reader, kafka.state_topic, list(range(3)))
     assert sum(len(v) for v in restored.values()) == len(tokens)

@@ -32,7 +32,7 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 from monitor.config import KafkaConfig
 from monitor.daemon.state import read_states
 from monitor.kafka.embedded import EmbeddedBroker
-from monitor.kafka.topics import ensure_topics, make_consumer
+from monitor.kafka.topics import ensure_topics, make_reader
 from monitor.ticks import Tick
 from producers.csvout import write_ticks_file
 
@@ -130,7 +130,7 @@ async def test_kill9_with_tokens_in_different_due_states_then_sigterm(
     committed = await committed_offsets(bootstrap, kafka.monitor_group, kafka.ticks_topic)
 
     def reader() -> AIOKafkaConsumer:
-        return make_consumer(kafka, group_id=None)
+        return make_reader(kafka, "test-state-reader")
 
     states = await read_states(reader, kafka.state_topic, list(range(PARTITIONS)))
     ahead = [k for p, s in states.items() for k, st in s.items() if st.offset > committed[p]]
