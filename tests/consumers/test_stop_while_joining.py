@@ -6,7 +6,7 @@ member died, until the broker gives up on it (its session timeout) and rebalance
 asked for meanwhile used to wait for all of that. Here the dead member's session is 20 s
 (set through ``kafka.session_timeout_ms``, which these consumers now take, as the
 monitor's do): the second process must still end cleanly within seconds of its SIGTERM.
-With the 10 s default (what they took before) the old wait ended ~13 s after the SIGTERM,
+With the 10 s default (what they took before) the old wait ended ~18 s after the SIGTERM,
 so the bound below fails both the old wait and a session setting not taken.
 """
 
@@ -40,8 +40,9 @@ TOPIC = "depeg.tier-changes"
 #: new group's first join for half of it: 10 s of this test.)
 SESSION_MS = 20_000
 #: How long the second process may take to end after its SIGTERM: the consumer's close
-#: waits at most 5 s for the abandoned join (kafka/closing.py), then the process exits.
-STOP_WITHIN = 10.0
+#: waits at most 5 s for the abandoned join (kafka/closing.py), then the process exits
+#: (5.2-5.6 s here; the old wait: 18 s, with the 10 s default session it took).
+STOP_WITHIN = 12.0
 
 #: Per command: the table a tier change consumed from the topic lands in.
 LANDS_IN = {"deliver": "webhook_events", "store": "tier_changes"}
