@@ -131,7 +131,7 @@ async def _final_journal_cycle(journal: Journal, broker: EmbeddedBroker | None) 
     try:
         if broker is not None and broker.process is not None \
                 and broker.process.poll() is None:
-            copied = await asyncio.wait_for(journal.cycle(), 60)
+            copied = await asyncio.wait_for(journal.cycle(whole=True), 60)
             # What an operator checks after a stop: this save, everything this run copied,
             # and what the next start will put back.
             held = await asyncio.to_thread(journal.store.count)
@@ -141,7 +141,7 @@ async def _final_journal_cycle(journal: Journal, broker: EmbeddedBroker | None) 
         log.error("run.journal_incomplete", error=f"{type(exc).__name__}: {exc}"[:300],
                   note="the next start restores the previous journal cycle")
     finally:
-        journal.close()
+        await journal.aclose()
 
 
 async def _watch_broker(broker: EmbeddedBroker, stop: asyncio.Event) -> None:
