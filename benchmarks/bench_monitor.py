@@ -217,7 +217,7 @@ class Row(msgspec.Struct):
 
 async def topic_records(bootstrap: str, topic: str, partitions: int) -> list[bytes]:
     """Every record of ``topic`` (key + value, as a consumer sees them), to its true end."""
-    from monitor.kafka.readall import READER_FETCH_WAIT_MS, read_to_end
+    from monitor.kafka.readall import READER_FETCH_WAIT_MS, read_from_start
 
     records: list[bytes] = []
 
@@ -229,10 +229,8 @@ async def topic_records(bootstrap: str, topic: str, partitions: int) -> list[byt
                               fetch_max_wait_ms=READER_FETCH_WAIT_MS)
     await reader.start()
     try:
-        tps = [TopicPartition(topic, p) for p in range(partitions)]
-        reader.assign(tps)
-        await reader.seek_to_beginning(*tps)
-        await read_to_end(reader, tps, keep)
+        await read_from_start(reader, [TopicPartition(topic, p) for p in range(partitions)],
+                              keep)
     finally:
         await reader.stop()
     return records

@@ -17,7 +17,7 @@ from aiokafka import TopicPartition
 
 from monitor.config import KafkaConfig
 from monitor.kafka.closing import close_bounded
-from monitor.kafka.readall import read_to_end
+from monitor.kafka.readall import read_from_start
 from monitor.kafka.topics import admin_client, make_reader, partition_counts
 from monitor.tickfiles import Row
 from monitor.ticks import BadTick, Tick, decode_tick
@@ -45,10 +45,8 @@ async def newest_per_token(bootstrap: str, kafka: KafkaConfig) -> dict[str, floa
     reader = make_reader(kafka, f"{kafka.client_id}-resume", bootstrap_servers=bootstrap)
     await reader.start()
     try:
-        tps = [TopicPartition(kafka.ticks_topic, p) for p in range(count)]
-        reader.assign(tps)
-        await reader.seek_to_beginning(*tps)
-        await read_to_end(reader, tps, keep)
+        await read_from_start(reader, [TopicPartition(kafka.ticks_topic, p)
+                                       for p in range(count)], keep)
     finally:
         await close_bounded(reader.stop(), "reader_stop", "produce.close_failed")
     return newest

@@ -52,7 +52,7 @@ import msgspec
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from ..kafka.closing import close_bounded
-from ..kafka.readall import read_to_end
+from ..kafka.readall import read_from_start
 from ..logs import get_logger
 
 log = get_logger(__name__)
@@ -153,10 +153,8 @@ async def read_states(
     reader = make_reader()
     await reader.start()
     try:
-        tps = [TopicPartition(topic, p) for p in partitions]
-        reader.assign(tps)
-        await reader.seek_to_beginning(*tps)
-        await read_to_end(reader, tps, keep, fetch_max_records=fetch_max_records)
+        await read_from_start(reader, [TopicPartition(topic, p) for p in partitions], keep,
+                              fetch_max_records=fetch_max_records)
     finally:
         await close_bounded(reader.stop(), "reader_stop", "state.close_failed")
     return found

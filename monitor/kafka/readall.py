@@ -71,6 +71,15 @@ async def read_to_end(
     return ends
 
 
+async def read_from_start(reader: AIOKafkaConsumer, tps: list[TopicPartition],
+                          handle: RecordsHandler, **options: Any) -> dict[TopicPartition, int]:
+    """:func:`read_to_end` of ``tps`` from their beginning (assigned to ``reader`` here):
+    a whole changelog, or a whole topic."""
+    reader.assign(tps)
+    await reader.seek_to_beginning(*tps)
+    return await read_to_end(reader, tps, handle, **options)
+
+
 async def true_end_offsets(reader: AIOKafkaConsumer, tps: list[TopicPartition],
                            **options: Any) -> dict[TopicPartition, int]:
     """Each partition's real end offset (the offset the next record will get).

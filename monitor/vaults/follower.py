@@ -18,7 +18,7 @@ from .. import metrics
 from ..config import KafkaConfig
 from ..kafka.closing import close_bounded
 from ..kafka.fetched import Record
-from ..kafka.readall import read_to_end
+from ..kafka.readall import read_from_start
 from ..kafka.topics import make_consumer
 from ..logs import get_logger
 from .depeg_link import BadDepegEvent, DepegChange, DepegTable, decode_depeg_change
@@ -40,14 +40,12 @@ async def start_follower(kafka: KafkaConfig, table: DepegTable) -> AIOKafkaConsu
                         note="the depeg link stays off until the topic exists and the "
                              "vault daemon restarts")
         tps = [TopicPartition(kafka.tier_changes_topic, p) for p in sorted(partitions)]
-        reader.assign(tps)
-        await reader.seek_to_beginning(*tps)
 
         def load(tp: TopicPartition, records: list[Record]) -> None:
             for change in decode_changes(tp, records):
                 table.add(change)
 
-        await read_to_end(reader, tps, load)
+        await read_from_start(reader, tps, load)
     except BaseException:
         await close_bounded(reader.stop(), "reader_stop", "vaults.close_failed")
         raise

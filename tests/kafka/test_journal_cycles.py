@@ -18,7 +18,7 @@ from aiokafka import AIOKafkaProducer, TopicPartition
 
 from monitor.kafka.embedded import EmbeddedBroker
 from monitor.kafka.journal import Journal
-from monitor.kafka.readall import read_to_end
+from monitor.kafka.readall import read_from_start
 from monitor.kafka.topics import ensure_topics, make_reader
 
 from .kafkatools import fast_kafka
@@ -36,10 +36,8 @@ async def topic_rows(kafka: Any, topic: str, partitions: int) -> set[tuple[int, 
     reader = make_reader(kafka, "test-truth")
     await reader.start()
     try:
-        tps = [TopicPartition(topic, p) for p in range(partitions)]
-        reader.assign(tps)
-        await reader.seek_to_beginning(*tps)
-        await read_to_end(reader, tps, keep)
+        await read_from_start(reader, [TopicPartition(topic, p) for p in range(partitions)],
+                              keep)
     finally:
         await reader.stop()
     return found
