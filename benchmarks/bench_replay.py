@@ -2,6 +2,7 @@
 
     python benchmarks/bench_replay.py [FILE]
     python benchmarks/bench_replay.py --table [--rounds 3] [--no-compiled]   # the README rows
+        [--shapes]         # then the same ticks in other shapes (printed, not emitted)
         [--instructions]   # also each side once under callgrind: instruction counts, a
                            # ratio that does not move with the machine's load (valgrind)
         [--baseline SRC]   # also SRC's replay (another checkout, e.g. `git archive` of
@@ -160,12 +161,50 @@ def instruction_rows(argv: dict[str, list[str]], envs: dict[str, dict[str, str]]
                   "bare csv.reader pass)")
 
 
+#: Other shapes of the same ticks (``--shapes``): how a feed's own files often differ
+#: from the shared ones, each a path of the reader of its own (monitor/csvplain.py).
+SHAPES = ("slippage", "producers", "epoch")
+
+
+def shaped_files(files: list[str], shape: str, folder: str) -> list[str]:
+    """``files`` rewritten into ``folder`` in ``shape``: ``slippage``, a slippage cell in
+    every row (the same values every run); ``producers``, the eight columns the producers
+    write (producers/csvout.py), an oracle price 1 bp above the price in every row;
+    ``epoch``, the time as whole epoch seconds. The same ticks otherwise."""
+    import csv
+    from datetime import UTC, datetime
+
+    made = []
+    for name in files:
+        with open(name, newline="", encoding="utf-8") as fh:
+            header, *rows = list(csv.reader(fh))
+        if shape == "producers":
+            header = [*header, "oracle_price_usd"]
+        out = os.path.join(folder, f"{shape}-{Path(name).name}")
+        with open(out, "w", newline="", encoding="utf-8") as fh:
+            writer = csv.writer(fh, lineterminator="\n")
+            writer.writerow(header)
+            for n, row in enumerate(rows):
+                if shape == "slippage":
+                    row[6] = f"{n * 7919 % 400 / 10:.1f}"
+                elif shape == "producers":
+                    row.append(f"{float(row[4]) * 1.0001:.8f}")
+                elif shape == "epoch":
+                    when = datetime.strptime(row[0], "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+                    row[0] = str(int(when.timestamp()))
+                writer.writerow(row)
+        made.append(out)
+    return made
+
+
 def table_row(rounds: int, compiled: bool = True, baseline: str | None = None,
-              count_instructions: bool = False) -> None:
+              count_instructions: bool = False, shape: str | None = None) -> None:
     """Whole processes over every shared real tick file: a bare ``csv.reader`` pass
     against ``depeg-monitor replay`` (the pure-Python default, and the optional mypyc
     build unless ``compiled`` is False), in rotating order, ``rounds`` times; with
-    ``baseline`` (another checkout's root) its replay too, printed, not emitted."""
+    ``baseline`` (another checkout's root) its replay too, printed, not emitted. With
+    ``shape`` (:data:`SHAPES`), over those files in that shape: printed, not emitted (the
+    README's row is the shared files')."""
     from common import (
         bytecode_line,
         compiled_env,
@@ -186,12 +225,14 @@ def table_row(rounds: int, compiled: bool = True, baseline: str | None = None,
     ticks = sum(Path(f).read_bytes().count(b"\n") - 1 for f in files)
     cli = str(Path(sys.executable).with_name("depeg-monitor"))
     print(machine_line())
-    print(f"{len(files)} files, {ticks:,} ticks")
+    print(f"{len(files)} files, {ticks:,} ticks" + (f", in the shape {shape!r}" if shape else ""))
     pure = {**os.environ, ENV: OFF}  # not a build in the data directory either
     cpu: dict[str, list[float]] = {"bare": [], "replay": [], "mypyc": [], "base": [],
                                    "base-mypyc": []}
     errors = 0
     with tempfile.TemporaryDirectory() as tmp:
+        if shape is not None:
+            files = shaped_files(files, shape, tmp)
         envs = {"bare": pure, "replay": pure}
         build = compiled_env(tmp) if compiled else None
         if build is not None:
@@ -232,6 +273,8 @@ def table_row(rounds: int, compiled: bool = True, baseline: str | None = None,
         print(show(name, project, "ms CPU"))
         ratio = statistics.median(project) / statistics.median(bare)
         print(f"{name} / bare csv.reader (CPU, medians): {ratio:.1f}x  (target <= 5x, then 3x)")
+        if shape is not None:
+            continue
         emit(f"replay, {len(files)} real files, {ticks:,} ticks, whole process (CPU){label}",
              unit="ms", limit_name="bare `csv.reader` pass (process)", limit=bare,
              project=project, ratio=ratio, target="<= 5x (then 3x)", met=ratio <= 5,
@@ -253,12 +296,19 @@ def main() -> None:
                         help="--table: also each side once under callgrind (instruction counts)")
     parser.add_argument("--baseline", metavar="SRC",
                         help="--table: also SRC's replay (another checkout), pure and mypyc")
+    parser.add_argument("--shapes", action="store_true",
+                        help="--table: then the same ticks in other shapes (a slippage cell "
+                             "in every row, the producers' eight columns, epoch times), "
+                             "printed, not emitted")
     args = parser.parse_args()
     if args.rounds < 1:
         parser.error("--rounds must be at least 1")
     if args.table:
         table_row(args.rounds, compiled=not args.no_compiled, baseline=args.baseline,
                   count_instructions=args.instructions)
+        for shape in SHAPES if args.shapes else ():
+            table_row(args.rounds, compiled=not args.no_compiled, baseline=args.baseline,
+                      count_instructions=args.instructions, shape=shape)
         return
     path = args.file
     if not path.exists():

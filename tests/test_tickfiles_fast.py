@@ -59,19 +59,23 @@ def test_a_plain_row_is_the_tick_make_tick_makes(row: Row) -> None:
         assert repr(fast) == repr(outcome(row))  # -0.0 and 0.0 are equal, not the same
 
 
+#: The canonical headers (monitor/csvplain.py PLAIN_HEADERS): the shared files' seven
+#: columns, the producers' eight, and those with ``source``.
+HEADER = ["ts", "chain", "token", "symbol", "price_usd", "peg_usd", "slippage_bps",
+          "oracle_price_usd", "source"]
+
+
 @settings(max_examples=300, deadline=None)
-@given(rows=st.lists(cells, min_size=1, max_size=20), oracle=st.booleans(),
+@given(rows=st.lists(cells, min_size=1, max_size=20), columns=st.sampled_from([7, 8, 9]),
        repeat=st.integers(1, 3), block=st.sampled_from([BLOCK, 5, 40, 97]))
 def test_read_csv_yields_what_make_tick_decides(
-        tmp_path_factory: pytest.TempPathFactory, rows: list[Row], oracle: bool,
+        tmp_path_factory: pytest.TempPathFactory, rows: list[Row], columns: int,
         repeat: int, block: int) -> None:
     import csv
 
     folder = tmp_path_factory.mktemp("csv")
     path = Path(folder) / "ticks.csv"
-    header = ["ts", "chain", "token", "symbol", "price_usd", "peg_usd", "slippage_bps"]
-    if oracle:
-        header += ["oracle_price_usd", "source"]
+    header = HEADER[:columns]
     # Each row ``repeat`` times in a run: the reader remembers the last cells it read.
     rows = [row for row in rows for _ in range(repeat)]
     with path.open("w", newline="") as fh:
@@ -82,7 +86,7 @@ def test_read_csv_yields_what_make_tick_decides(
     got = list(read_csv(path, block))
     expected = []
     for line, row in enumerate(rows, start=2):
-        full: Row = row if oracle else (*row[:7], "", "")
+        full = cast(Row, (*row[:columns], *([""] * (9 - columns))))
         result = outcome(full)
         expected.append(result if isinstance(result, Tick)
                         else BadRow(str(path), line, result[0], result[1]))
@@ -117,8 +121,8 @@ def expected_rows(path: Path) -> list[Tick | BadRow]:
         if not row:
             continue
         cells = (row + [""] * width)[:width]
-        full = (*cells[:7], "", "") if width == 7 else tuple(cells)
-        assert len(full) == 9, f"{path} has {width} columns, not 7 or 9"
+        assert 7 <= width <= 9, f"{path} has {width} columns, not 7, 8 or 9"
+        full = (*cells, *([""] * (9 - width)))
         result = outcome(cast(Row, full))
         expected.append(result if isinstance(result, Tick)
                         else BadRow(str(path), line, result[0], result[1]))
@@ -211,3 +215,75 @@ def test_a_repeated_peg_cell_reads_as_make_tick_reads_each(tmp_path: Path) -> No
     got = list(read_csv(path))
     assert [repr(x) for x in got] == [repr(x) for x in expected_rows(path)]
     assert sum(isinstance(x, BadRow) for x in got) == 5
+
+
+#: One token's rows as a feed writes them: the same name and peg cells, the time in one
+#: shape (ISO, or whole epoch seconds; now and then another), prices often repeated, and
+#: the cells after the peg plain, empty or odd. The reader takes such rows from the last
+#: plain row's cells (monitor/csvplain.py): each must still be make_tick's tick or refusal.
+run_rows = st.lists(st.tuples(
+    st.integers(0, 400),  # minutes after the first row (in order or not)
+    st.sampled_from(["iso", "epoch", "epoch", "iso", "other"]),
+    st.sampled_from(["0.9996", "0.9996", "1.0001", " 0.98 ", "0", "", "x", "1e400"]),
+    st.sampled_from(["", "", "12.5", "0", " 3 ", "-1", "nan", "x", "1e400", "0x1"]),
+    st.sampled_from(["", "", "1.0002", "0.9999", " 1 ", "0", "-2", "inf", "y"]),
+    st.sampled_from(["", "", "binance", " spaced ", "s" * 80]),
+    st.sampled_from(["1", "1", "1", "1.0", "", "0"]),
+), min_size=1, max_size=40)
+
+
+@settings(max_examples=300, deadline=None)
+@given(rows=run_rows, columns=st.sampled_from([7, 8, 9]), epoch_first=st.booleans(),
+       ends=st.sampled_from(["\n", "\r\n", "mixed"]), block=blocks)
+def test_a_feeds_rows_read_as_make_tick_reads_each(
+        tmp_path_factory: pytest.TempPathFactory,
+        rows: list[tuple[int, str, str, str, str, str, str]], columns: int,
+        epoch_first: bool, ends: str, block: int) -> None:
+    import datetime as dt
+
+    base = dt.datetime(2023, 3, 11, tzinfo=dt.UTC)
+    lines = []
+    for n, (minutes, shape, price, slip, oracle, source, peg) in enumerate(rows):
+        when = base + dt.timedelta(minutes=minutes)
+        if shape == "other":
+            stamp = when.strftime("%Y-%m-%d %H:%M:%S")  # parse_ts reads it; not plain
+        elif (shape == "epoch") != (epoch_first and n == 0):
+            stamp = str(int(when.timestamp()))
+        else:
+            stamp = when.strftime("%Y-%m-%dT%H:%M:%SZ")
+        cells = [stamp, "eth", ADDRESS, "USDC", price, peg, slip, oracle, source][:columns]
+        end = ("\r\n" if n % 2 else "\n") if ends == "mixed" else ends
+        lines.append(",".join(cells) + end)
+    folder = tmp_path_factory.mktemp("feed")
+    path = Path(folder) / "ticks.csv"
+    path.write_bytes((",".join(HEADER[:columns]) + "\n" + "".join(lines)).encode())
+    got = list(read_csv(path, block))
+    assert [repr(x) for x in got] == [repr(x) for x in expected_rows(path)]
+
+
+def test_the_producers_files_with_epoch_times_read_as_make_tick_reads_them(
+        tmp_path: Path) -> None:
+    """The producers' eight columns, a slippage and an oracle price in every row, whole
+    epoch seconds: each row is make_tick's tick."""
+    path = tmp_path / "ticks.csv"
+    path.write_text(",".join(HEADER[:8]) + "\n" + "".join(
+        f"{1678521000 + 60 * n},eth,{ADDRESS},USDC,{0.99 + n / 1e4:.4f},1,{n % 7}.5,"
+        f"{1 + n / 1e5:.5f}\n" for n in range(200)))
+    got = list(read_csv(path))
+    assert [repr(x) for x in got] == [repr(x) for x in expected_rows(path)]
+    assert len(got) == 200
+    assert all(isinstance(x, Tick) and x.slippage_bps is not None for x in got)
+
+
+@pytest.mark.parametrize("stamp", ["{:d}", "2023-03-11T07:50:00Z"])
+def test_a_cr_before_a_line_end_is_not_part_of_the_last_cell(tmp_path: Path,
+                                                              stamp: str) -> None:
+    """"\r\n" and "\n" in one file: the lines are cut at "\n", so a row read from the last
+    row's cells ends with the "\r", which csv.reader takes as the line's end."""
+    path = tmp_path / "ticks.csv"
+    path.write_bytes((",".join(HEADER) + "\n" + "".join(
+        f"{stamp.format(1678521000 + 60 * n)},eth,{ADDRESS},USDC,0.99,1,{n % 3},1.0,binance"
+        + ("\r\n" if n % 2 else "\n") for n in range(12))).encode())
+    got = list(read_csv(path))
+    assert [repr(x) for x in got] == [repr(x) for x in expected_rows(path)]
+    assert {x.source for x in got if isinstance(x, Tick)} == {"binance"}
