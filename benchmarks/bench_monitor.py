@@ -462,6 +462,7 @@ async def table_rounds(rows: list[Row], n_tokens: int, partitions: int, rounds: 
               f"{cpu_bare:.1f} us, monitor {cpu_mon:.1f} us, bare/monitor "
               f"{cpu_bare / cpu_mon:.3f}", flush=True)
         note = ("Quix Streams: in the pure-Python run" if compiled
+                else "no Quix Streams peer (--no-peer)" if no_peer
                 else "no Quix Streams peer (not installed)")
         if quix:
             print(show("Quix Streams tumbling mean", quix, "ticks/s"))
