@@ -211,6 +211,8 @@ def _extras(cells: str, count: int) -> Extras | None:
     (csv.reader's line end, never a cell's here), or not plain."""
     if "\r" in cells:
         return None
+    if count == 1:  # the seven columns: the slippage cell alone (no list for it)
+        return None if "," in cells else plain_extras(cells, "", "")
     parts = cells.split(",")
     if len(parts) != count:
         return None
