@@ -126,12 +126,13 @@ def plain_blocks(path: Path, fh: TextIO, block: int, limit: int, width: int, fie
                         slippage, oracle, oracle_t, source = extras
                         tail = rest
                         extras = None
-                    try:
-                        ts = days[text[day]] + clocks[text[clock]]
-                    except KeyError:
-                        # An epoch template's time, or an ISO day or clock not cached
-                        # yet (read below, by fast_iso: -1).
-                        ts = -1.0 if iso else _whole_seconds(text[stamp])
+                    if iso:
+                        try:
+                            ts = days[text[day]] + clocks[text[clock]]
+                        except KeyError:
+                            ts = -1.0  # a day or clock not cached yet: read below
+                    else:
+                        ts = _whole_seconds(text[stamp])
                     if ts >= 0.0:
                         if price_s == last_price:
                             add(Tick(ts, chain_n, address, symbol_n, price, price_t, peg_v,
@@ -216,5 +217,4 @@ def _extras(cells: str, count: int) -> Extras | None:
     parts = cells.split(",")
     if len(parts) != count:
         return None
-    return plain_extras(parts[0], parts[1] if count > 1 else "",
-                        parts[2] if count > 2 else "")
+    return plain_extras(parts[0], parts[1], parts[2] if count > 2 else "")
