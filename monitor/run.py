@@ -37,6 +37,8 @@ log = get_logger(__name__)
 
 #: How often the embedded broker's journal copies new records (what a kill -9 can lose).
 JOURNAL_INTERVAL_SECONDS = 1.0
+#: How long a stop waits for a journal cycle under way before cancelling it.
+JOURNAL_STOP_SECONDS = 10.0
 
 async def run_all(config: Config, only: set[str] | None = None,
                   stop: asyncio.Event | None = None) -> int:
@@ -79,7 +81,10 @@ async def run_all(config: Config, only: set[str] | None = None,
         with health.checking("run.broker", broker_ready):
             code = await _supervise(config, services, stop)
         if copier is not None and journal is not None:
-            copier.cancel()
+            # The copier returns at its next check of ``stop``; a cycle it is in the middle
+            # of must end (or be cancelled) before the final one starts: two cycles at
+            # once on the same clients undid each other's reads.
+            await _stop_copier(copier)
             await _final_journal_cycle(journal, broker)
         if watch is not None:
             watch.cancel()
@@ -124,6 +129,17 @@ async def _keep_journal(journal: Journal, stop: asyncio.Event) -> None:
             log.debug("run.journal_cycle", records=copied)
         except (KafkaError, OSError) as exc:
             log.warning("run.journal_failed", error=f"{type(exc).__name__}: {exc}"[:300])
+
+
+async def _stop_copier(copier: asyncio.Task[None]) -> None:
+    """Let the copier's current cycle finish (bounded), else cancel it; either way it is
+    over when this returns."""
+    await asyncio.wait({copier}, timeout=JOURNAL_STOP_SECONDS)
+    if not copier.done():
+        copier.cancel()
+        await asyncio.wait({copier})
+    if not copier.cancelled() and (exc := copier.exception()) is not None:
+        log.error("run.journal_failed", error=f"{type(exc).__name__}: {exc}"[:300])
 
 
 async def _final_journal_cycle(journal: Journal, broker: EmbeddedBroker | None) -> None:

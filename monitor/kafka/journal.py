@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -190,24 +191,33 @@ class Journal:
         all of them: an idle ``run`` spent ~25 ms of CPU a cycle reading nine topics to
         their end to find nothing); ``whole`` reads every topic to its end regardless (the
         final cycle after the services stopped: nothing may hinge on that answer)."""
+        if whole:
+            # Once, after the services stopped: fresh clients, so no state left by an
+            # earlier cycle (a stale metadata view, a half-done request) decides it.
+            await self.close_clients()
         try:
             return await self._cycle(whole)
-        except Exception:
-            await self.close_clients()  # perhaps broken: the next cycle makes new ones
+        except BaseException:
+            # Perhaps broken, or cancelled halfway through a request or a start (a
+            # client kept after a cancelled start has no broker to ask: "Unable to
+            # update metadata from []"): the next cycle makes new ones.
+            await self.close_clients()
             raise
 
     async def _cycle(self, whole: bool) -> int:
         k = self.kafka
         offsets = await self._group_offsets()
+        # Each client is kept only once started: a start that failed or was cancelled
+        # must not leave a client the next cycle takes for a working one.
         if self._admin is None:
             admin = admin_client(k)
-            await admin.start()
+            await _started(admin.start(), admin.close)
             self._admin = admin
         counts = await partition_counts(self._admin, self.topics)
         if self._reader is None:
             reader = make_reader(k, f"{k.client_id}-journal")
+            await _started(reader.start(), reader.stop)
             self._reader = reader
-            await reader.start()
         moved = set(self.topics) if whole else await self._moved(self._reader, counts)
         rows: list[Row] = []
         try:
@@ -231,8 +241,8 @@ class Journal:
             if consumer is None:
                 consumer = make_consumer(self.kafka, group_id=group,
                                          client_id=f"{self.kafka.client_id}-journal")
+                await _started(consumer.start(), consumer.stop)
                 self._offset_readers[group] = consumer
-                await consumer.start()
             await consumer.topics()
             for topic in topics:
                 for p in sorted(consumer.partitions_for_topic(topic) or []):
@@ -290,3 +300,12 @@ class Journal:
 
     def close(self) -> None:
         self.store.close()
+
+
+async def _started(start: Awaitable[Any], stop: Callable[[], Awaitable[Any]]) -> None:
+    """Await a client's ``start``; if it fails or is cancelled, stop what it opened."""
+    try:
+        await start
+    except BaseException:
+        await close_bounded(stop(), "start_undone", "journal.close_failed")
+        raise

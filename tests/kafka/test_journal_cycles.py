@@ -10,6 +10,7 @@ copies nothing.
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -72,6 +73,56 @@ async def test_each_cycle_journals_exactly_what_the_broker_holds(broker: Embedde
             assert len(held) == sent
         # The final cycle reads every topic whole: nothing new, nothing copied twice.
         assert await journal.cycle(whole=True) == 0
+    finally:
+        await producer.stop()
+        await journal.aclose()
+
+
+async def test_a_cycle_cancelled_anywhere_leaves_the_next_one_complete(
+        broker: EmbeddedBroker, tmp_path: Path) -> None:
+    """A stop that cannot wait for a cycle under way cancels it. A client kept although
+    its start was cancelled had no broker to ask, so every later cycle, the final one
+    too, failed ("Unable to update metadata from []") and the journal lost the run's
+    last records. Cancelled at points swept through a cycle with new clients and one
+    with kept clients, the next cycle still holds everything the broker holds."""
+    kafka = fast_kafka(broker.bootstrap_servers, partitions=2)
+    await ensure_topics(kafka)
+    topic = kafka.ticks_topic
+    journal = Journal(kafka, tmp_path / "journal.sqlite", {kafka.monitor_group: [topic]})
+    producer = AIOKafkaProducer(bootstrap_servers=broker.bootstrap_servers)
+    await producer.start()
+
+    async def loop_turns(fresh: bool) -> int:
+        """Event-loop turns one whole cycle takes (with new clients or kept ones)."""
+        if fresh:
+            await journal.close_clients()
+        task = asyncio.create_task(journal.cycle())
+        turns = 0
+        while not task.done():
+            await asyncio.sleep(0)
+            turns += 1
+        await task
+        return turns
+
+    try:
+        sent = 0
+        for fresh in (True, False):
+            total = await loop_turns(fresh)
+            for turns in range(0, total + 1, max(1, total // 12)):
+                await (await producer.send(topic, f"r{sent}".encode(), partition=sent % 2))
+                sent += 1
+                if fresh:
+                    await journal.close_clients()
+                task = asyncio.create_task(journal.cycle())
+                for _ in range(turns):
+                    await asyncio.sleep(0)
+                task.cancel()
+                await asyncio.wait({task})
+                await journal.cycle()
+                held = {(p, off, value) for p in range(2)
+                        for off, _, value, *_ in journal.store.all_records(topic, p)}
+                assert held == await topic_rows(kafka, topic, 2), (fresh, turns, total)
+                assert len(held) == sent
     finally:
         await producer.stop()
         await journal.aclose()
