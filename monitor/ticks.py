@@ -113,7 +113,15 @@ def _number(value: Number, field: str, *, positive: bool) -> tuple[float | None,
         except ValueError:
             raise BadTick(f"bad_{field}", f"{field} is not a number: {value[:40]!r}") from None
     else:
-        number = float(value)
+        try:
+            number = float(value)
+        except OverflowError:
+            # A JSON integer past a float's range: msgspec hands it over as an int of any
+            # size, and the OverflowError escaped as a crash of the daemon's loop (the
+            # record, never committed, crashed every restart). Its digits are not quoted:
+            # past 4,300 of them ``str`` itself refuses.
+            raise BadTick(f"bad_{field}", f"{field} is out of a float's range "
+                          f"({int(value).bit_length()}-bit integer)") from None
         text = repr(number) if isinstance(value, float) else str(value)
     if not math.isfinite(number):
         raise BadTick(f"bad_{field}", f"{field} is not finite: {text[:40]!r}")

@@ -41,6 +41,15 @@ def test_epoch_seconds_and_offsets_are_accepted() -> None:
          "bad_price"),
         (b'{"ts": 1, "chain": "eth", "token": "' + USDC.encode() + b'", "price_usd": true}',
          "bad_schema"),
+        # JSON integers past a float's range, in every numeric field (they crashed the
+        # daemon's loop with an OverflowError instead of a dead letter).
+        *((b'{"ts": 1, "chain": "eth", "token": "' + USDC.encode() + b'", "price_usd": 1, "'
+           + name.encode() + b'": ' + digits + b'}', reason)
+          for name, reason in [("price_usd", "bad_price"), ("peg_usd", "bad_peg"),
+                               ("slippage_bps", "bad_slippage"),
+                               ("oracle_price_usd", "bad_oracle_price"),
+                               ("cross_chain_spread_bps", "bad_spread")]
+          for digits in (b"1" + b"0" * 400, b"9" * 4000)),
         (b'{"ts": 1, "chain": "eth", "token": "' + USDC.encode() + b'"}', "no_observation"),
         (b"x" * (MAX_TICK_BYTES + 1), "too_large"),
         (None, "empty"),

@@ -34,6 +34,9 @@ BAD: list[tuple[str, bytes]] = [
      + b'", "price_usd": "1"}'),
     ("bad_price", b'{"ts": 1678000000, "chain": "eth", "token": "' + TOKEN.encode()
      + b'", "price_usd": "NaN", "peg_usd": "1"}'),
+    # An integer past a float's range: an OverflowError that crashed the loop before.
+    ("bad_price", b'{"ts": 1678000000, "chain": "eth", "token": "' + TOKEN.encode()
+     + b'", "price_usd": 1' + b"0" * 400 + b', "peg_usd": "1"}'),
     ("too_large", b'{"pad": "' + b"x" * (10 * 1024 * 1024) + b'"}'),
 ]
 
