@@ -2,9 +2,21 @@
 
 from __future__ import annotations
 
-import pytest
+import json
+from typing import Any
 
-from monitor.ticks import MAX_TICK_BYTES, BadTick, decode_tick, encode_tick, make_tick
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from monitor.ticks import (
+    BAD_TICK_REASONS,
+    MAX_TICK_BYTES,
+    BadTick,
+    decode_tick,
+    encode_tick,
+    make_tick,
+)
 
 USDC = "0xA0b86991c6218b36c1d19d4a2e9eB0cE3606eB48"
 
@@ -82,3 +94,38 @@ def test_checked_token_keys_are_cached_without_changing_an_answer(chain: str, to
         else:
             tick = make_tick("2024-01-01T00:00:00Z", chain, token, "X", "1")
             assert (tick.chain, tick.token) == (want_chain, want_address)
+
+
+#: Any JSON value a producer could send in a field: integers of any size msgspec reads
+#: (up to 4,299 digits; past a float's range apart, as hypothesis seldom reaches it),
+#: floats, texts (numbers among them), booleans, null, nesting.
+_json_values = st.recursive(
+    st.none() | st.booleans() | st.floats(allow_nan=False, allow_infinity=False)
+    | st.integers() | st.integers(min_value=10 ** 308, max_value=10 ** 4000).map(
+        lambda n: n * (-1) ** (n % 2)) | st.text(max_size=30)
+    | st.sampled_from(["1", " 0.99 ", "1e999", "-0", "NaN", "", "2023-03-11T07:50:00Z",
+                       "eth", USDC, "1" + "0" * 400]),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner,
+                                                                max_size=3),
+    max_leaves=5)
+_fields = ["ts", "chain", "token", "symbol", "price_usd", "peg_usd", "slippage_bps",
+           "oracle_price_usd", "source", "cross_chain_spread_bps", "cross_chain_chains"]
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.fixed_dictionaries({"ts": st.just(1_678_000_000) | _json_values,
+                              "chain": st.just("eth") | _json_values,
+                              "token": st.just(USDC) | _json_values,
+                              "price_usd": st.just("1") | _json_values},
+                             optional={name: _json_values for name in _fields[3:]
+                                       if name != "price_usd"}))
+def test_any_json_record_is_a_tick_or_a_bad_tick_never_another_error(
+        record: dict[str, Any]) -> None:
+    """The daemon dead-letters a BadTick and carries on; any other exception stops its
+    loop, and the record (never committed) stops it again after every restart."""
+    try:
+        tick = decode_tick(json.dumps(record).encode())
+    except BadTick as exc:
+        assert exc.reason in BAD_TICK_REASONS
+    else:
+        assert tick.chain == "eth" and tick.token == USDC.lower()
