@@ -31,6 +31,10 @@ def fast_iso(text: str) -> float | None:
         if len(_day_cache) > 100_000:
             _day_cache.clear()
         day = datetime.fromisoformat(text[:10]).replace(tzinfo=UTC).timestamp()
+        if day < 0.0:
+            # Before 1970: refused by the full parser below, as in every other shape (it
+            # was accepted in this one alone, and only this shape reaches the caches).
+            return None
         _day_cache[text[:11]] = day
     clock = text[11:20]
     try:

@@ -43,3 +43,15 @@ def test_refusal_is_not_cached_as_a_valid_clock() -> None:
             parse_ts("2024-03-11T07:50x01Z")
     assert parse_ts("2024-03-11T07:50:01Z") == datetime(2024, 3, 11, 7, 50, 1,
                                                        tzinfo=UTC).timestamp()
+
+
+@pytest.mark.parametrize("value", [
+    "1969-12-31T23:59:59Z", "1969-12-31T23:59:59+00:00", "1969-12-31 23:59:59",
+    "1900-01-01T00:00:00Z", -1, -1.5, "-1"])
+def test_times_before_1970_are_refused_in_every_shape(value: str | float) -> None:
+    """Epoch seconds below zero were refused, and ISO times before 1970 too, except in
+    the plain ``Z`` shape (the fast path's), which read them as negative seconds."""
+    for _ in range(2):  # the second read would come from the caches
+        with pytest.raises(ValueError, match="out of range"):
+            parse_ts(value)
+    assert parse_ts("1970-01-01T00:00:00Z") == 0.0
