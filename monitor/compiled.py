@@ -50,7 +50,7 @@ MODULES = ("monitor/engine/windows.py", "monitor/engine/readings.py",
            "monitor/engine/tokenstate.py", "monitor/engine/outputs.py",
            "monitor/engine/refresh.py",
            "monitor/engine/ringroll.py", "monitor/engine/windowquery.py", "monitor/tickfiles.py",
-           "monitor/csvplain.py", "monitor/tickrows.py",
+           "monitor/csvplain.py", "monitor/tickrows.py", "monitor/jsonlplain.py",
            "monitor/timefmt.py", "monitor/replay.py", "monitor/daemon/feed.py")
 #: The packages holding compiled modules: each one's ``__init__`` calls :func:`search_first`.
 PACKAGES = ("monitor", "monitor.engine", "monitor.daemon")

@@ -13,8 +13,9 @@ from operator import itemgetter
 from pathlib import Path
 
 from .csvplain import PLAIN_HEADERS, plain_blocks
+from .jsonlplain import jsonl_batches
 from .tickrows import BadRow, Row, checked_row, known_names, plain_number, plain_tick
-from .ticks import BadTick, Tick, decode_tick
+from .ticks import Tick
 
 __all__ = ["BLOCK", "LINES_BATCH", "BadRow", "Row", "merge_by_time", "read_csv",
            "read_csv_batches", "read_file", "read_file_batches", "read_jsonl",
@@ -127,22 +128,9 @@ def read_jsonl(path: Path) -> Iterator[Row]:
 
 
 def read_jsonl_batches(path: Path) -> Iterator[list[Row]]:
-    """:func:`read_jsonl`'s rows in lists of up to :data:`LINES_BATCH`."""
-    with path.open("rb") as fh:
-        rows: list[Row] = []
-        for line, raw in enumerate(fh, start=1):
-            raw = raw.strip()
-            if not raw:
-                continue
-            try:
-                rows.append(decode_tick(raw))
-            except BadTick as exc:
-                rows.append(BadRow(str(path), line, exc.reason, exc.detail))
-            if len(rows) >= LINES_BATCH:
-                yield rows
-                rows = []
-        if rows:
-            yield rows
+    """:func:`read_jsonl`'s rows in lists of up to :data:`LINES_BATCH` (a line made into
+    its tick on the plain path where it can be, ``monitor/jsonlplain.py``)."""
+    return jsonl_batches(path, LINES_BATCH)
 
 
 def read_file(path: Path) -> Iterator[Row]:

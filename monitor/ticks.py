@@ -95,7 +95,9 @@ class TickMessage(msgspec.Struct, forbid_unknown_fields=False):
     cross_chain_chains: int | None = None
 
 
-_decoder = msgspec.json.Decoder(TickMessage)
+#: Decodes a record value (one JSON line) into a :class:`TickMessage`; what it cannot
+#: decode, :func:`decode_tick` words as a :class:`BadTick`.
+tick_decoder = msgspec.json.Decoder(TickMessage)
 
 
 def _number(value: Number, field: str, *, positive: bool) -> tuple[float | None, str | None]:
@@ -203,10 +205,15 @@ def decode_tick(value: bytes | None) -> Tick:
     if len(value) > MAX_TICK_BYTES:
         raise BadTick("too_large", f"record is {len(value)} bytes, limit {MAX_TICK_BYTES}")
     try:
-        msg = _decoder.decode(value)
+        msg = tick_decoder.decode(value)
     except msgspec.DecodeError as exc:
         reason = "bad_json" if "malformed" in str(exc).lower() else "bad_schema"
         raise BadTick(reason, str(exc)[:200]) from None
+    return tick_of(msg)
+
+
+def tick_of(msg: TickMessage) -> Tick:
+    """A decoded wire message -> Tick, or :class:`BadTick` with the reason."""
     return make_tick(
         msg.ts, msg.chain, msg.token, msg.symbol, msg.price_usd, msg.peg_usd,
         msg.slippage_bps, msg.oracle_price_usd, msg.source, msg.cross_chain_spread_bps,
