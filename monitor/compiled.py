@@ -37,10 +37,10 @@ if TYPE_CHECKING:
     from importlib.machinery import ModuleSpec
     from types import ModuleType
 
-#: The modules compiled: the engine, the CSV path, the replay loop and the monitor daemon's
-#: per-tick loop. Never a module that defines a msgspec struct (mypyc would turn it into a
-#: native class and break its encoding): those live in ``engine/saved.py``, ``ticks.py``
-#: and ``records.py``.
+#: The modules compiled: the engine, the tick file readers, the replay loop and the
+#: monitor daemon's per-tick loop. Never a module that defines a msgspec struct (mypyc
+#: would turn it into a native class and break its encoding): those live in
+#: ``engine/saved.py``, ``ticks.py`` and ``records.py``.
 MODULES = ("monitor/engine/windows.py", "monitor/engine/readings.py",
            "monitor/engine/ringfields.py", "monitor/engine/signals.py",
            "monitor/engine/rating.py", "monitor/engine/tiers.py",
