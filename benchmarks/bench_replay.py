@@ -162,20 +162,25 @@ def instruction_rows(argv: dict[str, list[str]], envs: dict[str, dict[str, str]]
 
 
 #: Other shapes of the same ticks (``--shapes``): how a feed's own files often differ
-#: from the shared ones, each a path of the reader of its own (monitor/csvplain.py).
-SHAPES = ("slippage", "producers", "epoch")
+#: from the shared ones, each a path of the reader of its own (monitor/csvplain.py,
+#: monitor/jsonlplain.py).
+SHAPES = ("slippage", "producers", "epoch", "jsonl")
 
 
 def shaped_files(files: list[str], shape: str, folder: str) -> list[str]:
     """``files`` rewritten into ``folder`` in ``shape``: ``slippage``, a slippage cell in
     every row (the same values every run); ``producers``, the eight columns the producers
     write (producers/csvout.py), an oracle price 1 bp above the price in every row;
-    ``epoch``, the time as whole epoch seconds. The same ticks otherwise."""
+    ``epoch``, the time as whole epoch seconds; ``jsonl``, JSON lines as on
+    ``depeg.ticks`` (a dump of the topic). The same ticks otherwise."""
     import csv
     from datetime import UTC, datetime
 
     made = []
     for name in files:
+        if shape == "jsonl":
+            made.append(jsonl_copy(name, folder))
+            continue
         with open(name, newline="", encoding="utf-8") as fh:
             header, *rows = list(csv.reader(fh))
         if shape == "producers":
@@ -195,6 +200,21 @@ def shaped_files(files: list[str], shape: str, folder: str) -> list[str]:
                 writer.writerow(row)
         made.append(out)
     return made
+
+
+def jsonl_copy(name: str, folder: str) -> str:
+    """The ticks of the CSV file ``name`` as JSON lines in ``folder``, each line the wire
+    JSON the producers publish (``encode_tick``)."""
+    from monitor.tickfiles import BadRow, read_csv
+    from monitor.ticks import encode_tick
+
+    out = os.path.join(folder, f"jsonl-{Path(name).stem}.jsonl")
+    with open(out, "wb") as fh:
+        for row in read_csv(Path(name)):
+            if isinstance(row, BadRow):
+                raise SystemExit(f"FAILED: {name}:{row.line}: {row.reason}")
+            fh.write(encode_tick(row) + b"\n")
+    return out
 
 
 def table_row(rounds: int, compiled: bool = True, baseline: str | None = None,
@@ -225,14 +245,18 @@ def table_row(rounds: int, compiled: bool = True, baseline: str | None = None,
     ticks = sum(Path(f).read_bytes().count(b"\n") - 1 for f in files)
     cli = str(Path(sys.executable).with_name("depeg-monitor"))
     print(machine_line())
-    print(f"{len(files)} files, {ticks:,} ticks" + (f", in the shape {shape!r}" if shape else ""))
+    print(f"{len(files)} files, {ticks:,} ticks" + (f", in the shape {shape!r}" if shape else "")
+          + (" (the bare pass: csv.reader over the CSV files)" if shape == "jsonl" else ""))
     pure = {**os.environ, ENV: OFF}  # not a build in the data directory either
     cpu: dict[str, list[float]] = {"bare": [], "replay": [], "mypyc": [], "base": [],
                                    "base-mypyc": []}
     errors = 0
+    bare_files = files  # the limit of the jsonl shape: the csv.reader pass of the CSV
     with tempfile.TemporaryDirectory() as tmp:
         if shape is not None:
             files = shaped_files(files, shape, tmp)
+            if shape != "jsonl":
+                bare_files = files
         envs = {"bare": pure, "replay": pure}
         build = compiled_env(tmp) if compiled else None
         if build is not None:
@@ -241,7 +265,7 @@ def table_row(rounds: int, compiled: bool = True, baseline: str | None = None,
             envs.update(baseline_envs(os.path.abspath(baseline), tmp, pure, compiled))
         out = os.path.join(tmp, "events.jsonl")
         replay = [cli, "--log-level", "warning", "replay", "--overwrite", "--out", out, *files]
-        argv = {"bare": [sys.executable, "-c", BARE, *files], "replay": replay,
+        argv = {"bare": [sys.executable, "-c", BARE, *bare_files], "replay": replay,
                 "mypyc": replay, "base": replay, "base-mypyc": replay}
         # Every side as installed: project .pyc files compiled once (common.installed_env).
         envs = {which: installed_env(tmp, env) for which, env in envs.items()}
@@ -298,8 +322,9 @@ def main() -> None:
                         help="--table: also SRC's replay (another checkout), pure and mypyc")
     parser.add_argument("--shapes", action="store_true",
                         help="--table: then the same ticks in other shapes (a slippage cell "
-                             "in every row, the producers' eight columns, epoch times), "
-                             "printed, not emitted")
+                             "in every row, the producers' eight columns, epoch times, "
+                             "JSON lines against the CSV files' bare pass), printed, not "
+                             "emitted")
     args = parser.parse_args()
     if args.rounds < 1:
         parser.error("--rounds must be at least 1")
