@@ -217,22 +217,14 @@ class Row(msgspec.Struct):
 
 async def topic_records(bootstrap: str, topic: str, partitions: int) -> list[bytes]:
     """Every record of ``topic`` (key + value, as a consumer sees them), to its true end."""
-    from monitor.kafka.readall import READER_FETCH_WAIT_MS, read_from_start
+    from monitor.kafka.readall import read_whole_topic
 
     records: list[bytes] = []
 
     def keep(tp: TopicPartition, batch: list[Any]) -> None:
         records.extend((rec.key or b"") + (rec.value or b"") for rec in batch)
 
-    reader = AIOKafkaConsumer(bootstrap_servers=bootstrap, group_id=None,
-                              enable_auto_commit=False, auto_offset_reset="earliest",
-                              fetch_max_wait_ms=READER_FETCH_WAIT_MS)
-    await reader.start()
-    try:
-        await read_from_start(reader, [TopicPartition(topic, p) for p in range(partitions)],
-                              keep)
-    finally:
-        await reader.stop()
+    await read_whole_topic(bootstrap, topic, partitions, keep)
     return records
 
 

@@ -80,6 +80,22 @@ async def read_from_start(reader: AIOKafkaConsumer, tps: list[TopicPartition],
     return await read_to_end(reader, tps, handle, **options)
 
 
+async def read_whole_topic(bootstrap_servers: str, topic: str, partitions: int,
+                           handle: RecordsHandler) -> None:
+    """Every record of ``topic`` (its ``partitions`` partitions) from the start to the true
+    end, through a reader of its own in no group, started and stopped here: a check's or
+    a benchmark's independent view of what a topic holds."""
+    reader = AIOKafkaConsumer(bootstrap_servers=bootstrap_servers, group_id=None,
+                              enable_auto_commit=False, auto_offset_reset="earliest",
+                              fetch_max_wait_ms=READER_FETCH_WAIT_MS)
+    await reader.start()
+    try:
+        await read_from_start(reader, [TopicPartition(topic, p) for p in range(partitions)],
+                              handle)
+    finally:
+        await reader.stop()
+
+
 async def true_end_offsets(reader: AIOKafkaConsumer, tps: list[TopicPartition],
                            **options: Any) -> dict[TopicPartition, int]:
     """Each partition's real end offset (the offset the next record will get).

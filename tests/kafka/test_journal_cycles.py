@@ -19,8 +19,8 @@ from aiokafka import AIOKafkaProducer, TopicPartition
 
 from monitor.kafka.embedded import EmbeddedBroker
 from monitor.kafka.journal import Journal
-from monitor.kafka.readall import read_from_start
-from monitor.kafka.topics import ensure_topics, make_reader
+from monitor.kafka.readall import read_whole_topic
+from monitor.kafka.topics import ensure_topics
 
 from .kafkatools import fast_kafka
 
@@ -34,13 +34,7 @@ async def topic_rows(kafka: Any, topic: str, partitions: int) -> set[tuple[int, 
     def keep(tp: TopicPartition, records: list[Any]) -> None:
         found.update((tp.partition, r.offset, r.value) for r in records)
 
-    reader = make_reader(kafka, "test-truth")
-    await reader.start()
-    try:
-        await read_from_start(reader, [TopicPartition(topic, p) for p in range(partitions)],
-                              keep)
-    finally:
-        await reader.stop()
+    await read_whole_topic(kafka.bootstrap_servers, topic, partitions, keep)
     return found
 
 
