@@ -358,7 +358,7 @@ async def drop_created() -> None:
 
 
 async def main(args: argparse.Namespace) -> None:
-    configure_logging(level="warning", fmt="console")
+    configure_logging(level=args.log_level, fmt="console")
     proc, ports = start_receivers(args.endpoints + 1)
     # poll_interval_seconds is left at its default: new deliveries wake the worker (as
     # the intake does), so the poll only finds retries coming due.
@@ -494,6 +494,10 @@ if __name__ == "__main__":
     parser.add_argument("--isolation-rounds", type=int, default=5, help="runs of each "
                         "latency case (healthy / hanging neighbour), interleaved; the ratio "
                         "is of the medians of their p99s (0: the throughput rows only)")
+    parser.add_argument("--log-level", default="warning",
+                        choices=["debug", "info", "warning", "error"],
+                        help="the worker's log level (default warning: each failed attempt "
+                             "logs a console line, as a terminal run of `deliver` would)")
     parser.add_argument("--serve", type=int, help=argparse.SUPPRESS)
     ns = parser.parse_args()
     if ns.serve:
