@@ -63,13 +63,12 @@ def jsonl_batches(path: Path, batch: int) -> Iterator[list[Row]]:
             if not raw:
                 continue
             try:
-                if len(raw) > MAX_TICK_BYTES:
-                    add(decode_tick(raw))  # refused, in its words
-                    continue
                 try:
-                    msg = decode(raw)
+                    msg = decode(raw) if len(raw) <= MAX_TICK_BYTES else None
                 except msgspec.DecodeError:
-                    add(decode_tick(raw))  # refused, in its words
+                    msg = None
+                if msg is None:  # too large or undecodable: refused, in decode_tick's words
+                    add(decode_tick(raw))
                     continue
                 tick: Tick | None = None
                 if (msg.slippage_bps is None and msg.oracle_price_usd is None
