@@ -12,8 +12,17 @@ from collections.abc import Iterator
 
 import pytest
 import structlog
+from hypothesis import example, given
+from hypothesis import strategies as st
 
-from monitor.logs import configure_logging, get_logger, is_secret_field, scrub_text
+from monitor.logs import (
+    REDACTED,
+    SECRET_VALUE_PATTERNS,
+    configure_logging,
+    get_logger,
+    is_secret_field,
+    scrub_text,
+)
 
 pytestmark = pytest.mark.ops
 
@@ -73,6 +82,54 @@ def test_secret_shaped_values_are_masked_anywhere(captured: io.StringIO) -> None
         assert leaked not in text
     assert "ValueError" in text and "a=1" in text
     assert len(lines(captured)) == 3
+
+
+def test_standard_library_tracebacks_and_stacks_are_masked(captured: io.StringIO) -> None:
+    """A record from another library (aiohttp, aiokafka) with a traceback or a stack
+    that quotes a secret: the formatted text is masked too."""
+    other = logging.getLogger("aiohttp.client")
+    try:
+        raise ConnectionError(f"refused for {API_KEY}")
+    except ConnectionError:
+        other.warning("send failed", exc_info=True, stack_info=True)
+    try:
+        raise ValueError(f"bad secret {WEBHOOK_SECRET}")
+    except ValueError:
+        get_logger("test.stack").warning("failed", exc_info=True, stack_info=True)
+    text = captured.getvalue()
+    assert API_KEY not in text and API_KEY[12:] not in text
+    assert WEBHOOK_SECRET not in text and WEBHOOK_SECRET[12:] not in text
+    first, second = lines(captured)
+    assert "ConnectionError" in str(first["exception"]) and "refused for" in text
+    assert "ValueError" in str(second["exception"])
+
+
+def _scrub_by_every_pattern(text: str) -> str:
+    """scrub_text as its patterns read, every one tried on every text."""
+    for pattern in SECRET_VALUE_PATTERNS:
+        if pattern.groups:
+            text = pattern.sub(lambda m: m.group(1) + REDACTED, text)
+        else:
+            text = pattern.sub(REDACTED, text)
+    return text
+
+
+_FRAGMENTS = st.sampled_from([
+    "dpm_", "whsec_", "Bearer ", "bearer\t", "BEARER  ", "api_key=", "API-KEY=",
+    "secret_key=", "password=", "token_secret=", "=", "&", "?", " ", '"', "_", "-",
+    "dpm_abcd", "x" * 20, "whsec_" + "k" * 16, "dpm_" + "Q-" * 8, "Zq9-_",
+    "0123456789abcdef", "bear", "er ", "dpm", "_key=",
+])
+
+
+@given(st.lists(st.one_of(_FRAGMENTS, st.text(max_size=6)), max_size=12).map("".join))
+@example(f"key {API_KEY} used")
+@example(f"signed with {WEBHOOK_SECRET}")
+@example("Authorization: bEaReR abcdefgh.ijk")
+@example("GET /rwa?Api-Key=abc&x=1")
+def test_scrub_text_masks_what_every_pattern_would(text: str) -> None:
+    """The quick search that lets most values through untouched changes no result."""
+    assert scrub_text(text) == _scrub_by_every_pattern(text)
 
 
 def test_classifiers() -> None:
