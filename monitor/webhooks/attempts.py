@@ -20,7 +20,9 @@ from ..config import DeliveryConfig
 from ..logs import get_logger
 from ..storage.deliveries import DeliveryStore, DueDelivery
 from ..storage.delivery_batches import Outcome
+from ..timefmt import format_ts
 from . import metrics
+from .failurelog import FailedAttemptLog, FailureSummary
 from .secrets import SecretBox
 from .sender import AttemptResult, Sender
 
@@ -60,6 +62,10 @@ class DeliveryAttempts:
     clock: Clock = time.time
     rand: Callable[[], float] = field(default=random.random)
     _opened: dict[tuple[str, str], str] = field(default_factory=dict, repr=False)
+    _failures: FailedAttemptLog = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self._failures = FailedAttemptLog(self.config.failure_log_seconds)
 
     def lease_until(self, now: float) -> float:
         return now + self.config.timeout_seconds + self.config.lease_margin_seconds
@@ -103,7 +109,7 @@ class DeliveryAttempts:
             if status == "success":
                 metrics.delivered(now - d.created_at)
             metrics.status(status)
-        self.log_attempt(d, attempt, manual, result, status, recorded)
+        self.log_attempt(d, attempt, manual, result, status, recorded, now)
 
     def report_cycle(self, outcomes: Sequence[Outcome], recorded: Container[str]) -> None:
         """:meth:`report` for a cycle's outcomes (sent with ``count=False``): counters
@@ -123,21 +129,43 @@ class DeliveryAttempts:
             if info or status != "success":
                 self.log_attempt(d, o.attempt, False,
                                  AttemptResult(o.status_code, o.latency_ms, o.error),
-                                 status, written)
+                                 status, written, o.now)
         metrics.delivered_many(delivered)
         for status, n in statuses.items():
             metrics.status(status, n)
 
     def log_attempt(self, d: DueDelivery, attempt: int, manual: bool, result: AttemptResult,
-                    status: str, recorded: bool) -> None:
-        # A failed attempt is a warning: the operator's signal that a receiver is in trouble.
-        if result.ok and not _level.isEnabledFor(logging.INFO):
-            return
-        (log.info if result.ok else log.warning)(
+                    status: str, recorded: bool, now: float) -> None:
+        """A success at info; a failure at warning, the operator's signal that a receiver
+        is in trouble: a manual one always, an automatic one when it is its endpoint's
+        first in ``failure_log_seconds`` (the others at debug, then summed up, see
+        :mod:`~monitor.webhooks.failurelog`)."""
+        emit = log.warning
+        if result.ok:
+            if not _level.isEnabledFor(logging.INFO):
+                return
+            emit = log.info
+        elif not manual:
+            first, ended = self._failures.failed(d.endpoint, now, d.subscription_id, d.id,
+                                                 result.status_code, result.error)
+            if ended is not None:
+                _log_summary(ended, now)
+            if not first:
+                if not _level.isEnabledFor(logging.DEBUG):
+                    return
+                emit = log.debug
+        emit(
             "webhook.attempt", delivery_id=d.id, subscription_id=d.subscription_id,
             event_id=d.event_id, attempt=attempt, manual=manual, outcome=status,
             status_code=result.status_code, latency_ms=round(result.latency_ms, 1),
             error=result.error, recorded=recorded)
+
+    def log_failure_summaries(self, now: float, closing: bool = False) -> None:
+        """The summary line of every failing endpoint whose interval has passed (all of
+        them when ``closing``: the worker is stopping)."""
+        failures = self._failures
+        for summary in failures.close() if closing else failures.due(now):
+            _log_summary(summary, now)
 
     async def attempt(self, d: DueDelivery, token: str, manual: bool = False) -> AttemptResult:
         """Send ``d`` (already claimed with ``token``) once and record the outcome.
@@ -198,3 +226,10 @@ class DeliveryAttempts:
             attempt=attempts)
         self.report(d, attempts, manual, result, status, recorded, now)
         return result
+
+
+def _log_summary(summary: FailureSummary, now: float) -> None:
+    log.warning("webhook.attempts_failed", endpoint=summary.endpoint, failed=summary.failed,
+                subscriptions=len(summary.subscriptions), since=format_ts(summary.since),
+                seconds=round(now - summary.since, 1), last_status_code=summary.last_status_code,
+                last_error=summary.last_error, last_delivery_id=summary.last_delivery_id)
