@@ -358,7 +358,7 @@ async def drop_created() -> None:
 
 
 async def main(args: argparse.Namespace) -> None:
-    configure_logging(level=args.log_level, fmt="console")
+    configure_logging(level=args.log_level, fmt=args.log_format)
     proc, ports = start_receivers(args.endpoints + 1)
     # poll_interval_seconds is left at its default: new deliveries wake the worker (as
     # the intake does), so the poll only finds retries coming due.
@@ -494,10 +494,13 @@ if __name__ == "__main__":
     parser.add_argument("--isolation-rounds", type=int, default=5, help="runs of each "
                         "latency case (healthy / hanging neighbour), interleaved; the ratio "
                         "is of the medians of their p99s (0: the throughput rows only)")
-    parser.add_argument("--log-level", default="warning",
+    parser.add_argument("--log-level", default="info",
                         choices=["debug", "info", "warning", "error"],
-                        help="the worker's log level (default warning: each failed attempt "
-                             "logs a console line, as a terminal run of `deliver` would)")
+                        help="the worker's log level (default info, the configuration's "
+                             "default; the lines go to stderr)")
+    parser.add_argument("--log-format", default="json", choices=["console", "json"],
+                        help="the worker's log format (default json: as a deployed worker "
+                             "writes it, not to a terminal)")
     parser.add_argument("--serve", type=int, help=argparse.SUPPRESS)
     ns = parser.parse_args()
     if ns.serve:

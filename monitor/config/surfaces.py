@@ -94,10 +94,11 @@ class DeliveryConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     #: Finished deliveries (and their attempts and events) older than this are deleted by
     #: the worker, hourly. The CU ledger is kept. 0 keeps everything.
     history_retention_days: int = 30
-    #: A failing endpoint's automatic attempts: the first failure in each such interval
-    #: is logged at warning in full, the rest at debug, then summed up in one warning
-    #: (webhook.attempts_failed). 0: every failed attempt at warning.
-    failure_log_seconds: float = 60.0
+    #: The worker's log sums up its automatic attempts per this interval: successes at
+    #: debug, then one info line (webhook.delivered); per endpoint the first failure at
+    #: warning in full, the rest at debug, then one warning (webhook.attempts_failed).
+    #: 0: a line per attempt (a success at info, a failure at warning).
+    attempt_log_seconds: float = 60.0
 
     def __post_init__(self) -> None:
         checks = [
@@ -114,7 +115,7 @@ class DeliveryConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
              "manual_retry_interval_seconds must be >= 0"),
             (self.previous_secret_seconds >= 0, "previous_secret_seconds must be >= 0"),
             (self.history_retention_days >= 0, "history_retention_days must be >= 0"),
-            (self.failure_log_seconds >= 0, "failure_log_seconds must be >= 0"),
+            (self.attempt_log_seconds >= 0, "attempt_log_seconds must be >= 0"),
         ]
         require("delivery", checks)
 

@@ -22,7 +22,7 @@ from ..storage.deliveries import DeliveryStore, DueDelivery
 from ..storage.delivery_batches import Outcome
 from ..timefmt import format_ts
 from . import metrics
-from .failurelog import FailedAttemptLog, FailureSummary
+from .attemptlog import DeliveredTally, FailedAttemptLog, FailureSummary
 from .secrets import SecretBox
 from .sender import AttemptResult, Sender
 
@@ -63,9 +63,11 @@ class DeliveryAttempts:
     rand: Callable[[], float] = field(default=random.random)
     _opened: dict[tuple[str, str], str] = field(default_factory=dict, repr=False)
     _failures: FailedAttemptLog = field(init=False, repr=False)
+    _delivered: DeliveredTally = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        self._failures = FailedAttemptLog(self.config.failure_log_seconds)
+        self._failures = FailedAttemptLog(self.config.attempt_log_seconds)
+        self._delivered = DeliveredTally(self.config.attempt_log_seconds)
 
     def lease_until(self, now: float) -> float:
         return now + self.config.timeout_seconds + self.config.lease_margin_seconds
@@ -136,20 +138,27 @@ class DeliveryAttempts:
 
     def log_attempt(self, d: DueDelivery, attempt: int, manual: bool, result: AttemptResult,
                     status: str, recorded: bool, now: float) -> None:
-        """A success at info; a failure at warning, the operator's signal that a receiver
-        is in trouble: a manual one always, an automatic one when it is its endpoint's
-        first in ``failure_log_seconds`` (the others at debug, then summed up, see
-        :mod:`~monitor.webhooks.failurelog`)."""
+        """A manual attempt's line: info, or warning when it failed. An automatic one's,
+        when ``attempt_log_seconds`` is set (see :mod:`~monitor.webhooks.attemptlog`): a
+        success at debug, counted for the interval's summary; a failure at warning when
+        it is its endpoint's first in the interval, else at debug, counted."""
         emit = log.warning
+        summing = self.config.attempt_log_seconds > 0 and not manual
         if result.ok:
-            if not _level.isEnabledFor(logging.INFO):
+            if summing:
+                self._delivered.delivered(d.endpoint, now, result.latency_ms)
+                if not _level.isEnabledFor(logging.DEBUG):
+                    return
+                emit = log.debug
+            elif not _level.isEnabledFor(logging.INFO):
                 return
-            emit = log.info
-        elif not manual:
+            else:
+                emit = log.info
+        elif summing:
             first, ended = self._failures.failed(d.endpoint, now, d.subscription_id, d.id,
                                                  result.status_code, result.error)
             if ended is not None:
-                _log_summary(ended, now)
+                _log_failures(ended, now)
             if not first:
                 if not _level.isEnabledFor(logging.DEBUG):
                     return
@@ -160,12 +169,18 @@ class DeliveryAttempts:
             status_code=result.status_code, latency_ms=round(result.latency_ms, 1),
             error=result.error, recorded=recorded)
 
-    def log_failure_summaries(self, now: float, closing: bool = False) -> None:
-        """The summary line of every failing endpoint whose interval has passed (all of
-        them when ``closing``: the worker is stopping)."""
-        failures = self._failures
+    def log_summaries(self, now: float, closing: bool = False) -> None:
+        """The summary lines of the intervals that have passed (all of them when
+        ``closing``: the worker is stopping)."""
+        failures, tally = self._failures, self._delivered
         for summary in failures.close() if closing else failures.due(now):
-            _log_summary(summary, now)
+            _log_failures(summary, now)
+        delivered = tally.close() if closing else tally.due(now)
+        if delivered is not None:
+            log.info("webhook.delivered", delivered=delivered.delivered,
+                     endpoints=len(delivered.endpoints), since=format_ts(delivered.since),
+                     seconds=round(now - delivered.since, 1),
+                     slowest_ms=round(delivered.slowest_ms, 1))
 
     async def attempt(self, d: DueDelivery, token: str, manual: bool = False) -> AttemptResult:
         """Send ``d`` (already claimed with ``token``) once and record the outcome.
@@ -228,7 +243,7 @@ class DeliveryAttempts:
         return result
 
 
-def _log_summary(summary: FailureSummary, now: float) -> None:
+def _log_failures(summary: FailureSummary, now: float) -> None:
     log.warning("webhook.attempts_failed", endpoint=summary.endpoint, failed=summary.failed,
                 subscriptions=len(summary.subscriptions), since=format_ts(summary.since),
                 seconds=round(now - summary.since, 1), last_status_code=summary.last_status_code,

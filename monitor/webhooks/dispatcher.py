@@ -371,7 +371,7 @@ class Dispatcher:
                     log.error("webhook.dispatch_error", error=str(exc))
                 if busy and checkpoints is not None:
                     checkpoints.after_cycle()
-                self.attempts.log_failure_summaries(self.attempts.clock())
+                self.attempts.log_summaries(self.attempts.clock())
                 if busy and self._more_due:
                     continue  # the read was cut at its limit: claim the rest now
                 wake_wait = asyncio.create_task(self.wake.wait())
@@ -384,7 +384,7 @@ class Dispatcher:
         finally:
             stop_wait.cancel()
             await self._drain()
-            self.attempts.log_failure_summaries(self.attempts.clock(), closing=True)
+            self.attempts.log_summaries(self.attempts.clock(), closing=True)
             if checkpoints is not None:
                 await checkpoints.stop()
 

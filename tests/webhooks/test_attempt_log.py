@@ -1,10 +1,12 @@
-"""A failing endpoint's warnings: its first failed attempt per interval, then one summary.
+"""The worker's log of its attempts: summaries per interval, not a line per attempt.
 
-Checked two ways: the pure :class:`~monitor.webhooks.failurelog.FailedAttemptLog` against
-properties of any sequence of failures (nothing lost, at most one full warning per
-endpoint and interval, a failure after a quiet interval always logged in full), and a
-real worker sending to real failing receivers, its JSON log lines counted against the
-receivers' own count of requests.
+A failing endpoint warns with its first failed attempt per interval, then one summary;
+successes are summed up in one info line. Checked two ways: the pure
+:class:`~monitor.webhooks.attemptlog.FailedAttemptLog` against properties of any sequence
+of failures (nothing lost, at most one full warning per endpoint and interval, a failure
+after a quiet interval always logged in full, summaries on time), and a real worker
+sending to real receivers, two failing and one healthy, its JSON log lines counted
+against the receivers' own count of requests.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from hypothesis import strategies as st
 from monitor.config import DeliveryConfig
 from monitor.logs import configure_logging
 from monitor.storage import Database
-from monitor.webhooks.failurelog import FailedAttemptLog, FailureSummary
+from monitor.webhooks.attemptlog import FailedAttemptLog, FailureSummary
 from monitor.webhooks.secrets import SecretBox
 from tests.webhook_support import (
     ENCRYPTION_KEY,
@@ -96,43 +98,56 @@ def log_lines() -> Iterator[io.StringIO]:
     root.setLevel(level)
 
 
-@pytest.mark.parametrize(("level", "interval"), [("warning", 3600.0), ("debug", 3600.0),
-                                                 ("warning", 0.0)])
-async def test_a_worker_warns_once_per_failing_endpoint_then_sums_up(
+@pytest.mark.parametrize(("level", "interval"), [("info", 3600.0), ("debug", 3600.0),
+                                                 ("info", 0.0)])
+async def test_a_worker_sums_up_its_attempts_per_interval(
         webhook_db: Database, log_lines: io.StringIO, level: str, interval: float) -> None:
     configure_logging(level, "json", stream=log_lines)
     config = DeliveryConfig(allow_loopback=True, secret_encryption_key=ENCRYPTION_KEY,
-                            max_attempts=1, failure_log_seconds=interval)
+                            max_attempts=1, attempt_log_seconds=interval)
     box = SecretBox.from_config(config)
-    per_endpoint = 8
-    async with receiver([500]) as down, receiver([503]) as broken:
+    n = 8  # deliveries per subscription, one subscription per receiver
+    async with receiver([500]) as down, receiver([503]) as broken, receiver([200]) as up:
         await queue_for_new_subscription(webhook_db, box, down.url, 0)
-        await queue_for_new_subscription(webhook_db, box, broken.url, per_endpoint)
+        await queue_for_new_subscription(webhook_db, box, broken.url, 0)
+        await queue_for_new_subscription(webhook_db, box, up.url, n)
         async with running_dispatcher(webhook_db, config, box):
-            async def all_given_up() -> bool:
-                given_up = await webhook_db.fetchval(
+            async def all_done() -> bool:
+                done = await webhook_db.fetchval(
                     "SELECT COUNT(*) FROM webhook_deliveries"
-                    " WHERE status = 'max_retries_exceeded'")
-                return bool(given_up == 2 * per_endpoint)
+                    " WHERE status IN ('max_retries_exceeded', 'success')")
+                return bool(done == 3 * n)
 
-            await wait_until(all_given_up, what="every delivery given up")
-    assert len(down.received) == len(broken.received) == per_endpoint
+            await wait_until(all_done, what="every delivery sent or given up")
+    assert len(down.received) == len(broken.received) == len(up.received) == n
+    assert up.answered == [200] * n
     records = [json.loads(line) for line in log_lines.getvalue().splitlines()]
     attempts = [r for r in records if r["event"] == "webhook.attempt"]
+    failed = [r for r in attempts if r["outcome"] != "success"]
+    succeeded = [r for r in attempts if r["outcome"] == "success"]
     summaries = [r for r in records if r["event"] == "webhook.attempts_failed"]
-    warned = [r for r in attempts if r["level"] == "warning"]
-    if interval == 0:
-        assert len(warned) == 2 * per_endpoint and not summaries
+    delivered = [r for r in records if r["event"] == "webhook.delivered"]
+    history = await webhook_db.fetchval("SELECT COUNT(*) FROM webhook_attempts")
+    assert history == 3 * n
+    if interval == 0:  # a line per attempt
+        assert [r["level"] for r in failed] == ["warning"] * 2 * n
+        assert [r["level"] for r in succeeded] == ["info"] * n
+        assert not summaries and not delivered
         return
-    # One warning per endpoint in full; on stop, one summary each of the rest.
-    assert sorted(r["status_code"] for r in warned) == [500, 503]
+    # One warning per failing endpoint in full; on stop, one summary each of the rest.
+    assert sorted(r["status_code"] for r in failed if r["level"] == "warning") == [500, 503]
     assert sorted((s["last_status_code"], s["failed"], s["subscriptions"], s["level"])
-                  for s in summaries) == [(500, per_endpoint - 1, 1, "warning"),
-                                          (503, per_endpoint - 1, 1, "warning")]
+                  for s in summaries) == [(500, n - 1, 1, "warning"),
+                                          (503, n - 1, 1, "warning")]
     endpoints = {s["endpoint"] for s in summaries}
     assert endpoints == {down.url.rsplit("/", 1)[0], broken.url.rsplit("/", 1)[0]}
-    # At debug every failed attempt still has its line.
-    expected = 2 * per_endpoint if level == "debug" else 2
-    assert len(attempts) == expected
-    history = await webhook_db.fetchval("SELECT COUNT(*) FROM webhook_attempts")
-    assert history == 2 * per_endpoint
+    # The successes: one info line for the interval.
+    [summary] = delivered
+    assert (summary["delivered"], summary["endpoints"], summary["level"]) == (n, 1, "info")
+    assert summary["slowest_ms"] > 0
+    # At debug every attempt still has its line.
+    if level == "debug":
+        assert len(failed) == 2 * n and len(succeeded) == n
+        assert {r["level"] for r in succeeded} == {"debug"}
+    else:
+        assert len(failed) == 2 and not succeeded
