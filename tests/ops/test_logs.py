@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import logging
+import re
 import secrets
 import subprocess
 import sys
@@ -107,10 +108,12 @@ def test_standard_library_tracebacks_and_stacks_are_masked(captured: io.StringIO
 def _scrub_by_every_pattern(text: str) -> str:
     """scrub_text as its patterns read, every one tried on every text."""
     for pattern in SECRET_VALUE_PATTERNS:
-        if pattern.groups:
-            text = pattern.sub(lambda m: m.group(1) + REDACTED, text)
-        else:
-            text = pattern.sub(REDACTED, text)
+        named = bool(pattern.groups)  # a parameter's name stays, its value goes
+
+        def masked(match: re.Match[str], named: bool = named) -> str:
+            return (match.group(1) if named else "") + REDACTED
+
+        text = pattern.sub(masked, text)
     return text
 
 
