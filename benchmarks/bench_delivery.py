@@ -17,7 +17,9 @@
 
 Receivers run in a child process (the second core), so the figures are the worker's. The
 Kafka intake is not included: it only inserts rows; this measures matching-to-2xx. Any
-failed attempt or non-2xx answer fails the run.
+failed attempt or non-2xx answer fails the run. The worker logs as a deployed one does:
+at the configuration's default level (info), JSON lines to stderr (``--log-level``,
+``--log-format``).
 """
 
 from __future__ import annotations
