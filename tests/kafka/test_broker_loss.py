@@ -118,7 +118,14 @@ async def test_sigterm_ends_within_grace_and_healthz_reports_a_stuck_loop(
     try:
         await wait_for(lambda: _has(monitor, "monitor.partitions_assigned"), 60, "assignment")
         url = monitor.events("ops.listening")[0]["url"]
-        assert _healthz(url)[0] == 200
+
+        async def healthy() -> bool:
+            # Not at once: the loop's first iteration holds the group join and the
+            # restore, which a loaded machine may stretch past the 3 s bound (by design a
+            # hung rebalance fails /healthz too; the CI machine once read 503 here).
+            return (await asyncio.to_thread(_healthz, url))[0] == 200
+
+        await wait_for(healthy, 30, "/healthz 200 once the loop runs")
         # The broker must freeze while the monitor still owes it something: a monitor that
         # has published and checkpointed everything and is only fetching is not stuck. A
         # feeder produces ticks (event time moving on, so ratings keep coming) until the
