@@ -10,8 +10,8 @@ warnings by the thousand while the healthy endpoints' sends waited. So, per
   (``webhook.delivered``: how many, to how many endpoints, the slowest);
 * per endpoint (scheme, host, port), the first failed attempt is logged at warning in
   full (``webhook.attempt``); the others at debug, counted, then summed up in one warning
-  once the interval has passed (``webhook.attempts_failed``: how many, for how many
-  subscriptions, the last status code and error).
+  once the interval has passed (``webhook.attempts_failed``: how many, how many of them
+  gave their delivery up, for how many subscriptions, the last status code and error).
 
 Every attempt stays in the attempt history (``/webhooks/deliveries``) and the metrics;
 only the log is thinned. Pure: the caller passes the clock's reading.
@@ -33,6 +33,8 @@ class FailureSummary:
     since: float
     #: Failed attempts after that one, within the interval.
     failed: int = 0
+    #: Of those, the ones that were their delivery's last (``max_retries_exceeded``).
+    given_up: int = 0
     subscriptions: set[str] = field(default_factory=set)
     last_status_code: int | None = None
     last_error: str | None = None
@@ -48,10 +50,11 @@ class FailedAttemptLog:
         self._open: dict[str, FailureSummary] = {}
 
     def failed(self, endpoint: str, now: float, subscription_id: str, delivery_id: str,
-               status_code: int | None, error: str | None
+               status_code: int | None, error: str | None, gave_up: bool = False
                ) -> tuple[bool, FailureSummary | None]:
         """(whether to log this failure at warning, a summary of the endpoint's interval
-        that just ended, if it had failures not logged at warning)."""
+        that just ended, if it had failures not logged at warning). ``gave_up``: the
+        attempt was its delivery's last."""
         if self.interval <= 0:
             return True, None
         current = self._open.get(endpoint)
@@ -59,6 +62,7 @@ class FailedAttemptLog:
             self._open[endpoint] = FailureSummary(endpoint, now)
             return True, current if current is not None and current.failed else None
         current.failed += 1
+        current.given_up += gave_up
         current.subscriptions.add(subscription_id)
         current.last_status_code = status_code
         current.last_error = error

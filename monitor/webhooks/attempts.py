@@ -156,7 +156,8 @@ class DeliveryAttempts:
                 emit = log.info
         elif summing:
             first, ended = self._failures.failed(d.endpoint, now, d.subscription_id, d.id,
-                                                 result.status_code, result.error)
+                                                 result.status_code, result.error,
+                                                 status == "max_retries_exceeded")
             if ended is not None:
                 _log_failures(ended, now)
             if not first:
@@ -245,6 +246,7 @@ class DeliveryAttempts:
 
 def _log_failures(summary: FailureSummary, now: float) -> None:
     log.warning("webhook.attempts_failed", endpoint=summary.endpoint, failed=summary.failed,
-                subscriptions=len(summary.subscriptions), since=format_ts(summary.since),
+                given_up=summary.given_up, subscriptions=len(summary.subscriptions),
+                since=format_ts(summary.since),
                 seconds=round(now - summary.since, 1), last_status_code=summary.last_status_code,
                 last_error=summary.last_error, last_delivery_id=summary.last_delivery_id)

@@ -50,6 +50,7 @@ def test_every_failure_is_a_warning_or_counted_in_one_summary(
     times: dict[str, list[float]] = {}
     summaries: list[FailureSummary] = []
     checks: list[float] = []
+    suppressed_give_ups = 0
     for n, (endpoint, step, check) in enumerate(events):
         now += step
         if check:
@@ -57,9 +58,12 @@ def test_every_failure_is_a_warning_or_counted_in_one_summary(
             checks.append(now)
             continue
         times.setdefault(endpoint, []).append(now)
-        first, ended = failures.failed(endpoint, now, f"sub-{n % 2}", f"d-{n}", 500, "HTTP 500")
+        gave_up = n % 3 == 0
+        first, ended = failures.failed(endpoint, now, f"sub-{n % 2}", f"d-{n}", 500, "HTTP 500",
+                                       gave_up)
         if ended is not None:
             summaries.append(ended)
+        suppressed_give_ups += gave_up and not first
         if first:
             last = full.get(endpoint, [])
             # A failure after a quiet interval is always logged in full, and none closer
@@ -72,6 +76,9 @@ def test_every_failure_is_a_warning_or_counted_in_one_summary(
     for still_open in failures.close():
         assert all(c - still_open.since < interval for c in checks)
         summaries.append(still_open)
+    # The give-ups not logged in full are each counted once.
+    assert sum(s.given_up for s in summaries) == suppressed_give_ups
+    assert all(s.given_up <= s.failed for s in summaries)
     for endpoint, seen in times.items():
         mine = [s for s in summaries if s.endpoint == endpoint]
         # Nothing lost: each failure is a full line or counted once in a summary.
@@ -136,9 +143,10 @@ async def test_a_worker_sums_up_its_attempts_per_interval(
         return
     # One warning per failing endpoint in full; on stop, one summary each of the rest.
     assert sorted(r["status_code"] for r in failed if r["level"] == "warning") == [500, 503]
-    assert sorted((s["last_status_code"], s["failed"], s["subscriptions"], s["level"])
-                  for s in summaries) == [(500, n - 1, 1, "warning"),
-                                          (503, n - 1, 1, "warning")]
+    # max_attempts 1: every attempt was its delivery's last.
+    assert sorted((s["last_status_code"], s["failed"], s["given_up"], s["subscriptions"],
+                   s["level"]) for s in summaries) == [(500, n - 1, n - 1, 1, "warning"),
+                                                       (503, n - 1, n - 1, 1, "warning")]
     endpoints = {s["endpoint"] for s in summaries}
     assert endpoints == {down.url.rsplit("/", 1)[0], broken.url.rsplit("/", 1)[0]}
     # The successes: one info line for the interval.
