@@ -1,6 +1,6 @@
 """What the worker's log says about its attempts: summaries, not a line per attempt.
 
-A worker sending thousands of deliveries a second wrote a line for each (~40 µs of its
+A worker sending thousands of deliveries a second wrote a line for each (tens of µs of its
 event loop apiece, a third of its CPU at the default level), and a receiver that is down
 fails every attempt sent to it: a dead host behind a hundred subscriptions wrote
 warnings by the thousand while the healthy endpoints' sends waited. So, per
@@ -45,7 +45,8 @@ class FailedAttemptLog:
     """Decides, per failed automatic attempt, whether it is the endpoint's warning line."""
 
     def __init__(self, interval: float) -> None:
-        #: 0: every failed attempt is a warning (no summaries).
+        #: 0: every failed attempt is a warning (each one starts an interval that has
+        #: already passed, so nothing is ever counted).
         self.interval = interval
         self._open: dict[str, FailureSummary] = {}
 
@@ -55,8 +56,6 @@ class FailedAttemptLog:
         """(whether to log this failure at warning, a summary of the endpoint's interval
         that just ended, if it had failures not logged at warning). ``gave_up``: the
         attempt was its delivery's last."""
-        if self.interval <= 0:
-            return True, None
         current = self._open.get(endpoint)
         if current is None or now - current.since >= self.interval:
             self._open[endpoint] = FailureSummary(endpoint, now)
@@ -98,7 +97,6 @@ class DeliveredTally:
     """Counts successful attempts for the interval's ``webhook.delivered`` line."""
 
     def __init__(self, interval: float) -> None:
-        #: 0: every success is logged on its own (no summaries).
         self.interval = interval
         self._open: DeliveredSummary | None = None
 
