@@ -11,9 +11,10 @@
    bookkeeping is the gap to it. The three rotate for ``--rounds`` rounds; the ratio is
    of the medians (target >= 0.8 and >= 2,000/s);
 2. p99 latency (delivery created -> success recorded) of a healthy endpoint under a steady
-   event rate, next to another endpoint that answers or that never answers, each case
-   ``--isolation-rounds`` times interleaved; the ratio is of the medians of the p99s
-   (target: within 1.2x).
+   event rate, next to another endpoint that answers (the baseline) or that never answers,
+   each case ``--isolation-rounds`` times interleaved; the ratio is of the medians of the
+   p99s (target: within 1.2x). ``--neighbours hang,fail,slow`` adds a row for a neighbour
+   that answers 503 at once (every event brings retries) and one that answers after 1 s.
 
 Receivers run in a child process (the second core), so the figures are the worker's. The
 Kafka intake is not included: it only inserts rows; this measures matching-to-2xx. Any
@@ -68,9 +69,20 @@ async def _serve(count: int) -> None:
         await asyncio.sleep(3600)
         return web.Response()
 
+    async def fail(request: web.Request) -> web.Response:
+        await request.read()
+        return web.Response(status=503, text="down")
+
+    async def slow(request: web.Request) -> web.Response:
+        await request.read()
+        await asyncio.sleep(1.0)
+        return web.Response(text="ok")
+
     app = web.Application()
     app.router.add_post("/ok", ok)
     app.router.add_post("/hang", hang)
+    app.router.add_post("/fail", fail)
+    app.router.add_post("/slow", slow)
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()
     ports = []
@@ -325,6 +337,8 @@ async def healthy_p99(url: str, port: int, other: str | None, seconds: float,
     await db.close()
     if other is not None and other.endswith("/hang"):
         print(f"  (hanging endpoint: {hanging} timed-out attempts during the run)")
+    elif other is not None and not other.endswith("/ok"):
+        print(f"  ({other.rsplit('/', 1)[-1]} endpoint: {hanging} attempts during the run)")
     latencies: list[float] = sorted(r["latency"] * 1000 for r in rows)
     return Latency(statistics.quantiles(latencies, n=100)[98], cpu / sent * 1e6, ran / sent)
 
@@ -357,6 +371,74 @@ async def drop_created() -> None:
             await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
         finally:
             await admin.close()
+
+
+#: Neighbours of the healthy endpoint in the isolation runs: (receiver path, how the row
+#: names it). "hang" is the table's row; the others are the receivers a subscriber more
+#: often has: one that is down behind a proxy (503 at once, so every event brings
+#: retries and their history rows), and one that answers after a second.
+NEIGHBOURS = {"hang": ("hang", "hanging", ""), "fail": ("fail", "failing", " (503 at once)"),
+              "slow": ("slow", "slow", " (answers after 1 s)")}
+
+
+def neighbour_kinds(value: str) -> list[str]:
+    kinds = [k for k in value.split(",") if k]
+    unknown = sorted(set(kinds) - set(NEIGHBOURS))
+    if unknown or not kinds:
+        raise argparse.ArgumentTypeError(
+            f"unknown neighbour {', '.join(unknown) or '(none given)'}: choose from "
+            + ", ".join(NEIGHBOURS))
+    return list(dict.fromkeys(kinds))
+
+
+async def isolation(args: argparse.Namespace, ports: list[int], tmp: Path,
+                    config: DeliveryConfig, db_name: str) -> None:
+    """The healthy endpoint's p99 alone, next to another healthy endpoint (the baseline)
+    and next to each of ``--neighbours``: one table row per neighbour."""
+    alone = await healthy_p99(await fresh_url(args.storage_url, tmp), ports[-1], None,
+                              args.seconds, args.rate, config)
+    # A p99 of ~400 latencies is the 4th worst: one scheduler hiccup on a shared machine
+    # moves it by half (one run read 0.17, another 1.25). So the cases below run
+    # --isolation-rounds times, rotating which goes first, and each ratio is of the
+    # medians. The other endpoint is another receiver port (its own endpoint key); the
+    # baseline sends it the same traffic but it answers, so the runs differ only in how
+    # that receiver answers.
+    cases = [("healthy", "ok")] + [(NEIGHBOURS[k][1], NEIGHBOURS[k][0])
+                                   for k in args.neighbours]
+    runs: dict[str, list[Latency]] = {name: [] for name, _ in cases}
+    for n in range(args.isolation_rounds):
+        shift = n % len(cases)
+        for name, path in cases[shift:] + cases[:shift]:
+            run = await healthy_p99(await fresh_url(args.storage_url, tmp), ports[-1],
+                                    f"http://127.0.0.1:{ports[0]}/{path}", args.seconds,
+                                    args.rate, config)
+            runs[name].append(run)
+            print(f"  isolation round {n + 1} + {name} endpoint: healthy p99 "
+                  f"{run.p99_ms:6.1f} ms; this process {run.cpu_us:6.0f} µs CPU and "
+                  f"{run.cycles:4.2f} cycles per event", flush=True)
+    base = [r.p99_ms for r in runs["healthy"]]
+    per_cpu = {k: statistics.median(r.cpu_us for r in v) for k, v in runs.items()}
+    per_cycles = {k: statistics.median(r.cycles for r in v) for k, v in runs.items()}
+    print(f"per event (medians): CPU µs alone {alone.cpu_us:.0f}, "
+          + ", ".join(f"+ {k} {v:.0f}" for k, v in per_cpu.items())
+          + f"; cycles alone {alone.cycles:.2f}, "
+          + ", ".join(f"+ {k} {v:.2f}" for k, v in per_cycles.items()))
+    for kind in args.neighbours:
+        _, adjective, how = NEIGHBOURS[kind]
+        loaded = [r.p99_ms for r in runs[adjective]]
+        ratio = statistics.median(loaded) / statistics.median(base)
+        print(f"healthy p99 latency (ms, medians): alone={alone.p99_ms:6.1f}  "
+              f"+ healthy endpoint={statistics.median(base):6.1f}  "
+              f"+ {adjective} endpoint={statistics.median(loaded):6.1f}  "
+              f"ratio {adjective}/healthy={ratio:4.2f} (target <= 1.2)")
+        emit(f"healthy endpoint p99 next to a {adjective} one{how} ({db_name})", unit="ms",
+             limit_name="same traffic, other endpoint healthy", limit=base,
+             project=loaded, ratio=ratio, target="<= 1.2x",
+             met=ratio <= 1.2, note=f"alone {alone.p99_ms:.1f} ms; medians of "
+             f"{args.isolation_rounds} p99s each; this process's CPU per event (worker "
+             f"and event inserts) next to a healthy / a {adjective} endpoint "
+             f"{per_cpu['healthy']:.0f} / {per_cpu[adjective]:.0f} µs, cycles per event "
+             f"{per_cycles['healthy']:.2f} / {per_cycles[adjective]:.2f}")
 
 
 async def main(args: argparse.Namespace) -> None:
@@ -433,48 +515,7 @@ async def main(args: argparse.Namespace) -> None:
                       f"{statistics.median(worker) / statistics.median(own):.2f}")
             if args.isolation_rounds <= 0:
                 return  # throughput only (A/B runs of the cycle)
-            alone = await healthy_p99(await fresh_url(args.storage_url, Path(tmp)), ports[-1], None,
-                                      args.seconds, args.rate, config)
-            # A p99 of ~400 latencies is the 4th worst: one scheduler hiccup on a shared
-            # machine moves it by half (one run read 0.17, another 1.25). So the pair
-            # below runs --isolation-rounds times, alternating which goes first, and the
-            # ratio is of the medians. The other endpoint is another receiver port (its
-            # own endpoint key); the baseline sends it the same traffic but it answers, so
-            # both runs do the same database work per event and differ only in the
-            # hanging receiver.
-            runs: dict[str, list[Latency]] = {"healthy": [], "hanging": []}
-            for n in range(args.isolation_rounds):
-                pair = [("healthy", "ok"), ("hanging", "hang")]
-                for name, path in (pair if n % 2 == 0 else pair[::-1]):
-                    run = await healthy_p99(await fresh_url(args.storage_url, Path(tmp)),
-                                            ports[-1], f"http://127.0.0.1:{ports[0]}/{path}",
-                                            args.seconds, args.rate, config)
-                    runs[name].append(run)
-                    print(f"  isolation round {n + 1} + {name} endpoint: healthy p99 "
-                          f"{run.p99_ms:6.1f} ms; this process {run.cpu_us:6.0f} µs CPU and "
-                          f"{run.cycles:4.2f} cycles per event", flush=True)
-            base = [r.p99_ms for r in runs["healthy"]]
-            loaded = [r.p99_ms for r in runs["hanging"]]
-            ratio = statistics.median(loaded) / statistics.median(base)
-            per_cpu = {k: statistics.median(r.cpu_us for r in v) for k, v in runs.items()}
-            per_cycles = {k: statistics.median(r.cycles for r in v) for k, v in runs.items()}
-            print(f"healthy p99 latency (ms, medians): alone={alone.p99_ms:6.1f}  "
-                  f"+ healthy endpoint={statistics.median(base):6.1f}  "
-                  f"+ hanging endpoint={statistics.median(loaded):6.1f}  "
-                  f"ratio hanging/healthy={ratio:4.2f} (target <= 1.2)")
-            print(f"per event (medians): CPU µs alone {alone.cpu_us:.0f}, + healthy "
-                  f"{per_cpu['healthy']:.0f}, + hanging {per_cpu['hanging']:.0f}; cycles alone "
-                  f"{alone.cycles:.2f}, + healthy {per_cycles['healthy']:.2f}, + hanging "
-                  f"{per_cycles['hanging']:.2f}")
-            emit(f"healthy endpoint p99 next to a hanging one ({db_name})", unit="ms",
-                 limit_name="same traffic, other endpoint healthy", limit=base,
-                 project=loaded, ratio=ratio, target="<= 1.2x",
-                 met=ratio <= 1.2, note=f"alone {alone.p99_ms:.1f} ms; medians of "
-                 f"{args.isolation_rounds} p99s each; this process's CPU per event (worker "
-                 f"and event inserts) next to a healthy / a hanging endpoint "
-                 f"{per_cpu['healthy']:.0f} / "
-                 f"{per_cpu['hanging']:.0f} µs, cycles per event "
-                 f"{per_cycles['healthy']:.2f} / {per_cycles['hanging']:.2f}")
+            await isolation(args, ports, Path(tmp), config, db_name)
     finally:
         proc.terminate()
         proc.wait()
@@ -494,8 +535,14 @@ if __name__ == "__main__":
     parser.add_argument("--seconds", type=float, default=8.0, help="latency run length")
     parser.add_argument("--rate", type=float, default=50.0, help="events/s in latency runs")
     parser.add_argument("--isolation-rounds", type=int, default=5, help="runs of each "
-                        "latency case (healthy / hanging neighbour), interleaved; the ratio "
-                        "is of the medians of their p99s (0: the throughput rows only)")
+                        "latency case (healthy neighbour / each --neighbours), interleaved; "
+                        "each ratio is of the medians of their p99s (0: the throughput rows "
+                        "only)")
+    parser.add_argument("--neighbours", default="hang",
+                        type=neighbour_kinds,
+                        help="comma-separated neighbours of the healthy endpoint in the "
+                        "isolation runs, one row each: hang (the table's row; never "
+                        "answers), fail (503 at once), slow (answers after 1 s)")
     parser.add_argument("--log-level", default="info",
                         choices=["debug", "info", "warning", "error"],
                         help="the worker's log level (default info, the configuration's "
