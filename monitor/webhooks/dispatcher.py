@@ -47,6 +47,7 @@ from ..storage.delivery_batches import (
 from ..storage.due_read import ClaimRequest, full_endpoints
 from . import metrics
 from .attempts import DeliveryAttempts, backoff_delay
+from .handout import handout
 from .walcheckpoint import WalCheckpoints
 
 __all__ = ["CLAIM_AHEAD", "DeliveryAttempts", "Dispatcher", "backoff_delay"]
@@ -64,6 +65,9 @@ log = get_logger(__name__)
 #: is longer (4 x timeout_seconds + the margin), so after a crash its deliveries wait
 #: that long before another worker retries them.
 CLAIM_AHEAD = 4
+#: Endpoints remembered as failing (their last send failed), at most: they are served
+#: after the others (:mod:`.handout`). Past this the memory starts over.
+MAX_FAILING_ENDPOINTS = 10_000
 #: Longest a finished send's outcome waits for its cycle while every sender still has a
 #: claimed delivery to send next (see :meth:`Dispatcher._finished`).
 OUTCOME_WAIT = 0.005
@@ -101,6 +105,9 @@ class Dispatcher:
         #: Endpoints without room when the last walk met its bound (see _walks).
         self._walk_blocked: frozenset[str] = frozenset()
         self._freed: set[str] = set()  # endpoints where a send finished since then
+        #: Endpoints whose last finished send failed: their deliveries start after the
+        #: others' (:mod:`.handout`), so their retries never hold a healthy one's send.
+        self._failing: set[str] = set()
         self._read_at = -float("inf")
         self._stopping = False
         self._timer: asyncio.TimerHandle | None = None
@@ -245,17 +252,23 @@ class Dispatcher:
 
     # -- sending -----------------------------------------------------------------------
     def _take(self, first: str | None) -> _Ready | None:
-        """The next ready delivery an endpoint has a free slot for (``first``'s first),
-        counted in flight; None when there is none."""
+        """The next ready delivery an endpoint has a free slot for (``first``'s first,
+        unless its last send failed; endpoints whose last send failed after all others,
+        as :func:`.handout.handout` orders them), counted in flight; None when none."""
         limit = max(self.config.per_endpoint_concurrency, 1)
-        if first is not None:
+        failing = self._failing
+        if first is not None and first not in failing:
             queue = self._ready.get(first)
             if queue and self._inflight.get(first, 0) < limit:
                 return self._pop(first, queue)
+        later: str | None = None
         for endpoint, queue in self._ready.items():
             if self._inflight.get(endpoint, 0) < limit:
-                return self._pop(endpoint, queue)
-        return None
+                if endpoint not in failing:
+                    return self._pop(endpoint, queue)
+                if later is None:
+                    later = endpoint
+        return None if later is None else self._pop(later, self._ready[later])
 
     def _pop(self, endpoint: str, queue: deque[_Ready]) -> _Ready:
         ready = queue.popleft()
@@ -268,15 +281,19 @@ class Dispatcher:
 
     def _start_sends(self) -> None:
         """Hand ready deliveries to idle senders, or start new ones (at most
-        ``max_concurrency`` senders exist)."""
+        ``max_concurrency`` senders exist): endpoints whose last send failed last, the
+        endpoint with the fewest sends in flight first (:mod:`.handout`)."""
         if self._stopping:
             return
-        while self._busy < max(self.config.max_concurrency, 1):
+        free = max(self.config.max_concurrency, 1) - self._busy
+        if free <= 0 or not self._ready:
+            return
+        order = handout({e: len(q) for e, q in self._ready.items()}, self._inflight,
+                        max(self.config.per_endpoint_concurrency, 1), free, self._failing)
+        for endpoint in order:
             while self._idle and self._idle[0].done():
                 self._idle.popleft()  # cancelled by a stop
-            ready = self._take(None)
-            if ready is None:
-                return
+            ready = self._pop(endpoint, self._ready[endpoint])
             if self._idle:
                 self._idle.popleft().set_result(ready)
             else:
@@ -309,6 +326,12 @@ class Dispatcher:
                 d.webhook_url, d.payload, event_type=d.event_type, event_id=d.event_id,
                 secret=secret, previous_secret=previous, delivered_at=attempts.clock())
             now = attempts.clock()
+            if result.error is None:
+                self._failing.discard(d.endpoint)
+            elif d.endpoint not in self._failing:
+                if len(self._failing) >= MAX_FAILING_ENDPOINTS:
+                    self._failing.clear()  # bounded memory; only an order is lost
+                self._failing.add(d.endpoint)
             status, next_at = attempts.next_state(d, r.attempt, result, False, now)
             self._outcomes.append(Outcome(d, r.token, r.attempt, r.started, result.status_code,
                                           result.latency_ms, result.error, status, next_at,

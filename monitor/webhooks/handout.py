@@ -1,0 +1,39 @@
+"""In which order the worker starts the claimed deliveries waiting for a slot.
+
+Senders started together run one after another on the event loop: each one's first
+steps (signing, writing the request to the socket, where a loopback receiver woken on
+the same core can hold the writer for a while) finish before the next one's begin. So
+the order decides who waits. Deliveries are handed out like water filling slots: each
+next one goes to the endpoint with the fewest sends in flight and already handed out,
+and endpoints whose last send failed go after every other (``behind``): a receiver that
+answers errors at once is tried five times per delivery, and handed out first its retries
+made a healthy endpoint's new delivery wait for their sends (docs/performance.md,
+thirty-third pass). Among equals, the order of ``ready`` (the oldest claim first).
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Container, Mapping
+
+
+def handout(ready: Mapping[str, int], in_flight: Mapping[str, int], per_endpoint: int,
+            free: int, behind: Container[str] = frozenset()) -> list[str]:
+    """The endpoints to take the next ready delivery from, in order: at most ``free``
+    in all, none past ``per_endpoint`` sends in flight, none past its ``ready`` count.
+
+    ``ready``: deliveries waiting per endpoint, in the order the endpoints were first
+    claimed for; ``in_flight``: sends running per endpoint (absent: none); ``behind``:
+    endpoints to serve after all others (their last send failed)."""
+    heap = [(e in behind, in_flight.get(e, 0), i, e) for i, (e, n) in enumerate(ready.items())
+            if n > 0 and in_flight.get(e, 0) < per_endpoint]
+    heapq.heapify(heap)
+    left = dict(ready)
+    order: list[str] = []
+    while heap and len(order) < free:
+        late, load, i, endpoint = heapq.heappop(heap)
+        order.append(endpoint)
+        left[endpoint] -= 1
+        if left[endpoint] > 0 and load + 1 < per_endpoint:
+            heapq.heappush(heap, (late, load + 1, i, endpoint))
+    return order
