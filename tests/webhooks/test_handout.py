@@ -30,7 +30,8 @@ def brute_force(ready: dict[str, int], in_flight: dict[str, int], per_endpoint: 
                 free: int, behind: set[str]) -> list[str]:
     """One pick at a time: among the endpoints with a delivery left and a free slot, the
     one not behind, with the fewest sends (in flight + picked), first in ``ready``."""
-    left, load, order = dict(ready), dict(in_flight), []
+    left, load = dict(ready), dict(in_flight)
+    order: list[str] = []
     rank = {e: i for i, e in enumerate(ready)}
     while len(order) < free:
         open_ = [e for e in ready if left[e] > 0 and load.get(e, 0) < per_endpoint]
