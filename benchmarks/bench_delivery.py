@@ -328,7 +328,7 @@ async def healthy_p99(url: str, port: int, other: str | None, seconds: float,
     ran = cycles[0]
     rows = await db.fetch("SELECT completed_at - created_at AS latency FROM webhook_deliveries"
                           " WHERE subscription_id = $1", healthy.id)
-    hanging = await db.fetchval(
+    other_attempts = await db.fetchval(
         "SELECT COUNT(*) FROM webhook_attempts a JOIN webhook_deliveries d"
         " ON d.id = a.delivery_id WHERE d.subscription_id <> $1", healthy.id)
     stop.set()
@@ -336,9 +336,10 @@ async def healthy_p99(url: str, port: int, other: str | None, seconds: float,
     await dispatcher.attempts.sender.close()
     await db.close()
     if other is not None and other.endswith("/hang"):
-        print(f"  (hanging endpoint: {hanging} timed-out attempts during the run)")
+        print(f"  (hanging endpoint: {other_attempts} timed-out attempts during the run)")
     elif other is not None and not other.endswith("/ok"):
-        print(f"  ({other.rsplit('/', 1)[-1]} endpoint: {hanging} attempts during the run)")
+        print(f"  ({other.rsplit('/', 1)[-1]} endpoint: {other_attempts} attempts during the "
+              "run)")
     latencies: list[float] = sorted(r["latency"] * 1000 for r in rows)
     return Latency(statistics.quantiles(latencies, n=100)[98], cpu / sent * 1e6, ran / sent)
 
@@ -373,10 +374,11 @@ async def drop_created() -> None:
             await admin.close()
 
 
-#: Neighbours of the healthy endpoint in the isolation runs: (receiver path, how the row
-#: names it). "hang" is the table's row; the others are the receivers a subscriber more
-#: often has: one that is down behind a proxy (503 at once, so every event brings
-#: retries and their history rows), and one that answers after a second.
+#: Neighbours of the healthy endpoint in the isolation runs: (receiver path, the
+#: adjective that names it, what the row adds about it). "hang" was the only one; the
+#: others are the receivers a subscriber more often has: one down behind a proxy (503 at
+#: once, so every event brings retries and their history rows), and one that answers
+#: after a second.
 NEIGHBOURS = {"hang": ("hang", "hanging", ""), "fail": ("fail", "failing", " (503 at once)"),
               "slow": ("slow", "slow", " (answers after 1 s)")}
 

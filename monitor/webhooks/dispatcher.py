@@ -252,23 +252,20 @@ class Dispatcher:
 
     # -- sending -----------------------------------------------------------------------
     def _take(self, first: str | None) -> _Ready | None:
-        """The next ready delivery an endpoint has a free slot for (``first``'s first,
-        unless its last send failed; endpoints whose last send failed after all others,
-        as :func:`.handout.handout` orders them), counted in flight; None when none."""
+        """The next ready delivery an endpoint has a free slot for, counted in flight;
+        None when there is none. ``first``'s (a sender's own endpoint: its connection
+        is warm) unless its last send failed; else the one :func:`.handout.handout`
+        would start next."""
         limit = max(self.config.per_endpoint_concurrency, 1)
-        failing = self._failing
-        if first is not None and first not in failing:
+        if first is not None and first not in self._failing:
             queue = self._ready.get(first)
             if queue and self._inflight.get(first, 0) < limit:
                 return self._pop(first, queue)
-        later: str | None = None
-        for endpoint, queue in self._ready.items():
-            if self._inflight.get(endpoint, 0) < limit:
-                if endpoint not in failing:
-                    return self._pop(endpoint, queue)
-                if later is None:
-                    later = endpoint
-        return None if later is None else self._pop(later, self._ready[later])
+        if not self._ready:
+            return None
+        order = handout({e: len(q) for e, q in self._ready.items()}, self._inflight, limit, 1,
+                        self._failing)
+        return self._pop(order[0], self._ready[order[0]]) if order else None
 
     def _pop(self, endpoint: str, queue: deque[_Ready]) -> _Ready:
         ready = queue.popleft()

@@ -6,9 +6,11 @@ the same core can hold the writer for a while) finish before the next one's begi
 the order decides who waits. Deliveries are handed out like water filling slots: each
 next one goes to the endpoint with the fewest sends in flight and already handed out,
 and endpoints whose last send failed go after every other (``behind``): a receiver that
-answers errors at once is tried up to ``max_attempts`` times per delivery, and handed out
-first its retries made a healthy endpoint's new delivery wait for their sends (docs/performance.md,
-thirty-third pass). Among equals, the order of ``ready`` (the oldest claim first).
+answers errors at once is tried up to ``max_attempts`` times per delivery, and handed
+out first its retries made a healthy endpoint's new delivery wait for their sends
+(docs/performance.md, thirty-third pass). Among equals, the order of ``ready`` (the
+oldest claim first). The dispatcher asks it both when a cycle's claims start and when a
+sender picks its next delivery from another endpoint.
 """
 
 from __future__ import annotations
