@@ -18,7 +18,7 @@ from ..ticks import Tick
 from .outputs import Output as Output  # re-exported (monitor.engine)
 from .params import params
 from .refresh import refresh
-from .tokenstate import _NO_TIME, _Token, export_token, restore_token
+from .tokenstate import _NO_TIME, NO_TAG, _Token, export_token, restore_token
 from .windows import Windows
 
 
@@ -126,13 +126,14 @@ class Engine:
         pending = t.pending
         if not pending or pending[-1].ts <= ts:
             pending.append(tick)
-            t.tags.append(tag)
+            t.tags.append(NO_TAG if tag is None else tag)
         else:  # out of order: after every held tick not later than it (arrival order)
             i = len(pending) - 1
             while i > 0 and pending[i - 1].ts > ts:
                 i -= 1
+            tags = t.tags  # the held ticks' tags are its last len(pending)
+            tags.insert(len(tags) - len(pending) + i, NO_TAG if tag is None else tag)
             pending.insert(i, tick)
-            t.tags.insert(i, tag)
         if tick.cross_chain_chains is not None:
             if t.spread_mark is None or ts > t.spread_mark:
                 t.spread_mark = ts
@@ -206,7 +207,7 @@ class Engine:
         """The tags ``process`` was given with the ticks of ``key`` held for lateness,
         in the order of :meth:`pending` (None: given none, or restored with the state)."""
         t = self._tokens.get(key)
-        return list(t.tags) if t is not None else []
+        return t.held_tags() if t is not None else []
 
     def forget(self, key: str) -> None:
         """Drop a token (its partition moved to another instance)."""
@@ -244,13 +245,13 @@ class Engine:
         read when it is released, not set up per call (docs/performance.md)."""
         pending = t.pending
         while pending and pending[0].ts <= horizon:
-            tick = pending.popleft()
-            t.tags.popleft()
+            tick = pending.popleft()  # its tag stays in ``t.tags`` until the next trim
             ts = tick.ts
             due = t.next_refresh
             if due is not None and due < ts and self._every > 0:
                 # ``_refresh_until(t, ts, out, inclusive=False)`` inline: the boundaries
                 # before ``ts`` (one, nearly always), a call fewer per refresh.
+                t.trim_tags()
                 every = self._every
                 while True:
                     refresh(self, t, due, out)
@@ -304,6 +305,7 @@ class Engine:
                     every = self._every
                     t.next_refresh = float(math.ceil(ts / every) * every)
             if self._each:
+                t.trim_tags()
                 refresh(self, t, ts, out)
 
     def _refresh_until(self, t: _Token, ts: float, out: list[Output], *, inclusive: bool) -> None:

@@ -8,6 +8,7 @@ The saved structs themselves live in ``saved.py`` (msgspec structs are never com
 from __future__ import annotations
 
 import math
+from array import array
 from collections import deque
 from collections.abc import Callable
 from typing import Final
@@ -32,6 +33,8 @@ _state_decoder = msgspec.msgpack.Decoder(_Saved)
 #: ``_Token.last_applied`` and ``max_seen`` before any: earlier than every tick time (a
 #: tick's time is finite), so the per-tick compares need no None test; saved as None.
 _NO_TIME: Final = -math.inf
+#: ``_Token.tags``' entry for a held tick given no tag (record offsets are never negative).
+NO_TAG: Final = -1
 
 
 #: See ``_Token.quiet``: (steady memo, tier, elapsed, rating).
@@ -85,9 +88,16 @@ class _Token:
         #: time order, so taking one is an append and releasing one a popleft (a heap
         #: cost two tuple-comparing sifts per tick); a late one is inserted in place.
         self.pending: deque[Tick] = deque()
-        #: The caller's tag of each held tick, in the same order (``process``'s ``tag``:
-        #: the daemon's record offset, what a compact state lists instead of the tick).
-        self.tags: deque[int | None] = deque()
+        #: The caller's tag of each held tick (``process``'s ``tag``: the daemon's record
+        #: offset, what a compact state lists instead of the tick; ``NO_TAG`` for none),
+        #: in the order of ``pending`` and after the tags of ticks released since the
+        #: last trim: the last ``len(pending)`` are the held ticks' (``held_tags``).
+        #: Releasing a tick leaves its tag where it is, and the engine trims them at each
+        #: refresh boundary (``trim_tags``). Machine integers, not a deque of int objects:
+        #: popping an offset made when its record was fetched, a lateness window earlier,
+        #: freed an object long out of the cache, ~5 % of the daemon's CPU per tick at one
+        #: tick a second (docs/performance.md, thirty-fourth pass).
+        self.tags: array[int] = array("q")
         self.held = held if held is not None else Held()
         self.spread_mark = spread_mark
         #: The last refresh's figures, reused while provably unchanged (never saved).
@@ -96,6 +106,16 @@ class _Token:
         #: (its steady memo, the tier, ``now - held.at`` then, the rating), so that the next
         #: one with the very same inputs skips both steps (refresh.py; never saved).
         self.quiet: Quiet | None = None
+
+    def held_tags(self) -> list[int | None]:
+        """The held ticks' tags, in the order of ``pending`` (None: given none)."""
+        tags = self.tags
+        return [None if tag == NO_TAG else tag for tag in tags[len(tags) - len(self.pending):]]
+
+    def trim_tags(self) -> None:
+        """Forget the tags of the ticks released since the last trim."""
+        tags = self.tags
+        del tags[:len(tags) - len(self.pending)]
 
     @property
     def last_sig(self) -> tuple[float | None, ...] | None:
@@ -143,7 +163,7 @@ def restore_token(blob: bytes, new_windows: Callable[[], Windows]) -> tuple[str,
                spread_mark=s.spread_mark)
     # Saved in order; sorted again (stably: ties keep their saved order) all the same.
     t.pending.extend(sorted(s.pending, key=_tick_ts))
-    t.tags.extend([None] * len(s.pending))  # saved whole: no tag
+    t.tags.extend([NO_TAG] * len(s.pending))  # saved whole: no tag
     return f"{s.chain}:{s.token}", t
 
 

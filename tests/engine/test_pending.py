@@ -93,29 +93,35 @@ def test_saved_pending_ticks_are_in_time_then_arrival_order(
 
 
 @settings(max_examples=300, deadline=None)
-@given(feeds, st.integers(0, 60))
-def test_tags_stay_beside_their_ticks(parts: list[tuple[int, int, str]], cut: int) -> None:
+@given(feeds, st.integers(0, 60), st.sampled_from([300, 60, 0]))
+def test_tags_stay_beside_their_ticks(parts: list[tuple[int, int, str]], cut: int,
+                                      refresh_seconds: int) -> None:
     """``process``'s tag (the daemon's record offset) is kept beside its tick through
-    in-place inserts and releases: ``pending_tags`` names exactly the held ticks, in
-    ``pending`` order; ticks restored with a saved state have none (None)."""
+    in-place inserts, releases and refreshes (the engine trims released ticks' tags at
+    each; 0: a refresh per tick): ``pending_tags`` names exactly the held ticks, in
+    ``pending`` order; ticks given no tag, and ticks restored with a saved state, have
+    none (None)."""
     _, arrival = build(parts)
-    engine = Engine(ModelConfig(lateness_seconds=LATENESS))
-    arrived: dict[int, int] = {}  # id of a tick in ``arrival`` (all alive) -> its tag
+    config = ModelConfig(lateness_seconds=LATENESS, refresh_seconds=refresh_seconds)
+    engine = Engine(config)
+    arrived: dict[int, int | None] = {}  # id of a tick in ``arrival`` (all alive) -> tag
     restored: set[bytes] = set()  # the ticks held when the state was restored
     for n, tick in enumerate(arrival):
         if n == cut and n > 0:
             blob = engine.export_state(KEY)
-            engine = Engine(ModelConfig(lateness_seconds=LATENESS))
+            engine = Engine(config)
             engine.restore_state(blob)
             restored = {encode_tick(t) for t in engine.pending(KEY)}
-        engine.process(tick, None, 1000 + n)
-        arrived[id(tick)] = 1000 + n
+        tag = None if n % 4 == 3 else 1000 + n  # offsets 0 and up; some ticks untagged
+        engine.process(tick, None, tag)
+        arrived[id(tick)] = tag
         held, tags = engine.pending(KEY), engine.pending_tags(KEY)
         assert len(tags) == len(held)
         for t, tag in zip(held, tags, strict=True):
-            if tag is None:  # a tick decoded from the saved state: a new object
-                assert encode_tick(t) in restored
-            else:
+            if id(t) in arrived:
                 assert arrived[id(t)] == tag
+            else:  # a tick decoded from the saved state: a new object, with no tag
+                assert tag is None
+                assert encode_tick(t) in restored
     engine.flush()
     assert engine.pending_tags(KEY) == []
