@@ -112,7 +112,7 @@ def run_replay(rows: Iterable[Row], model: ModelConfig,
         # registry are then not even imported.
         from .engine import Engine
 
-        engine = Engine(config.model, snapshots=snapshots)
+        engine = Engine(config.model, snapshots=snapshots, keep_tags=False)  # no records
     # Without a spread stage the feed hands every tick to the engine: call it directly.
     plain = feed is None or feed.stage is None
     produced: list[tuple[int, Output]] = []

@@ -18,7 +18,14 @@ from ..ticks import Tick
 from .outputs import Output as Output  # re-exported (monitor.engine)
 from .params import params
 from .refresh import refresh
-from .tokenstate import _NO_TIME, NO_TAG, _Token, export_token, restore_token
+from .tokenstate import (
+    _NO_TIME,
+    NO_TAG,
+    TRIM_TAGS_OVER,
+    _Token,
+    export_token,
+    restore_token,
+)
 from .windows import Windows
 
 
@@ -47,13 +54,17 @@ class Engine:
     spread of its boundary however the two streams interleaved on the way: that is what
     keeps the daemon byte-identical to a replay (docs/cross-chain-spread.md). The live
     clock (``advance``) is not gated: a quiet token is still refreshed.
+
+    ``keep_tags=False``: ``process``'s tags are not kept (a replay has none to give), so
+    ``pending_tags`` names none; ratings, tiers and events are the same either way.
     """
 
     def __init__(self, config: ModelConfig | None = None, *, snapshots: bool = True,
-                 spread_gated: frozenset[str] = frozenset()) -> None:
+                 spread_gated: frozenset[str] = frozenset(), keep_tags: bool = True) -> None:
         self.config = config or ModelConfig()
         self.snapshots = snapshots
         self.spread_gated = spread_gated
+        self.keep_tags = keep_tags
         c = self.config
         longest = max(c.persistence_window_seconds, c.volatility_window_seconds,
                       c.deviation_window_seconds, c.floor_window_seconds, 3600)
@@ -126,13 +137,15 @@ class Engine:
         pending = t.pending
         if not pending or pending[-1].ts <= ts:
             pending.append(tick)
-            t.tags.append(NO_TAG if tag is None else tag)
+            if self.keep_tags:
+                t.tags.append(NO_TAG if tag is None else tag)
         else:  # out of order: after every held tick not later than it (arrival order)
             i = len(pending) - 1
             while i > 0 and pending[i - 1].ts > ts:
                 i -= 1
-            tags = t.tags  # the held ticks' tags are its last len(pending)
-            tags.insert(len(tags) - len(pending) + i, NO_TAG if tag is None else tag)
+            if self.keep_tags:
+                tags = t.tags  # the held ticks' tags are its last len(pending)
+                tags.insert(len(tags) - len(pending) + i, NO_TAG if tag is None else tag)
             pending.insert(i, tick)
         if tick.cross_chain_chains is not None:
             if t.spread_mark is None or ts > t.spread_mark:
@@ -194,7 +207,7 @@ class Engine:
 
     def restore_state(self, blob: bytes) -> str:
         """Load a token's state saved by :meth:`export_state`; returns its key."""
-        key, t = restore_token(blob, self._new_windows)
+        key, t = restore_token(blob, self._new_windows, self.keep_tags)
         self._tokens[key] = t
         return key
 
@@ -207,7 +220,9 @@ class Engine:
         """The tags ``process`` was given with the ticks of ``key`` held for lateness,
         in the order of :meth:`pending` (None: given none, or restored with the state)."""
         t = self._tokens.get(key)
-        return t.held_tags() if t is not None else []
+        if t is None:
+            return []
+        return t.held_tags() if self.keep_tags else [None] * len(t.pending)
 
     def forget(self, key: str) -> None:
         """Drop a token (its partition moved to another instance)."""
@@ -251,7 +266,8 @@ class Engine:
             if due is not None and due < ts and self._every > 0:
                 # ``_refresh_until(t, ts, out, inclusive=False)`` inline: the boundaries
                 # before ``ts`` (one, nearly always), a call fewer per refresh.
-                t.trim_tags()
+                if len(t.tags) > TRIM_TAGS_OVER:  # released ticks' tags, now and then
+                    t.trim_tags()
                 every = self._every
                 while True:
                     refresh(self, t, due, out)
@@ -305,7 +321,8 @@ class Engine:
                     every = self._every
                     t.next_refresh = float(math.ceil(ts / every) * every)
             if self._each:
-                t.trim_tags()
+                if len(t.tags) > TRIM_TAGS_OVER:
+                    t.trim_tags()
                 refresh(self, t, ts, out)
 
     def _refresh_until(self, t: _Token, ts: float, out: list[Output], *, inclusive: bool) -> None:

@@ -35,6 +35,9 @@ _state_decoder = msgspec.msgpack.Decoder(_Saved)
 _NO_TIME: Final = -math.inf
 #: ``_Token.tags``' entry for a held tick given no tag (record offsets are never negative).
 NO_TAG: Final = -1
+#: ``_Token.tags`` is trimmed at a refresh boundary once it holds more than this many (the
+#: array shrinks, and grows again, at each trim: not at every boundary of a sparse feed).
+TRIM_TAGS_OVER: Final = 64
 
 
 #: See ``_Token.quiet``: (steady memo, tier, elapsed, rating).
@@ -92,8 +95,9 @@ class _Token:
         #: offset, what a compact state lists instead of the tick; ``NO_TAG`` for none),
         #: in the order of ``pending`` and after the tags of ticks released since the
         #: last trim: the last ``len(pending)`` are the held ticks' (``held_tags``).
-        #: Releasing a tick leaves its tag where it is, and the engine trims them at each
-        #: refresh boundary (``trim_tags``). Machine integers, not a deque of int objects:
+        #: Releasing a tick leaves its tag where it is, and the engine trims them at a
+        #: refresh boundary (``trim_tags``; empty in an engine that keeps no tags).
+        #: Machine integers, not a deque of int objects:
         #: popping an offset made when its record was fetched, a lateness window earlier,
         #: freed an object long out of the cache, ~5 % of the daemon's CPU per tick at one
         #: tick a second (docs/performance.md, thirty-fourth pass).
@@ -148,9 +152,11 @@ def export_token(t: _Token, pending: bool) -> bytes:
     return _state_encoder.encode(saved)
 
 
-def restore_token(blob: bytes, new_windows: Callable[[], Windows]) -> tuple[str, _Token]:
+def restore_token(blob: bytes, new_windows: Callable[[], Windows],
+                  keep_tags: bool) -> tuple[str, _Token]:
     """A token's key and state from :func:`export_token`'s bytes (``Engine.restore_state``);
-    ``new_windows`` makes the engine's empty ring, which the saved one is loaded into."""
+    ``new_windows`` makes the engine's empty ring, which the saved one is loaded into;
+    ``keep_tags``: the engine keeps tags (the held ticks restored then have none)."""
     s = _state_decoder.decode(blob)
     w = new_windows()
     w.load(s.windows)
@@ -163,7 +169,8 @@ def restore_token(blob: bytes, new_windows: Callable[[], Windows]) -> tuple[str,
                spread_mark=s.spread_mark)
     # Saved in order; sorted again (stably: ties keep their saved order) all the same.
     t.pending.extend(sorted(s.pending, key=_tick_ts))
-    t.tags.extend([NO_TAG] * len(s.pending))  # saved whole: no tag
+    if keep_tags:
+        t.tags.extend([NO_TAG] * len(s.pending))  # saved whole: no tag
     return f"{s.chain}:{s.token}", t
 
 

@@ -63,7 +63,9 @@ class SpreadFeed:
         assets = assets_for(config) if assets is None else assets
         gated = gated_keys(config, assets)
         self.stage = make_stage(config, assets) if gated else None
-        self.engine = Engine(config.model, snapshots=snapshots, spread_gated=gated)
+        # No tags: this feed's ticks come from a file or a test, not from records.
+        self.engine = Engine(config.model, snapshots=snapshots, spread_gated=gated,
+                             keep_tags=False)
         self.input_spread_dropped = 0
 
     def process(self, tick: Tick) -> list[Output]:

@@ -125,3 +125,25 @@ def test_tags_stay_beside_their_ticks(parts: list[tuple[int, int, str]], cut: in
                 assert encode_tick(t) in restored
     engine.flush()
     assert engine.pending_tags(KEY) == []
+
+
+@settings(max_examples=100, deadline=None)
+@given(feeds, st.integers(0, 60))
+def test_an_engine_that_keeps_no_tags_rates_the_same(
+        parts: list[tuple[int, int, str]], cut: int) -> None:
+    """``keep_tags=False`` (the replay's engine) names no tag for any held tick, before
+    and after a restore, and its outputs are the tagging engine's."""
+    _, arrival = build(parts)
+    kept = Engine(ModelConfig(lateness_seconds=LATENESS))
+    bare = Engine(ModelConfig(lateness_seconds=LATENESS), keep_tags=False)
+    outs: tuple[list[bytes], list[bytes]] = ([], [])
+    for n, tick in enumerate(arrival):
+        if n == cut and n > 0:
+            blob = bare.export_state(KEY)
+            bare = Engine(ModelConfig(lateness_seconds=LATENESS), keep_tags=False)
+            bare.restore_state(blob)
+        outs[0].extend(encode(o) for o in kept.process(tick, None, n))
+        outs[1].extend(encode(o) for o in bare.process(tick, None, n))
+        assert bare.pending_tags(KEY) == [None] * len(bare.pending(KEY))
+        assert len(kept.pending_tags(KEY)) == len(kept.pending(KEY))
+    assert outs[0] == outs[1]
