@@ -97,10 +97,10 @@ class _Token:
         #: last trim: the last ``len(pending)`` are the held ticks' (``held_tags``).
         #: Releasing a tick leaves its tag where it is, and the engine trims them at a
         #: refresh boundary (``trim_tags``; empty in an engine that keeps no tags).
-        #: Machine integers, not a deque of int objects:
-        #: popping an offset made when its record was fetched, a lateness window earlier,
-        #: freed an object long out of the cache, ~5 % of the daemon's CPU per tick at one
-        #: tick a second (docs/performance.md, thirty-fourth pass).
+        #: Machine integers, not a deque of int objects: popping an offset made when its
+        #: record was fetched, a lateness window earlier, freed an object long out of the
+        #: cache, ~2-3 % of the daemon's CPU per tick at one tick a second
+        #: (docs/performance.md, thirty-fourth pass).
         self.tags: array[int] = array("q")
         self.held = held if held is not None else Held()
         self.spread_mark = spread_mark

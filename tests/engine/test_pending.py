@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from monitor.config import ModelConfig
 from monitor.engine import Engine
+from monitor.engine.tokenstate import TRIM_TAGS_OVER
 from monitor.records import encode
 from monitor.ticks import Tick, encode_tick, make_tick
 from tests.engine.helpers import T0, USDC
@@ -23,13 +24,18 @@ from tests.engine.helpers import T0, USDC
 KEY = f"eth:{USDC}"
 LATENESS = 120
 
-feeds = st.lists(
-    st.tuples(
-        st.sampled_from([0, 0, 1, 30, 59, 60, 61, 300, 900]),      # gap to the previous tick
-        st.integers(0, LATENESS - 1),                               # how late it arrives
-        st.sampled_from(["1", "0.999", "0.995", "0.99", "0.97", "0.9", "1.006"]),
-    ),
-    min_size=1, max_size=60,
+tick_parts = st.tuples(
+    st.sampled_from([0, 0, 1, 30, 59, 60, 61, 300, 900]),      # gap to the previous tick
+    st.integers(0, LATENESS - 1),                               # how late it arrives
+    st.sampled_from(["1", "0.999", "0.995", "0.99", "0.97", "0.9", "1.006"]),
+)
+feeds = st.lists(tick_parts, min_size=1, max_size=60)
+#: Dense and long: more than ``TRIM_TAGS_OVER`` ticks released between two refresh
+#: boundaries, so the engine trims the tags of released ticks.
+dense_feeds = st.lists(
+    st.tuples(st.sampled_from([0, 1, 1, 2]), st.integers(0, LATENESS - 1),
+              st.sampled_from(["1", "0.999", "0.99", "0.97"])),
+    min_size=3 * TRIM_TAGS_OVER, max_size=6 * TRIM_TAGS_OVER,
 )
 
 
@@ -97,10 +103,23 @@ def test_saved_pending_ticks_are_in_time_then_arrival_order(
 def test_tags_stay_beside_their_ticks(parts: list[tuple[int, int, str]], cut: int,
                                       refresh_seconds: int) -> None:
     """``process``'s tag (the daemon's record offset) is kept beside its tick through
-    in-place inserts, releases and refreshes (the engine trims released ticks' tags at
-    each; 0: a refresh per tick): ``pending_tags`` names exactly the held ticks, in
-    ``pending`` order; ticks given no tag, and ticks restored with a saved state, have
-    none (None)."""
+    in-place inserts, releases and refreshes (0: a refresh per tick): ``pending_tags``
+    names exactly the held ticks, in ``pending`` order; ticks given no tag, and ticks
+    restored with a saved state, have none (None)."""
+    check_tags(parts, cut, refresh_seconds)
+
+
+@settings(max_examples=25, deadline=None)
+@given(dense_feeds, st.integers(0, 6 * TRIM_TAGS_OVER), st.sampled_from([300, 60]))
+def test_tags_stay_beside_their_ticks_when_trimmed(
+        parts: list[tuple[int, int, str]], cut: int, refresh_seconds: int) -> None:
+    """The same, with more than ``TRIM_TAGS_OVER`` ticks released between two refresh
+    boundaries: the engine forgets the released ticks' tags there, never a held one's."""
+    check_tags(parts, cut, refresh_seconds)
+
+
+def check_tags(parts: list[tuple[int, int, str]], cut: int, refresh_seconds: int) -> None:
+    """Every step's held ticks against the tag each was given (or restored without)."""
     _, arrival = build(parts)
     config = ModelConfig(lateness_seconds=LATENESS, refresh_seconds=refresh_seconds)
     engine = Engine(config)
