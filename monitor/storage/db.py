@@ -13,6 +13,7 @@ import functools
 import re
 import sqlite3
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -122,13 +123,16 @@ class SqliteDatabase(_SqliteExecutor):
     def __init__(self, conn: aiosqlite.Connection) -> None:
         super().__init__(conn)
         self._lock = asyncio.Lock()
+        #: The thread ``run_sync`` runs batches on: its own, not the loop's default
+        #: executor, where a slow name lookup (the HTTP client's) could hold it up.
+        self._batches: ThreadPoolExecutor | None = None
 
     @classmethod
     async def open(cls, path: str) -> SqliteDatabase:
         if path != ":memory:":
             Path(path).parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        # check_same_thread=False: run_sync uses the connection from the loop's thread
-        # (never at the same time as aiosqlite's: both are behind the lock).
+        # check_same_thread=False: run_sync uses the connection from the loop's thread or
+        # a thread of its own (never at the same time as aiosqlite's: all behind the lock).
         conn = await aiosqlite.connect(path, isolation_level=None, check_same_thread=False)
         await conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
         await _use_wal(conn)
@@ -173,18 +177,30 @@ class SqliteDatabase(_SqliteExecutor):
                 raise
             await self._conn.execute("COMMIT")
 
-    async def run_sync(self, work: Callable[[sqlite3.Connection], T]) -> T:
+    async def run_sync(self, work: Callable[[sqlite3.Connection], T], *,
+                       on_thread: bool = False) -> T:
         """Run ``work`` on the sqlite3 connection as ONE transaction (``BEGIN IMMEDIATE``
-        ... ``COMMIT``, rolled back if it raises), on the event loop's own thread.
+        ... ``COMMIT``, rolled back if it raises), in one go.
 
-        For hot paths made of many small statements (the delivery worker's batches).
+        For hot paths made of many small statements (the delivery worker's cycle).
         Through aiosqlite each statement is a hop to its thread and back, and the two
         threads then fight over the GIL: a batch of ~1 ms of SQLite work took ~9 ms.
-        Here it costs its CPU time and nothing more. The write lock is asked for without
-        waiting (another process holding it would otherwise block the loop for up to
-        ``busy_timeout``); when it is taken, the batch runs on a worker thread instead,
-        waiting there as every other statement would. ``work`` uses ``?n`` parameters
-        (sqlite3's own style) and must not keep the connection.
+        Here the batch runs on the event loop's own thread, costing its CPU time and
+        nothing more; or, ``on_thread``, in one hop to a thread of its own, the loop
+        going on meanwhile (sqlite3 lets go of the GIL while SQLite works): for a big
+        batch while the loop has other work, such as a busy delivery worker's sends
+        and answers, which then overlap its database work on a second core. The hop
+        there and back costs ~100-150 µs of CPU on the 2-core machines measured, ten
+        times a small batch (docs/performance.md, thirty-fifth pass).
+
+        On the loop's thread the write lock is asked for without waiting (another
+        process holding it would otherwise block the loop for up to ``busy_timeout``);
+        when it is taken, the batch goes to the thread instead, waiting there as every
+        other statement would. ``work`` uses ``?n`` parameters (sqlite3's own style),
+        must not keep the connection and must not touch the event loop's objects. A
+        batch on the thread runs to its end: a cancellation meanwhile goes on when it
+        has, and what it committed stays committed (a delivery cycle cancelled so: its
+        claims wait for their lease, as after a crash).
         """
         def transaction(conn: sqlite3.Connection) -> T:
             try:
@@ -207,14 +223,20 @@ class SqliteDatabase(_SqliteExecutor):
             # with check_same_thread=False for this. ``_conn`` is aiosqlite's (long-standing,
             # underscore-named) handle on it: aiosqlite has no public one.
             conn: sqlite3.Connection = self._conn._conn
-            conn.execute("PRAGMA busy_timeout=0")
-            try:
-                conn.execute("BEGIN IMMEDIATE")
-            except sqlite3.OperationalError:
-                conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
-                return await asyncio.to_thread(elsewhere, conn)
-            conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
-            return transaction(conn)
+            if not on_thread:
+                conn.execute("PRAGMA busy_timeout=0")
+                try:
+                    conn.execute("BEGIN IMMEDIATE")
+                except sqlite3.OperationalError:
+                    on_thread = True
+                finally:
+                    conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+                if not on_thread:
+                    return transaction(conn)
+            if self._batches is None:
+                self._batches = ThreadPoolExecutor(1, thread_name_prefix="sqlite-batches")
+            loop = asyncio.get_running_loop()
+            return await _to_the_end(loop.run_in_executor(self._batches, elsewhere, conn))
 
     async def ping(self) -> bool:
         try:
@@ -224,7 +246,25 @@ class SqliteDatabase(_SqliteExecutor):
             return False
 
     async def close(self) -> None:
+        if self._batches is not None:
+            self._batches.shutdown(wait=False)  # idle: every batch ran under the lock
+            self._batches = None
         await self._conn.close()
+
+
+async def _to_the_end(running: asyncio.Future[T]) -> T:
+    """``running``'s result. A cancellation meanwhile waits for it to end (a thread's work
+    cannot be stopped halfway, and the connection is nobody else's until it has), then
+    goes on as it came: what the work committed stays committed."""
+    cancelled: asyncio.CancelledError | None = None
+    while not running.done():
+        try:
+            await asyncio.wait((running,))  # unlike ``await running``, never cancels it
+        except asyncio.CancelledError as exc:
+            cancelled = exc
+    if cancelled is not None:
+        raise cancelled
+    return running.result()
 
 
 class _PgExecutor:

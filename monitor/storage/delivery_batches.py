@@ -13,11 +13,13 @@ workers never claim the same row), so what is claimed is exactly what is due at 
 moment. Whether an outcome's claim is still held is decided by the UPDATE itself (its
 row count on SQLite, ``RETURNING`` on PostgreSQL).
 
-SQLite runs the whole cycle in one hop to the connection's thread
-(:meth:`~monitor.storage.db.SqliteDatabase.run_sync`); PostgreSQL runs the cycle as ONE
-statement whose text never varies with the batch size (the outcomes as one JSON
-document, the claim's values as arrays; asyncpg prepares it once) on a connection kept for it
-(:mod:`~monitor.storage.delivery_cycle_pg`): one round trip per cycle.
+SQLite runs the whole cycle in one go, on the event loop's thread or, for a busy
+worker's big cycles, in one hop to a thread of its own
+(:meth:`~monitor.storage.db.SqliteDatabase.run_sync`, :data:`SQLITE_THREAD_AT`);
+PostgreSQL runs the cycle as ONE statement whose text never varies with the batch size
+(the outcomes as one JSON document, the claim's values as arrays; asyncpg prepares it
+once) on a connection kept for it (:mod:`~monitor.storage.delivery_cycle_pg`): one round
+trip per cycle.
 """
 
 from __future__ import annotations
@@ -141,6 +143,14 @@ _GIVE_UP_SQL = (
 )
 
 
+#: Outcomes from which a cycle runs on a thread of its own rather than on the event loop
+#: (:meth:`~monitor.storage.db.SqliteDatabase.run_sync`): that many sends finished since
+#: the last cycle say a busy worker, whose sends and answers go on meanwhile (a drain's
+#: cycles carry 25-50). A quiet worker's cycles (one or two outcomes) stay on the loop:
+#: the hop to the thread and back would cost more CPU than they do.
+SQLITE_THREAD_AT = 16
+
+
 def _sqlite_cycle(conn: sqlite3.Connection, outcomes: Sequence[Outcome],
                   claim: ClaimRequest | None) -> CycleResult:
     result = CycleResult()
@@ -216,7 +226,8 @@ async def run_cycle(db: Database, outcomes: Sequence[Outcome], claim: ClaimReque
         return CycleResult()
     run_sync = getattr(db, "run_sync", None)
     if run_sync is not None:
-        result: CycleResult = await run_sync(lambda conn: _sqlite_cycle(conn, outcomes, claim))
+        result: CycleResult = await run_sync(lambda conn: _sqlite_cycle(conn, outcomes, claim),
+                                             on_thread=len(outcomes) >= SQLITE_THREAD_AT)
         return result
     assert isinstance(db, PostgresDatabase)
     outcome_ids, outcomes_json = _outcome_records(outcomes)

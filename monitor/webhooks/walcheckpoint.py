@@ -3,12 +3,13 @@
 In WAL mode a connection checkpoints by itself when one of its commits leaves the log
 longer than 1,000 pages, inside that COMMIT: the pages are copied into the database
 file and both files are synced (``synchronous=NORMAL`` syncs at checkpoints, not at
-commits). The worker commits each cycle on the event loop's own thread
-(:meth:`~monitor.storage.db.SqliteDatabase.run_sync`), so every few dozen cycles one
-COMMIT stood still for that I/O and no send, answer or claim moved meanwhile: in a
-drain of 20,000 deliveries ~33 COMMITs took over 2 ms each, and the COMMITs' wall time
-per delivery fell by a third to a half with the checkpoints moved here (docs/
-performance.md, "Delivery, fourteenth pass").
+commits). Inside the worker's cycle (:meth:`~monitor.storage.db.SqliteDatabase.run_sync`)
+that stood every few dozen cycles still for the I/O: in a drain of 20,000 deliveries
+~33 COMMITs took over 2 ms each, and the COMMITs' wall time per delivery fell by a third
+to a half with the checkpoints moved here (docs/performance.md, "Delivery, fourteenth
+pass"; the cycle ran on the event loop's thread, so no send moved either; a busy
+worker's cycles run on a thread of their own since, but a cycle held up is still a
+claim held up).
 
 So the worker's connection does not checkpoint (``wal_autocheckpoint=0``) while the
 dispatcher runs, and this runs ``PRAGMA wal_checkpoint(PASSIVE)`` on a connection of
