@@ -190,8 +190,8 @@ class SqliteDatabase(_SqliteExecutor):
         going on meanwhile (sqlite3 lets go of the GIL while SQLite works): for a big
         batch while the loop has other work, such as a busy delivery worker's sends
         and answers, which then overlap its database work on a second core. The hop
-        there and back costs ~100-150 µs of CPU on the 2-core machines measured, ten
-        times a small batch (docs/performance.md, thirty-fifth pass).
+        there and back costs ~100-150 µs of CPU on the 2-core machines measured, five
+        to ten times a small batch (``benchmarks/bench_sqlite_batches.py``).
 
         On the loop's thread the write lock is asked for without waiting (another
         process holding it would otherwise block the loop for up to ``busy_timeout``);
@@ -223,16 +223,8 @@ class SqliteDatabase(_SqliteExecutor):
             # with check_same_thread=False for this. ``_conn`` is aiosqlite's (long-standing,
             # underscore-named) handle on it: aiosqlite has no public one.
             conn: sqlite3.Connection = self._conn._conn
-            if not on_thread:
-                conn.execute("PRAGMA busy_timeout=0")
-                try:
-                    conn.execute("BEGIN IMMEDIATE")
-                except sqlite3.OperationalError:
-                    on_thread = True
-                finally:
-                    conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
-                if not on_thread:
-                    return transaction(conn)
+            if not on_thread and _begin_without_waiting(conn):
+                return transaction(conn)
             if self._batches is None:
                 self._batches = ThreadPoolExecutor(1, thread_name_prefix="sqlite-batches")
             loop = asyncio.get_running_loop()
@@ -247,9 +239,22 @@ class SqliteDatabase(_SqliteExecutor):
 
     async def close(self) -> None:
         if self._batches is not None:
-            self._batches.shutdown(wait=False)  # idle: every batch ran under the lock
+            # Idle unless a batch's caller is still waiting for it (``_to_the_end``).
+            self._batches.shutdown(wait=False)
             self._batches = None
         await self._conn.close()
+
+
+def _begin_without_waiting(conn: sqlite3.Connection) -> bool:
+    """``BEGIN IMMEDIATE`` unless another connection holds the write lock (False then)."""
+    conn.execute("PRAGMA busy_timeout=0")
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+    except sqlite3.OperationalError:
+        return False
+    finally:
+        conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+    return True
 
 
 async def _to_the_end(running: asyncio.Future[T]) -> T:
