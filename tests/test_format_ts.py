@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from monitor.timefmt import format_ts
+from monitor.timefmt import SecondStamps, format_ts
 
 #: The first second of the year 10000, where datetime (and the short-cut) stop.
 END = 253402300800
@@ -68,3 +68,29 @@ def test_the_same_second_twice_and_the_carry() -> None:
     assert format_ts(1_700_000_000.25) == "2023-11-14T22:13:20.250Z"  # cached prefix
     assert format_ts(1_700_000_000.0) == "2023-11-14T22:13:20Z"
     assert format_ts(1_700_000_000.9999996) == "2023-11-14T22:13:21Z"  # carried
+
+
+@given(st.lists(st.floats(-86400.0 * 3, float(END - 1), allow_nan=False), max_size=40))
+def test_second_stamps_give_the_reference_text(values: list[float]) -> None:
+    """The sender's stamps (the text up to the second made once per second) in any order,
+    so each call may or may not find its second's text cached."""
+    stamps = SecondStamps()
+    assert [stamps.format(v) for v in values] == [reference(v) for v in values]
+
+
+def test_second_stamps_many_a_second_and_across_seconds() -> None:
+    """A worker's pattern: many stamps within a second, then the next second, and the
+    carry from ``…59.9999996`` into the next second (and day) in the middle of a run."""
+    stamps = SecondStamps()
+    values = [1.7e9 + i * 0.0003 for i in range(20_000)]  # ~6 s, 3,333 stamps a second
+    values += [86399.9999996, 86399.5, 86400.0, 86399.9999994, 1e9 + 0.0005, 1e9]
+    values += [float(END - 1) + 0.999, 0.0, -0.0, -1e9, -1e9 + 0.25]  # before 1970 too
+    assert [v for v in values if stamps.format(v) != reference(v)] == []
+
+
+@pytest.mark.parametrize("seconds", [math.nan, math.inf, float(END)])
+def test_second_stamps_out_of_range_as_format_ts(seconds: float) -> None:
+    with pytest.raises((ValueError, OverflowError)) as got:
+        format_ts(seconds)
+    with pytest.raises(type(got.value)):
+        SecondStamps().format(seconds)

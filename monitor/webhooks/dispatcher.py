@@ -34,7 +34,7 @@ import contextlib
 import time
 import uuid
 from collections import Counter, deque
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from ..logs import get_logger
 from ..storage.deliveries import DueDelivery
@@ -302,9 +302,10 @@ class Dispatcher:
         """One slot: sends, then takes the next ready delivery itself (its endpoint's
         first) without another task or a trip through the loop; waits idle when none."""
         loop = asyncio.get_running_loop()
+        task = asyncio.current_task()  # once per slot, not per send (Sender.send's task)
         while ready is not None:
             endpoint = ready.delivery.endpoint
-            await self._send(ready)
+            await self._send(ready, task)
             ready = None if self._stopping else self._take(endpoint)
             if ready is None and not self._stopping:
                 self._work.set()  # a slot without work: claim now
@@ -312,7 +313,7 @@ class Dispatcher:
                 self._idle.append(idle)
                 ready = await idle
 
-    async def _send(self, r: _Ready) -> None:
+    async def _send(self, r: _Ready, task: asyncio.Task[Any] | None = None) -> None:
         d = r.delivery
         attempts = self.attempts
         try:
@@ -321,7 +322,8 @@ class Dispatcher:
             secret, previous = r.secrets
             result = await attempts.sender.send(
                 d.webhook_url, d.payload, event_type=d.event_type, event_id=d.event_id,
-                secret=secret, previous_secret=previous, delivered_at=attempts.clock())
+                secret=secret, previous_secret=previous, delivered_at=attempts.clock(),
+                task=task)
             now = attempts.clock()
             if result.error is None:
                 self._failing.discard(d.endpoint)

@@ -9,14 +9,15 @@ returns an :class:`AttemptResult`.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import time
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from yarl import URL
 
 from ..config import DeliveryConfig
-from ..timefmt import format_ts
+from ..timefmt import SecondStamps
 from .deadlines import SharedTimeout
 from .http1 import ConnectFailed, Http1Client, header_lines
 from .signing import (
@@ -82,6 +83,7 @@ class Sender:
         self._signer = KeyedSigner()
         #: Every send's bound: one timer for all sends in flight (deadlines.py says why).
         self._timeout = SharedTimeout(config.timeout_seconds)
+        self._stamps = SecondStamps()  # delivered_at: many deliveries a second
 
     def _open(self) -> Http1Client:
         if self._client is None:
@@ -100,9 +102,11 @@ class Sender:
 
     async def send(self, url: str, event_bytes: bytes, *, event_type: str, event_id: str,
                    secret: str, previous_secret: str | None = None,
-                   delivered_at: float | None = None) -> AttemptResult:
+                   delivered_at: float | None = None,
+                   task: asyncio.Task[Any] | None = None) -> AttemptResult:
         """POST ``{event, signature, delivered_at}``; never raises for network or receiver
-        failures."""
+        failures. ``task``: the current task, when the caller knows it (the timeout's
+        guard then need not look it up)."""
         started = time.monotonic()
         try:
             target = _checked_url(url, self._config.allow_loopback)
@@ -110,7 +114,7 @@ class Sender:
             return self._failed(started, f"blocked: {exc}", url)
         sign = self._signer.sign
         signature = sign(event_bytes, secret)
-        when = format_ts(delivered_at if delivered_at is not None else time.time())
+        when = self._stamps.format(delivered_at if delivered_at is not None else time.time())
         body = delivery_body(event_bytes, signature, when)
         try:
             # The same lines, in the same order, as header_lines() of (type, id,
@@ -125,7 +129,7 @@ class Sender:
             lines += (_PREVIOUS_SIGNATURE_LINE + sign(event_bytes, previous_secret).encode("ascii")
                       + b"\r\n")
         try:
-            async with self._timeout.guard():
+            async with self._timeout.guard(task):
                 status = await self._open().post(target, lines, body)
         except TimeoutError:
             return self._failed(started, f"timeout after {self._config.timeout_seconds:g}s",
