@@ -23,6 +23,7 @@ import asyncio
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from bench_delivery import (
     KEY,
@@ -51,7 +52,8 @@ class InstantSender(Sender):
 
     async def send(self, url: str, event_bytes: bytes, *, event_type: str, event_id: str,
                    secret: str, previous_secret: str | None = None,
-                   delivered_at: float | None = None) -> AttemptResult:
+                   delivered_at: float | None = None,
+                   task: asyncio.Task[Any] | None = None) -> AttemptResult:
         await asyncio.sleep(0)
         return AttemptResult(200, 0.1, None)
 
