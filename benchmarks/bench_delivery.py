@@ -43,7 +43,8 @@ from aiohttp import web
 from common import emit, fail_on_errors, machine_line, show
 from yarl import URL
 
-from monitor.config import DeliveryConfig
+from monitor.config import DeliveryConfig, GcConfig
+from monitor.gcpolicy import apply_gc_policy
 from monitor.logs import configure_logging
 from monitor.records import EVENT_TYPE, TierChangeData, TierChangeEvent, encode
 from monitor.storage import Database, connect
@@ -446,6 +447,10 @@ async def isolation(args: argparse.Namespace, ports: list[int], tmp: Path,
 async def main(args: argparse.Namespace) -> None:
     configure_logging(level=args.log_level, fmt=args.log_format)
     proc, ports = start_receivers(args.endpoints + 1)
+    # The delivery service applies its [gc] policy once it has started
+    # (consumers/delivery.py): the worker here runs as that service does, and the bare
+    # loops beside it in this process run under the same policy.
+    gc_applied = apply_gc_policy(GcConfig())
     # poll_interval_seconds is left at its default: new deliveries wake the worker (as
     # the intake does), so the poll only finds retries coming due.
     config = DeliveryConfig(allow_loopback=True, secret_encryption_key=KEY, timeout_seconds=2.0,
@@ -453,6 +458,8 @@ async def main(args: argparse.Namespace) -> None:
     try:
         with tempfile.TemporaryDirectory() as tmp:
             print(machine_line())
+            print(f"gc: the delivery service's policy (thresholds {list(gc_applied.thresholds)},"
+                  f" {gc_applied.frozen:,} objects frozen)")
             print(f"storage: {args.storage_url or 'sqlite (temp file)'}; "
                   f"receivers: {args.endpoints} ports; max_concurrency "
                   f"{config.max_concurrency}, per endpoint {config.per_endpoint_concurrency}")
