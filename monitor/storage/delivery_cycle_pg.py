@@ -135,6 +135,11 @@ CYCLE_SQL = (
     f" ranked AS (SELECT w.*, {_RANK} FROM due w{_ROOM}),"
     f" picked AS (SELECT {_COLUMNS} FROM ranked WHERE rank <= room"
     " ORDER BY next_attempt_at, id LIMIT $9),"
+    # The claim's UPDATEs reach their rows by primary key, not by the ctid the lock
+    # returned: when another transaction updated a row after this statement's snapshot,
+    # the lock follows it to the newest version, whose ctid the snapshot cannot see, and
+    # a ctid join would update nothing (the delivery sent without its lease). The key
+    # reaches the visible version and follows the update (docs/performance.md, 36th pass).
     " begun AS (UPDATE webhook_deliveries d SET lease_token = $10, lease_until = $11,"
     " attempts = p.attempts + 1, updated_at = $3 FROM picked p"
     " WHERE d.id = p.id AND p.attempts < $12),"

@@ -66,8 +66,9 @@ class SharedTimeout:
 
     def guard(self, task: asyncio.Task[Any] | None = None) -> _Guard:
         """A guard for the current task, its deadline ``seconds`` from now. A caller that
-        knows its task passes it: ``asyncio.current_task()`` is Python-level code on
-        3.11, ~0.4 µs of every send in the delivery worker's loop."""
+        knows its task passes it: on CPython 3.11 ``asyncio.current_task()`` is Python
+        code around a ``get_running_loop()`` that calls ``getpid()``, ~0.4 µs of every
+        send in the delivery worker's loop (``benchmarks/bench_send_stamps.py``)."""
         if task is None:
             task = asyncio.current_task()
             if task is None:

@@ -313,7 +313,7 @@ class Dispatcher:
                 self._idle.append(idle)
                 ready = await idle
 
-    async def _send(self, r: _Ready, task: asyncio.Task[Any] | None = None) -> None:
+    async def _send(self, r: _Ready, task: asyncio.Task[Any] | None) -> None:
         d = r.delivery
         attempts = self.attempts
         try:
