@@ -11,7 +11,7 @@ import pytest
 from monitor.config import DeliveryConfig
 from monitor.records import encode
 from monitor.storage import Database
-from monitor.storage.deliveries import DeliveryStore, NewEvent
+from monitor.storage.deliveries import SQLITE_RECORD_THREAD_AT, DeliveryStore, NewEvent
 from monitor.storage.webhooks import WebhookStore, migrate_webhooks
 from monitor.storage.webhooks_schema import MIGRATIONS
 from monitor.webhooks.filters import Filters
@@ -103,6 +103,30 @@ async def test_replayed_event_creates_no_second_delivery(webhook_db: Database) -
     assert await WebhookStore(webhook_db).units_used(key_id, "delivery") == 1
     due = await deliveries.due(time.time() + 1, 10)
     assert len(due) == 1 and due[0].payload == encode(event)
+
+
+@pytest.mark.parametrize("events", [3, SQLITE_RECORD_THREAD_AT])
+async def test_a_batch_counts_and_charges_only_its_new_deliveries(webhook_db: Database,
+                                                                  events: int) -> None:
+    """A batch that repeats part of an earlier one (a re-consumed Kafka batch): it creates,
+    counts and charges only the deliveries not there yet, whether SQLite writes it on the
+    loop's thread or, at SQLITE_RECORD_THREAD_AT rows and more, on a thread of its own.
+    The counts are checked against the tables themselves."""
+    _, key_id = await new_key(webhook_db)
+    for _ in range(2):
+        await _subscription(webhook_db, key_id)
+    subs = await WebhookStore(webhook_db).active_subscriptions()
+    store = DeliveryStore(webhook_db)
+    batch = [tier_change() for _ in range(events)]
+    new = [NewEvent(e.event_id, e.event_type, encode(e), subs) for e in batch]
+    first = events // 3
+    assert await store.record_events(new[:first], time.time()) == 2 * first
+    assert await store.record_events(new, time.time()) == 2 * (events - first)
+    assert await webhook_db.fetchval("SELECT COUNT(*) FROM webhook_deliveries") == 2 * events
+    assert await webhook_db.fetchval("SELECT COUNT(*) FROM webhook_events") == events
+    assert await WebhookStore(webhook_db).units_used(key_id, "delivery") == 2 * events
+    assert await store.record_events([NewEvent(batch[0].event_id, batch[0].event_type,
+                                               encode(batch[0]), [])], time.time()) == 0
 
 
 async def _one_pending_delivery(db: Database) -> tuple[str, DeliveryStore]:
