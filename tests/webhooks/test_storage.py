@@ -127,6 +127,10 @@ async def test_a_batch_counts_and_charges_only_its_new_deliveries(webhook_db: Da
     assert await WebhookStore(webhook_db).units_used(key_id, "delivery") == 2 * events
     assert await store.record_events([NewEvent(batch[0].event_id, batch[0].event_type,
                                                encode(batch[0]), [])], time.time()) == 0
+    again = tier_change()  # an event twice in one batch (published twice)
+    twice = NewEvent(again.event_id, again.event_type, encode(again), subs)
+    assert await store.record_events([twice, twice], time.time()) == 2
+    assert await WebhookStore(webhook_db).units_used(key_id, "delivery") == 2 * events + 2
 
 
 async def _one_pending_delivery(db: Database) -> tuple[str, DeliveryStore]:
