@@ -104,6 +104,7 @@ class Dispatcher:
         self._full_at_read: set[str] = set()  # endpoints without room at the last read
         #: Endpoints without room when the last walk met its bound (see _walks).
         self._walk_blocked: frozenset[str] = frozenset()
+        self._walked_at = -float("inf")  # when the last walk was read (monotonic)
         self._freed: set[str] = set()  # endpoints where a send finished since then
         #: Endpoints whose last finished send failed: their deliveries start after the
         #: others' (:mod:`.handout`), so their retries never hold a healthy one's send.
@@ -167,14 +168,22 @@ class Dispatcher:
         oldest due rows, the walk passes over up to its bound of them (each joined to its
         subscription) only to find nothing it may claim, and the rows come from the read
         by subscription. So while every endpoint that was without room at such a walk
-        still has none, the read skips the walk; it walks again as soon as one has room
-        (a hanging send timed out: its backlog may be claimed again, oldest first). The
-        read by subscription alone claims what the walk and it would (due_read), so this
-        saves the walk's cost and changes no claim. A walk that met its bound with every
-        endpoint having room (a paused subscription's backlog) skips nothing: nothing
-        would tell when to walk again."""
+        still has none, the read skips the walk; once one has room again (a hanging
+        send timed out: its backlog may be claimed again, oldest first) it walks at most
+        once per poll interval. The read by subscription alone claims what the walk and
+        it would (due_read), so this saves the walk's cost and changes no claim. A walk
+        that met its bound with every endpoint having room (a paused subscription's
+        backlog) skips nothing: nothing would tell when to walk again."""
         blocked = self._walk_blocked
-        return not blocked or any(room.get(e, per_endpoint) > 0 for e in blocked)
+        if not blocked or not any(room.get(e, per_endpoint) > 0 for e in blocked):
+            return not blocked
+        # One of them has room again (a send of it ended). The backlog that made the
+        # last walk meet its bound is most likely still there: walked now, it fills the
+        # read with that endpoint's rows, the read is cut (more_due) and a second cycle
+        # walks to the bound again, both right after the send ended (~0.5 ms of the loop
+        # next to a hanging receiver). So the walk waits for the poll interval since the
+        # last one, which finds when the backlog has drained.
+        return time.monotonic() - self._walked_at >= self.config.poll_interval_seconds
 
     def _room(self, per_endpoint: int) -> dict[str, int]:
         """Claims each endpoint with claimed deliveries can still take."""
@@ -200,6 +209,7 @@ class Dispatcher:
         if claim is not None:
             self._read_at = time.monotonic()
             if claim.walk:
+                self._walked_at = self._read_at
                 self._walk_blocked = (frozenset(full_endpoints(claim))
                                       if result.by_subscription else frozenset())
             # Only when this read made progress: rows left behind because their

@@ -85,7 +85,7 @@ async def test_behind_a_full_endpoint_the_read_skips_its_walk_until_it_has_room(
 
     async def recording(db: Database, outcomes: Sequence[Outcome],
                         claim: ClaimRequest | None) -> CycleResult:
-        if claim is not None:
+        if claim is not None and not release.is_set():  # not after its slot is freed
             claims.append(claim)
         return await run_cycle(db, outcomes, claim)
 
@@ -111,3 +111,52 @@ async def test_behind_a_full_endpoint_the_read_skips_its_walk_until_it_has_room(
     assert skipped, "no read skipped its walk behind the full endpoint"
     hanging_endpoint = origin(hanging.url)
     assert all(c.room.get(hanging_endpoint, c.default_room) <= 0 for c in skipped)
+
+
+async def test_a_full_endpoints_freed_slot_does_not_walk_its_backlog_again(
+        webhook_db: Database, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A slow endpoint with a backlog deeper than a walk's bound: each of its sends that
+    ends frees a slot, and its next rows are claimed by subscription, oldest first,
+    without walking its backlog again until the poll interval (an hour here) has
+    passed. Walked at once, the backlog filled the read, the read was cut and a second
+    cycle walked to the bound again, right after every send of it ended."""
+    config = _config()
+    gates = [asyncio.Event() for _ in range(4)]
+    seen: list[tuple[ClaimRequest, CycleResult]] = []
+
+    async def recording(db: Database, outcomes: Sequence[Outcome],
+                        claim: ClaimRequest | None) -> CycleResult:
+        result = await run_cycle(db, outcomes, claim)
+        if claim is not None:
+            seen.append((claim, result))
+        return result
+
+    monkeypatch.setattr(dispatcher_module, "run_cycle", recording)
+
+    async def one_at_a_time(request: web.Request, body: bytes) -> web.StreamResponse | None:
+        await gates[min(len(slow.received), len(gates)) - 1].wait()
+        return None  # then answered 200
+
+    async with receiver() as slow, receiver() as healthy:
+        slow.on_request = one_at_a_time
+        box = SecretBox.from_config(config)
+        await queue_for_new_subscription(webhook_db, box, slow.url, BACKLOG)
+        async with running_dispatcher(webhook_db, config, box) as worker:
+            try:
+                await slow.wait_requests(1)
+                for n in range(1, 4):
+                    gates[n - 1].set()  # its send ends: a slot frees
+                    await slow.wait_requests(n + 1)
+                await queue_for_new_subscription(webhook_db, box, healthy.url, 1)
+                worker.wake.set()
+                await healthy.wait_requests(1)
+            finally:
+                for gate in gates:
+                    gate.set()
+    assert slow.answered[:3] == [200, 200, 200] and healthy.answered == [200]
+    met_bound = [i for i, (c, r) in enumerate(seen) if c.walk and r.by_subscription]
+    assert met_bound, "no walk met its bound behind the slow endpoint's backlog"
+    after = [c for c, _ in seen[met_bound[0] + 1:]]
+    assert after and not any(c.walk for c in after)
+    slow_endpoint = origin(slow.url)
+    assert any(c.room.get(slow_endpoint, c.default_room) > 0 for c in after)
