@@ -95,6 +95,8 @@ def _due(row: Row) -> DueDelivery:
     return DueDelivery(**fields)
 
 
+#: SQLite's inserts of :meth:`DeliveryStore.record_events` (written with ``$n`` markers,
+#: as every statement here; :func:`~.db.sqlite_sql` makes them SQLite's ``?n``).
 _EVENT_INSERT = ("INSERT INTO webhook_events (event_id, event_type, payload, received_at)"
                  " VALUES ($1, $2, $3, $4) ON CONFLICT (event_id) DO NOTHING")
 _DELIVERY_INSERT = (
@@ -130,9 +132,11 @@ WITH events AS (
 )
 SELECT COUNT(*) FROM added
 """
-#: Delivery rows from which SQLite's insert of an intake batch runs on a thread of its
-#: own rather than on the event loop's (~4 µs a row with its ledger row here): a batch
-#: of a few hundred rows would hold the worker's sends for over a millisecond.
+#: Delivery rows from which SQLite's insert of an intake batch runs on run_sync's thread
+#: rather than on the event loop's: the loop's thread is the worker's too, and a batch
+#: written there holds every send's answer for as long as it takes. Below this the hop
+#: to the thread costs more than it saves (``benchmarks/bench_sqlite_batches.py``
+#: measured the hop for the worker's cycle: ~100-150 µs of CPU).
 SQLITE_RECORD_THREAD_AT = 256
 
 
