@@ -41,6 +41,23 @@ def _config() -> DeliveryConfig:
                           poll_interval_seconds=3600.0, timeout_seconds=60.0)
 
 
+def _recorded_cycles(monkeypatch: pytest.MonkeyPatch, keep: Callable[[], bool] = lambda: True
+                     ) -> list[tuple[ClaimRequest, CycleResult]]:
+    """Every claim the worker's cycles make, with its result, while ``keep()``. The
+    cycle's own code runs: the claims are only recorded on their way through it."""
+    seen: list[tuple[ClaimRequest, CycleResult]] = []
+
+    async def recording(db: Database, outcomes: Sequence[Outcome],
+                        claim: ClaimRequest | None) -> CycleResult:
+        result = await run_cycle(db, outcomes, claim)
+        if claim is not None and keep():
+            seen.append((claim, result))
+        return result
+
+    monkeypatch.setattr(dispatcher_module, "run_cycle", recording)
+    return seen
+
+
 def _hang_until(release: asyncio.Event) -> Callable[
         [web.Request, bytes], Awaitable[web.StreamResponse | None]]:
     """A receiver handler that answers nothing until ``release`` is set."""
@@ -81,15 +98,8 @@ async def test_behind_a_full_endpoint_the_read_skips_its_walk_until_it_has_room(
     only recorded on their way to it."""
     config = _config()
     release = asyncio.Event()
-    claims: list[ClaimRequest] = []
-
-    async def recording(db: Database, outcomes: Sequence[Outcome],
-                        claim: ClaimRequest | None) -> CycleResult:
-        if claim is not None and not release.is_set():  # not after its slot is freed
-            claims.append(claim)
-        return await run_cycle(db, outcomes, claim)
-
-    monkeypatch.setattr(dispatcher_module, "run_cycle", recording)
+    # Not after the release at the end: the hanging endpoint's slot is freed then.
+    seen = _recorded_cycles(monkeypatch, keep=lambda: not release.is_set())
 
     async with receiver() as hanging, receiver() as healthy:
         hanging.on_request = _hang_until(release)
@@ -107,7 +117,7 @@ async def test_behind_a_full_endpoint_the_read_skips_its_walk_until_it_has_room(
                 release.set()
     assert healthy.answered == [200, 200, 200]
     assert len(hanging.received) == 1  # its slot held all along
-    skipped = [c for c in claims if not c.walk]
+    skipped = [c for c, _ in seen if not c.walk]
     assert skipped, "no read skipped its walk behind the full endpoint"
     hanging_endpoint = origin(hanging.url)
     assert all(c.room.get(hanging_endpoint, c.default_room) <= 0 for c in skipped)
@@ -122,16 +132,7 @@ async def test_a_full_endpoints_freed_slot_does_not_walk_its_backlog_again(
     cycle walked to the bound again, right after every send of it ended."""
     config = _config()
     gates = [asyncio.Event() for _ in range(4)]
-    seen: list[tuple[ClaimRequest, CycleResult]] = []
-
-    async def recording(db: Database, outcomes: Sequence[Outcome],
-                        claim: ClaimRequest | None) -> CycleResult:
-        result = await run_cycle(db, outcomes, claim)
-        if claim is not None:
-            seen.append((claim, result))
-        return result
-
-    monkeypatch.setattr(dispatcher_module, "run_cycle", recording)
+    seen = _recorded_cycles(monkeypatch)
 
     async def one_at_a_time(request: web.Request, body: bytes) -> web.StreamResponse | None:
         await gates[min(len(slow.received), len(gates)) - 1].wait()
