@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from .db import Database, Row, SqliteDatabase, sqlite_sql
+from .db import Database, Row, SqliteDatabase
 from .webhooks import Subscription, charge
 
 DELIVERY_NAMESPACE = uuid.UUID("0b9c2f7a-41d2-4b6e-8f0e-5c3a7d9e1f20")
@@ -95,16 +95,16 @@ def _due(row: Row) -> DueDelivery:
     return DueDelivery(**fields)
 
 
-#: SQLite's inserts of :meth:`DeliveryStore.record_events` (written with ``$n`` markers,
-#: as every statement here; :func:`~.db.sqlite_sql` makes them SQLite's ``?n``).
+#: SQLite's inserts of :meth:`DeliveryStore.record_events` (run on the sqlite3
+#: connection itself, so in its own ``?n`` markers).
 _EVENT_INSERT = ("INSERT INTO webhook_events (event_id, event_type, payload, received_at)"
-                 " VALUES ($1, $2, $3, $4) ON CONFLICT (event_id) DO NOTHING")
+                 " VALUES (?1, ?2, ?3, ?4) ON CONFLICT (event_id) DO NOTHING")
 _DELIVERY_INSERT = (
     "INSERT INTO webhook_deliveries (id, subscription_id, api_key_id, event_id, event_type,"
     " status, attempts, next_attempt_at, created_at, updated_at)"
-    " VALUES ($1, $2, $3, $4, $5, 'pending', 0, $6, $6, $6) ON CONFLICT (id) DO NOTHING")
+    " VALUES (?1, ?2, ?3, ?4, ?5, 'pending', 0, ?6, ?6, ?6) ON CONFLICT (id) DO NOTHING")
 _LEDGER_INSERT = ("INSERT INTO cu_ledger (id, api_key_id, kind, ref, units, created_at)"
-                  " VALUES ($1, $2, 'delivery', $3, 1, $4) ON CONFLICT (kind, ref) DO NOTHING")
+                  " VALUES (?1, ?2, 'delivery', ?3, 1, ?4) ON CONFLICT (kind, ref) DO NOTHING")
 #: :meth:`DeliveryStore.record_events` on PostgreSQL. The inserts run as one statement's
 #: parts: the deliveries' foreign key to their event is checked at the statement's end,
 #: when the events are in. A key met twice (an event repeated within a batch, a delivery
@@ -146,11 +146,11 @@ def _sqlite_record(conn: sqlite3.Connection, event_rows: Sequence[tuple[Any, ...
     """:meth:`DeliveryStore.record_events` on SQLite, inside run_sync's transaction. The
     deliveries' insert counts only the rows it added (a conflict's DO NOTHING changes
     none), so no count before and after is needed."""
-    conn.executemany(sqlite_sql(_EVENT_INSERT), event_rows)
+    conn.executemany(_EVENT_INSERT, event_rows)
     if not deliveries:
         return 0
-    created = conn.executemany(sqlite_sql(_DELIVERY_INSERT), deliveries).rowcount
-    conn.executemany(sqlite_sql(_LEDGER_INSERT), ledger)
+    created = conn.executemany(_DELIVERY_INSERT, deliveries).rowcount
+    conn.executemany(_LEDGER_INSERT, ledger)
     return created
 
 

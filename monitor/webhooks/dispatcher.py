@@ -175,8 +175,10 @@ class Dispatcher:
         that met its bound with every endpoint having room (a paused subscription's
         backlog) skips nothing: nothing would tell when to walk again."""
         blocked = self._walk_blocked
-        if not blocked or not any(room.get(e, per_endpoint) > 0 for e in blocked):
-            return not blocked
+        if not blocked:
+            return True
+        if not any(room.get(e, per_endpoint) > 0 for e in blocked):
+            return False
         # One of them has room again (a send of it ended). The backlog that made the
         # last walk meet its bound is most likely still there: walked now, it fills the
         # read with that endpoint's rows, the read is cut (more_due) and a second cycle
