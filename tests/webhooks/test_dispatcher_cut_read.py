@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 
+import msgspec
 import pytest
 from aiohttp import web
 
@@ -29,6 +30,7 @@ from tests.webhook_support import (
     queue_for_new_subscription,
     receiver,
     running_dispatcher,
+    wait_until,
 )
 
 BACKLOG = 300
@@ -161,3 +163,37 @@ async def test_a_full_endpoints_freed_slot_does_not_walk_its_backlog_again(
     assert after and not any(c.walk for c in after)
     slow_endpoint = origin(slow.url)
     assert any(c.room.get(slow_endpoint, c.default_room) > 0 for c in after)
+
+
+async def test_walks_resume_once_the_full_endpoints_backlog_has_drained(
+        webhook_db: Database, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The skipping above lasts only while the backlog does: walks that meet their bound
+    keep skipping, once a poll interval has passed, only while one does; after the
+    backlog is delivered, the next walk finds the due rows short of its bound and every
+    read walks again. A short poll here, so a walk is due soon after the drain."""
+    config = msgspec.structs.replace(_config(), poll_interval_seconds=0.2)
+    seen = _recorded_cycles(monkeypatch)
+
+    async with receiver() as busy, receiver() as healthy:
+        box = SecretBox.from_config(config)
+        await queue_for_new_subscription(webhook_db, box, busy.url, BACKLOG)
+        async with running_dispatcher(webhook_db, config, box) as worker:
+            await busy.wait_requests(BACKLOG, within=60.0)
+            drained = len(seen)
+            await queue_for_new_subscription(webhook_db, box, healthy.url, 1)
+            worker.wake.set()
+            await healthy.wait_requests(1)
+
+            async def walked_short_of_its_bound() -> bool:
+                return any(c.walk and not r.by_subscription for c, r in seen[drained:])
+
+            await wait_until(walked_short_of_its_bound, what="a walk after the drain")
+            resumed = next(i for i, (c, r) in enumerate(seen) if i >= drained and c.walk
+                           and not r.by_subscription)
+            after = len(seen)
+    assert set(busy.answered) == {200} and healthy.answered == [200]
+    # The backlog was there: walks met their bound and reads skipped them meanwhile.
+    assert any(c.walk and r.by_subscription for c, r in seen[:drained])
+    assert any(not c.walk for c, _ in seen[:drained])
+    # From the walk that found the backlog gone, every read walks.
+    assert all(c.walk for c, _ in seen[resumed:after])
