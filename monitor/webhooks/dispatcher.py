@@ -24,7 +24,13 @@ they count as interrupted attempts, like the sends that were in flight (never mo
 Isolation: at most ``max_concurrency`` sends in flight overall and
 ``per_endpoint_concurrency`` per endpoint (scheme://host:port), and claims are bounded per
 endpoint too: a hanging receiver holds its own few slots and ready deliveries, never the
-queue of healthy ones (endpoints without room are left out of the due query).
+queue of healthy ones (endpoints without room are left out of the due query). An
+endpoint whose last send failed is probed: what is claimed for it from then on is sent
+one at a time, and it is claimed one slot's worth (``CLAIM_AHEAD``), until a send
+succeeds. A dead receiver thus holds one slot, not ``per_endpoint_concurrency``, and the
+ends of its sends (a timeout, the failure's cycle, a new connection), which the healthy
+endpoints' sends wait behind on the event loop, come that much less often. Deliveries
+claimed before it failed keep the slots their leases were reckoned on.
 """
 
 from __future__ import annotations
@@ -66,8 +72,10 @@ log = get_logger(__name__)
 #: that long before another worker retries them.
 CLAIM_AHEAD = 4
 #: Endpoints remembered as failing (their last send failed), at most: they are served
-#: after the others (:mod:`.handout`). Past this the memory starts over.
-MAX_FAILING_ENDPOINTS = 10_000
+#: after the others (:mod:`.handout`) and probed one send at a time, and every claim
+#: carries their room (so its cost grows with them). Past this the memory starts over:
+#: forgotten endpoints get their full slots until their next failure.
+MAX_FAILING_ENDPOINTS = 1_000
 #: Longest a finished send's outcome waits for its cycle while every sender still has a
 #: claimed delivery to send next (see :meth:`Dispatcher._finished`).
 OUTCOME_WAIT = 0.005
@@ -81,6 +89,7 @@ class _Ready(NamedTuple):
     attempt: int
     started: float
     secrets: tuple[str, str | None]
+    claim: int  # which of the worker's claims took it (they are numbered from 1)
 
 
 class Dispatcher:
@@ -106,9 +115,12 @@ class Dispatcher:
         self._walk_blocked: frozenset[str] = frozenset()
         self._walked_at = -float("inf")  # when the last walk was read (monotonic)
         self._freed: set[str] = set()  # endpoints where a send finished since then
-        #: Endpoints whose last finished send failed: their deliveries start after the
-        #: others' (:mod:`.handout`), so their retries never hold a healthy one's send.
-        self._failing: set[str] = set()
+        #: Endpoints whose last finished send failed, each with the number of the last
+        #: claim made before it failed: their deliveries start after the others'
+        #: (:mod:`.handout`), so their retries never hold a healthy one's send, and those
+        #: claimed after it failed go one at a time (a probe).
+        self._failing: dict[str, int] = {}
+        self._claims = 0  # claims asked for (numbered when asked: see _claim_request)
         self._read_at = -float("inf")
         self._stopping = False
         self._timer: asyncio.TimerHandle | None = None
@@ -153,9 +165,15 @@ class Dispatcher:
         # Enough for the endpoints with room plus one new endpoint's worth; more is
         # claimed in the next cycle (a read cut at its limit brings one at once).
         limit = min(limit, sum(n for n in room.values() if n > 0) + per_endpoint)
+        for endpoint in self._failing:  # those holding nothing: one slot's worth each
+            room.setdefault(endpoint, CLAIM_AHEAD)
         self._full_at_read = {e for e, n in room.items() if n <= 0}
         self._freed.clear()
         now = self.attempts.clock()
+        # Numbered when asked for, not when taken: an endpoint that fails while this
+        # claim is on its way was given a healthy endpoint's room in it, so what it
+        # takes keeps the full slots (its number is not past the failure's mark).
+        self._claims += 1
         return ClaimRequest(limit, room, per_endpoint, uuid.uuid4().hex, now,
                             self.lease_until(now), self.config.max_attempts,
                             self._walks(room, per_endpoint))
@@ -188,11 +206,26 @@ class Dispatcher:
         return time.monotonic() - self._walked_at >= self.config.poll_interval_seconds
 
     def _room(self, per_endpoint: int) -> dict[str, int]:
-        """Claims each endpoint with claimed deliveries can still take."""
-        room = {e: per_endpoint - n for e, n in self._inflight.items()}
+        """Claims each endpoint with claimed deliveries can still take: a failing one
+        one slot's worth (its probe sends one at a time, and a lease counts on at most
+        CLAIM_AHEAD sends per slot ahead of it)."""
+        failing = self._failing
+        room = {e: (CLAIM_AHEAD if e in failing else per_endpoint) - n
+                for e, n in self._inflight.items()}
         for endpoint, queue in self._ready.items():
-            room[endpoint] = room.get(endpoint, per_endpoint) - len(queue)
+            left = room.get(endpoint)
+            if left is None:
+                left = CLAIM_AHEAD if endpoint in failing else per_endpoint
+            room[endpoint] = left - len(queue)
         return room
+
+    def _one_at_a_time(self) -> frozenset[str] | set[str]:
+        """Failing endpoints whose next ready delivery was claimed after they failed."""
+        failing = self._failing
+        if not failing:
+            return frozenset()
+        return {e for e, queue in self._ready.items()
+                if (before := failing.get(e)) is not None and queue[0].claim > before}
 
     async def cycle(self, look: bool = True) -> bool:
         """Write the finished outcomes and claim what is due, in one transaction; start
@@ -200,6 +233,7 @@ class Dispatcher:
         ones. Returns whether there was anything to do."""
         outcomes, self._outcomes = self._outcomes, []
         claim = None if self._stopping else self._claim_request(look)
+        number = self._claims  # this claim's, if there is one
         if not outcomes and claim is None:
             metrics.in_flight(self._busy)
             return False
@@ -219,7 +253,7 @@ class Dispatcher:
             self._more_due = result.more_due and bool(result.claimed or result.exhausted)
         if outcomes:
             self.attempts.report_cycle(outcomes, result.recorded)
-        await self._accept(result, claim)
+        await self._accept(result, claim, number)
         metrics.in_flight(self._busy)
         if claim is not None:
             # Endpoints this claim filled up may have due rows left behind too (the read
@@ -237,7 +271,8 @@ class Dispatcher:
                                    if claim.room.get(e, claim.default_room) <= n}
         return True
 
-    async def _accept(self, result: CycleResult, claim: ClaimRequest | None) -> None:
+    async def _accept(self, result: CycleResult, claim: ClaimRequest | None,
+                      number: int) -> None:
         for d in result.exhausted:
             metrics.status("max_retries_exceeded")
             log.warning("webhook.attempts_exhausted", delivery_id=d.id,
@@ -257,7 +292,7 @@ class Dispatcher:
                 unusable.append((d, claim.token, attempt))
                 continue
             self._ready.setdefault(d.endpoint, deque()).append(
-                _Ready(d, claim.token, attempt, claim.now, secrets))
+                _Ready(d, claim.token, attempt, claim.now, secrets, number))
         self._start_sends()
         if unusable:
             await release_unsent(self.attempts.store.db, unusable)
@@ -276,7 +311,7 @@ class Dispatcher:
         if not self._ready:
             return None
         order = handout({e: len(q) for e, q in self._ready.items()}, self._inflight, limit, 1,
-                        self._failing)
+                        self._failing, self._one_at_a_time())
         return self._pop(order[0], self._ready[order[0]]) if order else None
 
     def _pop(self, endpoint: str, queue: deque[_Ready]) -> _Ready:
@@ -298,7 +333,8 @@ class Dispatcher:
         if free <= 0 or not self._ready:
             return
         order = handout({e: len(q) for e, q in self._ready.items()}, self._inflight,
-                        max(self.config.per_endpoint_concurrency, 1), free, self._failing)
+                        max(self.config.per_endpoint_concurrency, 1), free, self._failing,
+                        self._one_at_a_time())
         for endpoint in order:
             while self._idle and self._idle[0].done():
                 self._idle.popleft()  # cancelled by a stop
@@ -338,11 +374,11 @@ class Dispatcher:
                 task=task)
             now = attempts.clock()
             if result.error is None:
-                self._failing.discard(d.endpoint)
+                self._failing.pop(d.endpoint, None)
             elif d.endpoint not in self._failing:
                 if len(self._failing) >= MAX_FAILING_ENDPOINTS:
-                    self._failing.clear()  # bounded memory; only an order is lost
-                self._failing.add(d.endpoint)
+                    self._failing.clear()  # bounded memory; an order and probes are lost
+                self._failing[d.endpoint] = self._claims
             status, next_at = attempts.next_state(d, r.attempt, result, False, now)
             self._outcomes.append(Outcome(d, r.token, r.attempt, r.started, result.status_code,
                                           result.latency_ms, result.error, status, next_at,
