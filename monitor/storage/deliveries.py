@@ -165,13 +165,15 @@ class DeliveryStore:
         now = float(now)
         event_rows = [(e.event_id, e.event_type, e.payload.decode("utf-8"), now) for e in events]
         deliveries: list[tuple[Any, ...]] = []
-        ledger: list[tuple[Any, ...]] = []
         for e in events:
             for sub in e.subscriptions:
-                did = delivery_id(sub.id, e.event_id)
-                deliveries.append((did, sub.id, sub.api_key_id, e.event_id, e.event_type, now))
-                ledger.append((str(uuid.uuid4()), sub.api_key_id, did, now))
+                deliveries.append((delivery_id(sub.id, e.event_id), sub.id, sub.api_key_id,
+                                   e.event_id, e.event_type, now))
+        # A ledger row's id per delivery, used only for the deliveries that are new.
+        ledger_ids = [str(uuid.uuid4()) for _ in deliveries]
         if isinstance(self.db, SqliteDatabase):
+            ledger = [(lid, d[2], d[0], now) for lid, d in zip(ledger_ids, deliveries,
+                                                                strict=True)]
             # One transaction in one go (run_sync), not a hop to aiosqlite's thread per
             # statement: the intake's seven hops cost ~1 ms of an event's way to its
             # receivers, and their waits for the GIL were most of its slowest deliveries
@@ -188,7 +190,7 @@ class DeliveryStore:
             _PG_RECORD, now, [r[0] for r in event_rows], [r[1] for r in event_rows],
             [r[2] for r in event_rows], ids, [d[1] for d in deliveries],
             [d[2] for d in deliveries], [d[3] for d in deliveries], [d[4] for d in deliveries],
-            [row[0] for row in ledger])
+            ledger_ids)
         return int(created or 0)
 
     async def due(self, now: float, limit: int, exclude_endpoints: Sequence[str] = ()
