@@ -24,13 +24,16 @@ they count as interrupted attempts, like the sends that were in flight (never mo
 Isolation: at most ``max_concurrency`` sends in flight overall and
 ``per_endpoint_concurrency`` per endpoint (scheme://host:port), and claims are bounded per
 endpoint too: a hanging receiver holds its own few slots and ready deliveries, never the
-queue of healthy ones (endpoints without room are left out of the due query). An
-endpoint whose last send failed is probed: what is claimed for it from then on is sent
-one at a time, and it is claimed one slot's worth (``CLAIM_AHEAD``), until a send
-succeeds. A dead receiver thus holds one slot, not ``per_endpoint_concurrency``, and the
-ends of its sends (a timeout, the failure's cycle, a new connection), which the healthy
-endpoints' sends wait behind on the event loop, come that much less often. Deliveries
-claimed before it failed keep the slots their leases were reckoned on.
+queue of healthy ones (endpoints without room are left out of the due query).
+
+An endpoint whose last send failed is probed until a send of it succeeds: its sends go
+one at a time, and it is claimed one slot's worth (``CLAIM_AHEAD``). Its deliveries
+claimed but not sent when it fails are given back uncounted by the next cycle (their
+claims counted on all its slots), and so are those a claim asked for before it failed
+brings after. A dead receiver thus holds one slot, not ``per_endpoint_concurrency``,
+from its first failure on, and the ends of its sends (a timeout, the failure's cycle, a
+new connection), which the healthy endpoints' sends wait behind on the event loop, come
+that much less often.
 """
 
 from __future__ import annotations
@@ -74,7 +77,8 @@ CLAIM_AHEAD = 4
 #: Endpoints remembered as failing (their last send failed), at most: they are served
 #: after the others (:mod:`.handout`) and probed one send at a time, and every claim
 #: carries their room (so its cost grows with them). Past this the memory starts over:
-#: forgotten endpoints get their full slots until their next failure.
+#: forgotten endpoints get their full slots until their next failure (which is safe: a
+#: delivery claimed for one slot goes out no later on more).
 MAX_FAILING_ENDPOINTS = 1_000
 #: Longest a finished send's outcome waits for its cycle while every sender still has a
 #: claimed delivery to send next (see :meth:`Dispatcher._finished`).
@@ -89,7 +93,6 @@ class _Ready(NamedTuple):
     attempt: int
     started: float
     secrets: tuple[str, str | None]
-    claim: int  # which of the worker's claims took it (they are numbered from 1)
 
 
 class Dispatcher:
@@ -116,11 +119,14 @@ class Dispatcher:
         self._walked_at = -float("inf")  # when the last walk was read (monotonic)
         self._freed: set[str] = set()  # endpoints where a send finished since then
         #: Endpoints whose last finished send failed, each with the number of the last
-        #: claim made before it failed: their deliveries start after the others'
-        #: (:mod:`.handout`), so their retries never hold a healthy one's send, and those
-        #: claimed after it failed go one at a time (a probe).
+        #: claim asked for before it failed: their deliveries start after the others'
+        #: (:mod:`.handout`), so their retries never hold a healthy one's send, and go
+        #: one at a time (a probe).
         self._failing: dict[str, int] = {}
         self._claims = 0  # claims asked for (numbered when asked: see _claim_request)
+        #: Claimed, never sent, to give back uncounted with the next cycle: a failing
+        #: endpoint's deliveries claimed for all its slots.
+        self._unsent: list[_Ready] = []
         self._read_at = -float("inf")
         self._stopping = False
         self._timer: asyncio.TimerHandle | None = None
@@ -171,8 +177,8 @@ class Dispatcher:
         self._freed.clear()
         now = self.attempts.clock()
         # Numbered when asked for, not when taken: an endpoint that fails while this
-        # claim is on its way was given a healthy endpoint's room in it, so what it
-        # takes keeps the full slots (its number is not past the failure's mark).
+        # claim is on its way was given a healthy endpoint's room in it, so what it takes
+        # for that endpoint is given back (its number is not past the failure's mark).
         self._claims += 1
         return ClaimRequest(limit, room, per_endpoint, uuid.uuid4().hex, now,
                             self.lease_until(now), self.config.max_attempts,
@@ -219,18 +225,13 @@ class Dispatcher:
             room[endpoint] = left - len(queue)
         return room
 
-    def _one_at_a_time(self) -> frozenset[str] | set[str]:
-        """Failing endpoints whose next ready delivery was claimed after they failed."""
-        failing = self._failing
-        if not failing:
-            return frozenset()
-        return {e for e, queue in self._ready.items()
-                if (before := failing.get(e)) is not None and queue[0].claim > before}
-
     async def cycle(self, look: bool = True) -> bool:
         """Write the finished outcomes and claim what is due, in one transaction; start
         the sends it allows. ``look``: read the due rows even if nothing suggests new
         ones. Returns whether there was anything to do."""
+        if self._unsent:
+            await self._give_back()  # first: the claim below takes them again
+            look = True
         outcomes, self._outcomes = self._outcomes, []
         claim = None if self._stopping else self._claim_request(look)
         number = self._claims  # this claim's, if there is one
@@ -281,6 +282,7 @@ class Dispatcher:
         if claim is None or not result.claimed:
             return
         unusable: list[tuple[DueDelivery, str, int]] = []
+        failing = self._failing
         for d, attempt in result.claimed:
             try:
                 secrets = self.attempts.secrets_for(d.subscription_id, d.secret_sealed,
@@ -291,11 +293,27 @@ class Dispatcher:
                 log.error("webhook.attempt_error", delivery_id=d.id, error=str(exc))
                 unusable.append((d, claim.token, attempt))
                 continue
-            self._ready.setdefault(d.endpoint, deque()).append(
-                _Ready(d, claim.token, attempt, claim.now, secrets, number))
+            ready = _Ready(d, claim.token, attempt, claim.now, secrets)
+            before = failing.get(d.endpoint)
+            if before is not None and number <= before:
+                self._unsent.append(ready)  # claimed for all its slots (see _failed)
+                continue
+            self._ready.setdefault(d.endpoint, deque()).append(ready)
         self._start_sends()
+        if self._unsent:
+            self._work.set()  # given back by the next cycle
         if unusable:
             await release_unsent(self.attempts.store.db, unusable)
+
+    async def _give_back(self) -> None:
+        """Give back, uncounted, the deliveries set aside by :meth:`_failed`."""
+        unsent, self._unsent = self._unsent, []
+        try:
+            await release_unsent(self.attempts.store.db,
+                                 [(r.delivery, r.token, r.attempt) for r in unsent])
+        except BaseException:
+            self._unsent[:0] = unsent  # given back with the next cycle
+            raise
 
     # -- sending -----------------------------------------------------------------------
     def _take(self, first: str | None) -> _Ready | None:
@@ -311,7 +329,7 @@ class Dispatcher:
         if not self._ready:
             return None
         order = handout({e: len(q) for e, q in self._ready.items()}, self._inflight, limit, 1,
-                        self._failing, self._one_at_a_time())
+                        self._failing, self._failing)
         return self._pop(order[0], self._ready[order[0]]) if order else None
 
     def _pop(self, endpoint: str, queue: deque[_Ready]) -> _Ready:
@@ -334,7 +352,7 @@ class Dispatcher:
             return
         order = handout({e: len(q) for e, q in self._ready.items()}, self._inflight,
                         max(self.config.per_endpoint_concurrency, 1), free, self._failing,
-                        self._one_at_a_time())
+                        self._failing)
         for endpoint in order:
             while self._idle and self._idle[0].done():
                 self._idle.popleft()  # cancelled by a stop
@@ -376,9 +394,7 @@ class Dispatcher:
             if result.error is None:
                 self._failing.pop(d.endpoint, None)
             elif d.endpoint not in self._failing:
-                if len(self._failing) >= MAX_FAILING_ENDPOINTS:
-                    self._failing.clear()  # bounded memory; an order and probes are lost
-                self._failing[d.endpoint] = self._claims
+                self._failed(d.endpoint)
             status, next_at = attempts.next_state(d, r.attempt, result, False, now)
             self._outcomes.append(Outcome(d, r.token, r.attempt, r.started, result.status_code,
                                           result.latency_ms, result.error, status, next_at,
@@ -397,6 +413,19 @@ class Dispatcher:
                 self._none_busy.set()
             self._freed.add(d.endpoint)
             self._finished()
+
+    def _failed(self, endpoint: str) -> None:
+        """An endpoint's send failed after its last success: it is probed from now on.
+        Its deliveries claimed and not sent were claimed for all its slots, and one at a
+        time they would wait past their leases (CLAIM_AHEAD sends per slot ahead of
+        each): they are given back with the next cycle, and claimed again one slot's
+        worth at a time."""
+        if len(self._failing) >= MAX_FAILING_ENDPOINTS:
+            self._failing.clear()  # bounded memory; an order and probes are lost
+        self._failing[endpoint] = self._claims
+        queue = self._ready.pop(endpoint, None)
+        if queue:
+            self._unsent.extend(queue)
 
     def _finished(self) -> None:
         """A send finished: bring a cycle now, or within :data:`OUTCOME_WAIT`.
@@ -481,6 +510,6 @@ class Dispatcher:
         except Exception as exc:
             # Their claims expire and they are retried (as interrupted attempts).
             log.error("webhook.stop_bookkeeping_failed", error=str(exc),
-                      outcomes=len(self._outcomes), unsent=len(unsent))
+                      outcomes=len(self._outcomes), unsent=len(unsent) + len(self._unsent))
         metrics.in_flight(self._busy)
 

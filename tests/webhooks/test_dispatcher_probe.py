@@ -3,23 +3,28 @@
 With ``per_endpoint_concurrency`` slots each, a dead receiver held that many of the
 worker's slots and brought the end of as many sends (a timeout, its failure's cycle, a
 new connection) per timeout, each of which the healthy endpoints' sends waited behind on
-the event loop. Now, once an endpoint's send fails, what is claimed for it from then on
-goes one at a time, and at most ``CLAIM_AHEAD`` of its deliveries are claimed (a lease
-counts on at most that many sends per slot ahead of it); its first success gives it its
-slots back. Both backends, real receivers; the claims are read from the database.
+the event loop. Now, once an endpoint's send fails, its deliveries claimed and not sent
+are given back uncounted (they were claimed for all its slots), its sends go one at a
+time, and at most ``CLAIM_AHEAD`` of its deliveries are claimed (a lease counts on at
+most that many sends per slot ahead of it); its first success gives it its slots back.
+Both backends, real receivers; claims and attempts are read from the database.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
+import pytest
 from aiohttp import web
 
+import monitor.webhooks.dispatcher as dispatcher_module
 from monitor.config import DeliveryConfig
 from monitor.storage import Database
-from monitor.webhooks.dispatcher import CLAIM_AHEAD
+from monitor.storage.delivery_batches import CycleResult, Outcome, run_cycle
+from monitor.storage.due_read import ClaimRequest
+from monitor.webhooks.dispatcher import CLAIM_AHEAD, Dispatcher
 from monitor.webhooks.secrets import SecretBox
 from monitor.webhooks.urls import origin
 from tests.webhook_support import (
@@ -36,22 +41,19 @@ BACKLOG = 40
 
 
 class Held:
-    """Requests a receiver holds until the test answers them, by their number (from 1)."""
+    """A receiver's requests, each held until the test answers it; by number (from 1)."""
 
-    def __init__(self, rec: Receiver, hold: set[int] | None = None, hold_from: int = 1,
-                 status: int = 503) -> None:
+    def __init__(self, rec: Receiver) -> None:
         self.waiting: dict[int, asyncio.Future[int]] = {}
-        self.hold, self.hold_from, self.status = hold or set(), hold_from, status
         self.releasing = False
         rec.on_request = self.on_request
         self._rec = rec
 
     async def on_request(self, request: web.Request, body: bytes) -> web.StreamResponse:
-        n = len(self._rec.received)
-        status = self.status
-        if not self.releasing and (n in self.hold or n >= self.hold_from):
+        status = 200
+        if not self.releasing:
             answer = asyncio.get_running_loop().create_future()
-            self.waiting[n] = answer
+            self.waiting[len(self._rec.received)] = answer
             status = await answer
         self._rec.answered.append(status)
         return web.Response(status=status)
@@ -82,28 +84,34 @@ async def _claimed(db: Database, url: str) -> int:
         origin(url)))
 
 
+async def _attempts(db: Database, url: str) -> int:
+    """Attempts counted on the endpoint's deliveries."""
+    return int(await db.fetchval(
+        "SELECT COALESCE(sum(d.attempts), 0) FROM webhook_deliveries d"
+        " JOIN webhook_subscriptions s ON s.id = d.subscription_id WHERE s.endpoint = $1",
+        origin(url)))
+
+
 async def test_a_failing_endpoint_is_probed_one_send_at_a_time(webhook_db: Database) -> None:
     config = DeliveryConfig(allow_loopback=True, secret_encryption_key=ENCRYPTION_KEY,
                             max_concurrency=8, per_endpoint_concurrency=SLOTS,
                             poll_interval_seconds=3600.0, timeout_seconds=60.0,
                             backoff_base_seconds=3600.0, backoff_max_seconds=3600.0)
     box = SecretBox.from_config(config)
-    first_claim = SLOTS * CLAIM_AHEAD  # what the first claim takes of a healthy endpoint
     async with receiver() as failing, receiver() as healthy:
-        # Its first SLOTS requests held, the rest of the first claim answered 503 at
-        # once, and every request after that held until the test answers it.
-        held = Held(failing, hold=set(range(1, SLOTS + 1)), hold_from=first_claim + 1)
+        held = Held(failing)
         await queue_for_new_subscription(webhook_db, box, failing.url, BACKLOG)
         async with running_dispatcher(webhook_db, config, box) as worker:
             with held.released_at_exit():  # before the worker's stop waits for its sends
-                # Healthy so far: as many sends at once as it has slots.
+                # Healthy so far: as many sends at once as it has slots (and three times
+                # as many more claimed behind them).
                 await failing.wait_requests(SLOTS)
                 assert len(held.open) == SLOTS
                 held.answer(503)  # it fails: from here on it is probed
-                # The rest of the first claim (claimed while it was healthy) is sent on
-                # its full slots and fails at once; the next request is a probe's.
-                await failing.wait_requests(first_claim + 1)
-                probes = len(failing.received)
+                # What was claimed behind its first sends is given back; its next
+                # request is a probe's.
+                await failing.wait_requests(SLOTS + 1)
+                probes = SLOTS + 1
                 # While the probe is held, cycles run and claim (for a healthy endpoint's
                 # new events, which reach the failing one too), but nothing more is sent
                 # to the failing endpoint, and no more than one slot's worth is claimed.
@@ -121,6 +129,60 @@ async def test_a_failing_endpoint_is_probed_one_send_at_a_time(webhook_db: Datab
                     return len(held.open) == SLOTS
 
                 await wait_until(all_slots_busy, what="the recovered endpoint's slots in use")
-    assert failing.answered[:first_claim] == [503] * first_claim
-    assert failing.answered[first_claim] == 200
+    assert failing.answered[:SLOTS] == [503] * SLOTS
+    assert failing.answered[SLOTS] == 200
     assert set(healthy.answered) == {200}
+    # The deliveries given back at the failure were given back uncounted: every attempt
+    # counted is a request the receiver got (the stop gave back the rest).
+    assert await _attempts(webhook_db, failing.url) == len(failing.received)
+
+
+async def test_a_claim_asked_for_before_the_failure_gives_back_what_it_brings(
+        webhook_db: Database, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A claim on its way when the endpoint fails was given a healthy endpoint's room:
+    what it brings for that endpoint is given back, not queued behind one slot. The
+    claim is held on its way (the cycle's own code runs) until the failure is seen."""
+    config = DeliveryConfig(allow_loopback=True, secret_encryption_key=ENCRYPTION_KEY,
+                            max_concurrency=8, per_endpoint_concurrency=SLOTS,
+                            poll_interval_seconds=3600.0, timeout_seconds=60.0,
+                            backoff_base_seconds=3600.0, backoff_max_seconds=3600.0)
+    box = SecretBox.from_config(config)
+    on_its_way, go_on, failed = asyncio.Event(), asyncio.Event(), asyncio.Event()
+
+    async with receiver() as failing, receiver() as healthy:
+        endpoint = origin(failing.url)
+
+        async def held_claim(db: Database, outcomes: Sequence[Outcome],
+                             claim: ClaimRequest | None) -> CycleResult:
+            if claim is not None and not go_on.is_set() \
+                    and claim.room.get(endpoint, claim.default_room) > 0:
+                on_its_way.set()
+                await go_on.wait()
+            return await run_cycle(db, outcomes, claim)
+
+        real_failed = Dispatcher._failed
+
+        def seen_failing(self: Dispatcher, endpoint: str) -> None:
+            real_failed(self, endpoint)
+            failed.set()
+
+        monkeypatch.setattr(Dispatcher, "_failed", seen_failing)
+        held = Held(failing)
+        await queue_for_new_subscription(webhook_db, box, failing.url, SLOTS)
+        async with running_dispatcher(webhook_db, config, box) as worker:
+            with held.released_at_exit():
+                await failing.wait_requests(SLOTS)  # its slots full, nothing claimed ahead
+                monkeypatch.setattr(dispatcher_module, "run_cycle", held_claim)
+                await queue_for_new_subscription(webhook_db, box, failing.url, 2 * SLOTS)
+                worker.wake.set()
+                await on_its_way.wait()  # a claim with room for it, asked while healthy
+                held.answer(503)
+                await failed.wait()
+                go_on.set()
+                await failing.wait_requests(SLOTS + 1)  # a probe
+                await queue_for_new_subscription(webhook_db, box, healthy.url, 1)
+                worker.wake.set()
+                await healthy.wait_requests(1)
+                assert held.open == [SLOTS + 1]
+                assert await _claimed(webhook_db, failing.url) <= CLAIM_AHEAD
+    assert await _attempts(webhook_db, failing.url) == len(failing.received)
