@@ -33,7 +33,9 @@ claims counted on all its slots), and so are those a claim asked for before it f
 brings after. A dead receiver thus holds one slot, not ``per_endpoint_concurrency``,
 from its first failure on, and the ends of its sends (a timeout, the failure's cycle, a
 new connection), which the healthy endpoints' sends wait behind on the event loop, come
-that much less often.
+that much less often. All failing endpoints together hold at most half the worker's
+slots (:func:`failing_share`), in turns, so no number of dead receivers leaves a healthy
+endpoint without slots or claims.
 """
 
 from __future__ import annotations
@@ -80,6 +82,13 @@ CLAIM_AHEAD = 4
 #: forgotten endpoints get their full slots until their next failure (which is safe: a
 #: delivery claimed for one slot goes out no later on more).
 MAX_FAILING_ENDPOINTS = 1_000
+def failing_share(max_concurrency: int) -> int:
+    """Deliveries the failing endpoints may hold claimed at once, all together: half the
+    worker's slots (at least one), so they never hold more than half of its sends, and
+    healthy endpoints always have the other half and the claims to fill them."""
+    return max(max_concurrency // 2, 1)
+
+
 #: Longest a finished send's outcome waits for its cycle while every sender still has a
 #: claimed delivery to send next (see :meth:`Dispatcher._finished`).
 OUTCOME_WAIT = 0.005
@@ -124,6 +133,7 @@ class Dispatcher:
         #: one at a time (a probe).
         self._failing: dict[str, int] = {}
         self._claims = 0  # claims asked for (numbered when asked: see _claim_request)
+        self._probe_turn = 0  # where the failing endpoints' room is handed out from
         #: Claimed, never sent, to give back uncounted with the next cycle: a failing
         #: endpoint's deliveries claimed for all its slots.
         self._unsent: list[_Ready] = []
@@ -171,8 +181,8 @@ class Dispatcher:
         # Enough for the endpoints with room plus one new endpoint's worth; more is
         # claimed in the next cycle (a read cut at its limit brings one at once).
         limit = min(limit, sum(n for n in room.values() if n > 0) + per_endpoint)
-        for endpoint in self._failing:  # those holding nothing: one slot's worth each
-            room.setdefault(endpoint, CLAIM_AHEAD)
+        if self._failing:
+            self._probe_room(room)
         self._full_at_read = {e for e, n in room.items() if n <= 0}
         self._freed.clear()
         now = self.attempts.clock()
@@ -210,6 +220,30 @@ class Dispatcher:
         # next to a hanging receiver). So the walk waits for the poll interval since the
         # last one, which finds when the backlog has drained.
         return time.monotonic() - self._walked_at >= self.config.poll_interval_seconds
+
+    def _probe_room(self, room: dict[str, int]) -> None:
+        """Set the failing endpoints' room: each at most one slot's worth (CLAIM_AHEAD)
+        less what it holds, and all of them together never holding more than half the
+        worker's slots (:func:`failing_share`). Without that bound, enough dead
+        receivers (64 at the defaults; 16 before the probe) held every claim the worker
+        may make, and a healthy endpoint's rows were not claimed at all: minutes of delay
+        at 16 (``benchmarks/bench_outage.py``). What is left of the share goes one claim
+        per endpoint first, then the rest, starting where the last claim stopped, so
+        every failing endpoint gets its turn to be probed."""
+        failing = list(self._failing)
+        held = {e: self._inflight.get(e, 0) + len(self._ready.get(e, ())) for e in failing}
+        left = failing_share(self.config.max_concurrency) - sum(held.values())
+        start = self._probe_turn % len(failing)
+        turn = failing[start:] + failing[:start]
+        give = dict.fromkeys(failing, 0)
+        for top in (1, CLAIM_AHEAD):
+            for i, endpoint in enumerate(turn):
+                more = max(min(top - held[endpoint] - give[endpoint], left), 0)
+                if more:
+                    give[endpoint] += more
+                    left -= more
+                    self._probe_turn = start + i + 1  # the next claim starts after it
+        room.update(give)
 
     def _room(self, per_endpoint: int) -> dict[str, int]:
         """Claims each endpoint with claimed deliveries can still take: a failing one

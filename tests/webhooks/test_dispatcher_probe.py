@@ -13,6 +13,7 @@ Both backends, real receivers; claims and attempts are read from the database.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
@@ -24,7 +25,7 @@ from monitor.config import DeliveryConfig
 from monitor.storage import Database
 from monitor.storage.delivery_batches import CycleResult, Outcome, run_cycle
 from monitor.storage.due_read import ClaimRequest
-from monitor.webhooks.dispatcher import CLAIM_AHEAD, Dispatcher
+from monitor.webhooks.dispatcher import CLAIM_AHEAD, Dispatcher, failing_share
 from monitor.webhooks.secrets import SecretBox
 from monitor.webhooks.urls import origin
 from tests.webhook_support import (
@@ -186,3 +187,59 @@ async def test_a_claim_asked_for_before_the_failure_gives_back_what_it_brings(
                 assert held.open == [SLOTS + 1]
                 assert await _claimed(webhook_db, failing.url) <= CLAIM_AHEAD
     assert await _attempts(webhook_db, failing.url) == len(failing.received)
+
+
+async def test_failing_endpoints_together_hold_at_most_half_the_slots(
+        webhook_db: Database) -> None:
+    """Enough dead receivers held every claim the worker may make, and a healthy
+    endpoint's rows were not claimed at all (minutes of delay with 16 of them at the
+    defaults). Failing endpoints together now hold at most half the worker's slots, in
+    turns: four dead receivers on a four-slot worker leave two slots and their claims
+    to a healthy one."""
+    config = DeliveryConfig(allow_loopback=True, secret_encryption_key=ENCRYPTION_KEY,
+                            max_concurrency=4, per_endpoint_concurrency=1,
+                            poll_interval_seconds=3600.0, timeout_seconds=60.0,
+                            backoff_base_seconds=3600.0, backoff_max_seconds=3600.0)
+    box = SecretBox.from_config(config)
+    async with contextlib.AsyncExitStack() as stack:
+        dead = [await stack.enter_async_context(receiver()) for _ in range(4)]
+        healthy = await stack.enter_async_context(receiver())
+        held = [Held(r) for r in dead]
+        for r in dead:
+            await queue_for_new_subscription(webhook_db, box, r.url, 5)
+        async with running_dispatcher(webhook_db, config, box) as worker:
+            with contextlib.ExitStack() as releases:
+                for h in held:
+                    releases.enter_context(h.released_at_exit())
+                for r in dead:  # one slot each: all four slots
+                    await r.wait_requests(1)
+                for h in held:
+                    h.answer(503)  # all four fail
+
+                def probes() -> int:
+                    return sum(len(h.open) for h in held)
+
+                async def probing() -> bool:
+                    return probes() > 0
+
+                await wait_until(probing, what="a probe")
+                for n in range(1, 3):  # (each also reaches the dead receivers)
+                    await queue_for_new_subscription(webhook_db, box, healthy.url, 1)
+                    worker.wake.set()
+                    await healthy.wait_requests(n * (n + 1) // 2)
+                assert 0 < probes() <= failing_share(config.max_concurrency)
+                claimed = [await _claimed(webhook_db, r.url) for r in dead]
+                assert sum(claimed) <= failing_share(config.max_concurrency)
+                # The probes' endpoints fail again: the others get their turn.
+                first = {i for i, h in enumerate(held) if h.open}
+                for h in held:
+                    h.answer(503)
+
+                async def others_probed() -> bool:
+                    return any(held[i].open for i in set(range(4)) - first)
+
+                await wait_until(others_probed, what="the other dead receivers' turn")
+                assert probes() <= failing_share(config.max_concurrency)
+    assert set(healthy.answered) == {200}
+    for r in dead:
+        assert await _attempts(webhook_db, r.url) == len(r.received)
