@@ -61,7 +61,7 @@ from .attempts import DeliveryAttempts, backoff_delay
 from .handout import handout
 from .walcheckpoint import WalCheckpoints
 
-__all__ = ["CLAIM_AHEAD", "DeliveryAttempts", "Dispatcher", "backoff_delay"]
+__all__ = ["CLAIM_AHEAD", "DeliveryAttempts", "Dispatcher", "backoff_delay", "failing_share"]
 
 log = get_logger(__name__)
 
@@ -79,19 +79,19 @@ CLAIM_AHEAD = 4
 #: Endpoints remembered as failing (their last send failed), at most: they are served
 #: after the others (:mod:`.handout`) and probed one send at a time, and every claim
 #: carries their room (so its cost grows with them). Past this the memory starts over:
-#: forgotten endpoints get their full slots until their next failure (which is safe: a
-#: delivery claimed for one slot goes out no later on more).
+#: forgotten endpoints get their full slots, outside the share, until their next failure
+#: (safe for leases: a delivery claimed for one slot goes out no later on more).
 MAX_FAILING_ENDPOINTS = 1_000
+#: Longest a finished send's outcome waits for its cycle while every sender still has a
+#: claimed delivery to send next (see :meth:`Dispatcher._finished`).
+OUTCOME_WAIT = 0.005
+
+
 def failing_share(max_concurrency: int) -> int:
     """Deliveries the failing endpoints may hold claimed at once, all together: half the
     worker's slots (at least one), so they never hold more than half of its sends, and
     healthy endpoints always have the other half and the claims to fill them."""
     return max(max_concurrency // 2, 1)
-
-
-#: Longest a finished send's outcome waits for its cycle while every sender still has a
-#: claimed delivery to send next (see :meth:`Dispatcher._finished`).
-OUTCOME_WAIT = 0.005
 
 
 class _Ready(NamedTuple):
