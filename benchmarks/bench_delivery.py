@@ -36,7 +36,7 @@ import tempfile
 import time
 import uuid
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import aiohttp
 from aiohttp import web
@@ -298,15 +298,25 @@ def count_cycles(dispatcher: Dispatcher) -> list[int]:
     return counter
 
 
-async def healthy_p99(url: str, port: int, other: str | None, seconds: float,
-                      rate: float, config: DeliveryConfig) -> Latency:
-    """p99 of created -> success for a healthy endpoint under ``rate`` events/s; with
-    ``other`` (a URL), every event also goes there (a second healthy or a hanging one)."""
-    urls = [f"http://127.0.0.1:{port}/ok"]
-    if other is not None:
-        urls.append(other)
+class HealthyRun(NamedTuple):
+    """What one steady-rate run left: the healthy endpoint's deliveries and its cost."""
+
+    #: The healthy endpoint's deliveries: ``created_at``, ``latency`` (s), ``attempts``.
+    rows: list[Any]
+    sent: int
+    #: Attempts at the other endpoints (all of them failed when those never answer).
+    other_attempts: int
+    cpu_seconds: float
+    cycles: int
+
+
+async def healthy_run(url: str, urls: list[str], seconds: float, rate: float,
+                      config: DeliveryConfig) -> HealthyRun:
+    """Events at ``rate``/s for ``seconds``, each to a subscription of every one of
+    ``urls``, the first a healthy receiver's (ending ``/ok``); waits until the healthy
+    endpoint has every one of its deliveries, then stops the worker."""
     db, active, dispatcher = await setup(url, urls, config)
-    healthy = next(s for s in active if s.webhook_url.endswith("/ok"))
+    healthy = next(s for s in active if s.webhook_url == urls[0])
     store = DeliveryStore(db)
     stop = asyncio.Event()
     cycles = count_cycles(dispatcher)
@@ -327,8 +337,9 @@ async def healthy_p99(url: str, port: int, other: str | None, seconds: float,
         await asyncio.sleep(0.05)
     cpu = time.process_time() - cpu
     ran = cycles[0]
-    rows = await db.fetch("SELECT completed_at - created_at AS latency FROM webhook_deliveries"
-                          " WHERE subscription_id = $1", healthy.id)
+    rows = await db.fetch(
+        "SELECT created_at, completed_at - created_at AS latency, attempts"
+        " FROM webhook_deliveries WHERE subscription_id = $1", healthy.id)
     other_attempts = await db.fetchval(
         "SELECT COUNT(*) FROM webhook_attempts a JOIN webhook_deliveries d"
         " ON d.id = a.delivery_id WHERE d.subscription_id <> $1", healthy.id)
@@ -336,13 +347,25 @@ async def healthy_p99(url: str, port: int, other: str | None, seconds: float,
     await runner
     await dispatcher.attempts.sender.close()
     await db.close()
+    return HealthyRun(rows, sent, int(other_attempts or 0), cpu, ran)
+
+
+async def healthy_p99(url: str, port: int, other: str | None, seconds: float,
+                      rate: float, config: DeliveryConfig) -> Latency:
+    """p99 of created -> success for a healthy endpoint under ``rate`` events/s; with
+    ``other`` (a URL), every event also goes there (a second healthy or a hanging one)."""
+    urls = [f"http://127.0.0.1:{port}/ok"]
+    if other is not None:
+        urls.append(other)
+    run = await healthy_run(url, urls, seconds, rate, config)
     if other is not None and other.endswith("/hang"):
-        print(f"  (hanging endpoint: {other_attempts} timed-out attempts during the run)")
+        print(f"  (hanging endpoint: {run.other_attempts} timed-out attempts during the run)")
     elif other is not None and not other.endswith("/ok"):
-        print(f"  ({other.rsplit('/', 1)[-1]} endpoint: {other_attempts} attempts during the "
-              "run)")
-    latencies: list[float] = sorted(r["latency"] * 1000 for r in rows)
-    return Latency(statistics.quantiles(latencies, n=100)[98], cpu / sent * 1e6, ran / sent)
+        print(f"  ({other.rsplit('/', 1)[-1]} endpoint: {run.other_attempts} attempts during "
+              "the run)")
+    latencies: list[float] = sorted(r["latency"] * 1000 for r in run.rows)
+    return Latency(statistics.quantiles(latencies, n=100)[98], run.cpu_seconds / run.sent * 1e6,
+                   run.cycles / run.sent)
 
 
 CREATED: list[tuple[str, str]] = []

@@ -24,16 +24,13 @@ import argparse
 import asyncio
 import statistics
 import tempfile
-import time
 from pathlib import Path
 
-from bench_delivery import KEY, event, fresh_url, setup, start_receivers
+from bench_delivery import KEY, drop_created, fresh_url, healthy_run, start_receivers
 from common import fail_on_errors, machine_line
 
 from monitor.config import DeliveryConfig
 from monitor.logs import configure_logging
-from monitor.records import EVENT_TYPE, encode
-from monitor.storage.deliveries import DeliveryStore, NewEvent
 
 
 def _line(name: str, latencies_ms: list[float]) -> str:
@@ -54,50 +51,22 @@ async def main(args: argparse.Namespace) -> None:
                   f"receivers; max_concurrency {config.max_concurrency}, per endpoint "
                   f"{config.per_endpoint_concurrency}, timeout {config.timeout_seconds:g} s",
                   flush=True)
-            url = await fresh_url(args.storage_url, Path(tmp))
             urls = [f"http://127.0.0.1:{ports[-1]}/ok"] + [
                 f"http://127.0.0.1:{p}/hang" for p in ports[:-1]]
-            db, active, dispatcher = await setup(url, urls, config)
-            healthy = next(s for s in active if s.webhook_url.endswith("/ok"))
-            store = DeliveryStore(db)
-            stop = asyncio.Event()
-            runner = asyncio.create_task(dispatcher.run(stop))
-            sent, begun = 0, time.time()
-            started = time.perf_counter()
-            while time.perf_counter() - started < args.seconds:
-                e = event()
-                await store.record_events([NewEvent(e.event_id, EVENT_TYPE, encode(e), active)],
-                                          time.time())
-                dispatcher.wake.set()
-                sent += 1
-                await asyncio.sleep(1.0 / args.rate)
-            while int(await db.fetchval(  # noqa: ASYNC110 (polls the database)
-                    "SELECT COUNT(*) FROM webhook_deliveries WHERE status = 'success'"
-                    " AND subscription_id = $1", healthy.id) or 0) < sent:
-                await asyncio.sleep(0.05)
-            rows = await db.fetch(
-                "SELECT created_at, completed_at - created_at AS latency, attempts"
-                " FROM webhook_deliveries WHERE subscription_id = $1", healthy.id)
-            timed_out = await db.fetchval(
-                "SELECT COUNT(*) FROM webhook_attempts a JOIN webhook_deliveries d"
-                " ON d.id = a.delivery_id WHERE d.subscription_id <> $1", healthy.id)
-            stop.set()
-            await runner
-            await dispatcher.attempts.sender.close()
-            await db.close()
+            run = await healthy_run(await fresh_url(args.storage_url, Path(tmp)), urls,
+                                    args.seconds, args.rate, config)
     finally:
         proc.terminate()
         proc.wait()
         if args.storage_url:
-            from bench_delivery import drop_created
-
             await drop_created()
-    errors = sum(1 for r in rows if r["attempts"] != 1) + (sent - len(rows))
-    every = [r["latency"] * 1000 for r in rows]
-    later = [r["latency"] * 1000 for r in rows if r["created_at"] - begun >= args.warm_up]
+    errors = sum(1 for r in run.rows if r["attempts"] != 1) + (run.sent - len(run.rows))
+    begun = min(r["created_at"] for r in run.rows)  # the first event
+    every = [r["latency"] * 1000 for r in run.rows]
+    later = [r["latency"] * 1000 for r in run.rows if r["created_at"] - begun >= args.warm_up]
     print(_line("healthy endpoint, whole run", every))
     print(_line(f"healthy endpoint, events after the first {args.warm_up:g} s", later))
-    print(f"sends to the hanging receivers (each timed out): {timed_out}", flush=True)
+    print(f"sends to the hanging receivers (each timed out): {run.other_attempts}", flush=True)
     fail_on_errors(errors, "the run (healthy deliveries not delivered at their first attempt)")
 
 
