@@ -231,7 +231,7 @@ class Dispatcher:
         per endpoint first, then the rest, starting where the last claim stopped, so
         every failing endpoint gets its turn to be probed."""
         failing = list(self._failing)
-        held = {e: self._inflight.get(e, 0) + len(self._ready.get(e, ())) for e in failing}
+        held = {e: CLAIM_AHEAD - room.get(e, CLAIM_AHEAD) for e in failing}  # see _room
         left = failing_share(self.config.max_concurrency) - sum(held.values())
         start = self._probe_turn % len(failing)
         turn = failing[start:] + failing[:start]
@@ -363,7 +363,7 @@ class Dispatcher:
         if not self._ready:
             return None
         order = handout({e: len(q) for e, q in self._ready.items()}, self._inflight, limit, 1,
-                        self._failing, self._failing)
+                        self._failing)
         return self._pop(order[0], self._ready[order[0]]) if order else None
 
     def _pop(self, endpoint: str, queue: deque[_Ready]) -> _Ready:
@@ -385,8 +385,7 @@ class Dispatcher:
         if free <= 0 or not self._ready:
             return
         order = handout({e: len(q) for e, q in self._ready.items()}, self._inflight,
-                        max(self.config.per_endpoint_concurrency, 1), free, self._failing,
-                        self._failing)
+                        max(self.config.per_endpoint_concurrency, 1), free, self._failing)
         for endpoint in order:
             while self._idle and self._idle[0].done():
                 self._idle.popleft()  # cancelled by a stop

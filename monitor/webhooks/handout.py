@@ -12,10 +12,10 @@ out first its retries made a healthy endpoint's new delivery wait for their send
 oldest claim first). The dispatcher asks it both when a cycle's claims start and when a
 sender picks its next delivery from another endpoint.
 
-An endpoint in ``one_at_a_time`` takes at most one send in flight: the dispatcher puts a
-failing endpoint there (a probe), so a dead receiver holds one slot, not
-``per_endpoint_concurrency`` of them, and each of its sends' ends (a timeout, a failure
-cycle, a new connection) costs the others a quarter as often.
+An endpoint ``behind`` also takes at most one send in flight (the dispatcher probes a
+failing endpoint), so a dead receiver holds one slot, not ``per_endpoint_concurrency``
+of them, and each of its sends' ends (a timeout, a failure cycle, a new connection)
+costs the others a quarter as often.
 """
 
 from __future__ import annotations
@@ -25,17 +25,16 @@ from collections.abc import Container, Mapping
 
 
 def handout(ready: Mapping[str, int], in_flight: Mapping[str, int], per_endpoint: int,
-            free: int, behind: Container[str] = frozenset(),
-            one_at_a_time: Container[str] = frozenset()) -> list[str]:
+            free: int, behind: Container[str] = frozenset()) -> list[str]:
     """The endpoints to take the next ready delivery from, in order: at most ``free``
-    in all, none past its bound of sends in flight (``per_endpoint``, or one for those in
-    ``one_at_a_time``), none past its ``ready`` count.
+    in all, none past its bound of sends in flight (``per_endpoint``, or one for those
+    ``behind``), none past its ``ready`` count.
 
     ``ready``: deliveries waiting per endpoint, in the order the endpoints were first
     claimed for; ``in_flight``: sends running per endpoint (absent: none); ``behind``:
-    endpoints to serve after all others (their last send failed)."""
+    endpoints to serve after all others, one send at a time (their last send failed)."""
     heap = [(e in behind, in_flight.get(e, 0), i, e) for i, (e, n) in enumerate(ready.items())
-            if n > 0 and in_flight.get(e, 0) < (1 if e in one_at_a_time else per_endpoint)]
+            if n > 0 and in_flight.get(e, 0) < (1 if e in behind else per_endpoint)]
     heapq.heapify(heap)
     left = dict(ready)
     order: list[str] = []
@@ -43,7 +42,6 @@ def handout(ready: Mapping[str, int], in_flight: Mapping[str, int], per_endpoint
         late, load, i, endpoint = heapq.heappop(heap)
         order.append(endpoint)
         left[endpoint] -= 1
-        bound = 1 if endpoint in one_at_a_time else per_endpoint
-        if left[endpoint] > 0 and load + 1 < bound:
+        if left[endpoint] > 0 and load + 1 < (1 if late else per_endpoint):
             heapq.heappush(heap, (late, load + 1, i, endpoint))
     return order
