@@ -125,7 +125,6 @@ class Dispatcher:
         self._full_at_read: set[str] = set()  # endpoints without room at the last read
         #: Endpoints without room when the last walk met its bound (see _walks).
         self._walk_blocked: frozenset[str] = frozenset()
-        self._walked_at = -float("inf")  # when the last walk was read (monotonic)
         self._freed: set[str] = set()  # endpoints where a send finished since then
         #: Endpoints whose last finished send failed, each with the number of the last
         #: claim asked for before it failed: their deliveries start after the others'
@@ -202,24 +201,18 @@ class Dispatcher:
         oldest due rows, the walk passes over up to its bound of them (each joined to its
         subscription) only to find nothing it may claim, and the rows come from the read
         by subscription. So while every endpoint that was without room at such a walk
-        still has none, the read skips the walk; once one has room again (a hanging
-        send timed out: its backlog may be claimed again, oldest first) it walks at most
-        once per poll interval. The read by subscription alone claims what the walk and
-        it would (due_read), so this saves the walk's cost and changes no claim. A walk
-        that met its bound with every endpoint having room (a paused subscription's
-        backlog) skips nothing: nothing would tell when to walk again."""
+        still has none, the read skips the walk. The read by subscription alone claims
+        what the walk and it would (due_read), so this saves the walk's cost and changes
+        no claim. As soon as one of them has room, reads walk again: its backlog's head
+        is claimable then, and the walk reaches it at once (cut at its rows, it keeps the
+        skip: see :meth:`cycle`). Skipping those walks too, until the poll interval, made
+        a busy drain read by subscription in most cycles (every endpoint has room in
+        turn): each subscription's oldest rows for every endpoint with room, ~900 rows
+        to claim ~60, 3.3 ms a cycle where a walk takes 0.2 (docs/performance.md, 39th
+        pass). A walk that met its bound with every endpoint having room (a paused
+        subscription's backlog) skips nothing: nothing would tell when to walk again."""
         blocked = self._walk_blocked
-        if not blocked:
-            return True
-        if not any(room.get(e, per_endpoint) > 0 for e in blocked):
-            return False
-        # One of them has room again (a send of it ended). The backlog that made the
-        # last walk meet its bound is most likely still there: walked now, it fills the
-        # read with that endpoint's rows, the read is cut (more_due) and a second cycle
-        # walks to the bound again, both right after the send ended (~0.5 ms of the loop
-        # next to a hanging receiver). So the walk waits for the poll interval since the
-        # last one, which finds when the backlog has drained.
-        return time.monotonic() - self._walked_at >= self.config.poll_interval_seconds
+        return not blocked or any(room.get(e, per_endpoint) > 0 for e in blocked)
 
     def _probe_room(self, room: dict[str, int]) -> None:
         """Set the failing endpoints' room: each at most one slot's worth (CLAIM_AHEAD)
@@ -280,9 +273,14 @@ class Dispatcher:
         if claim is not None:
             self._read_at = time.monotonic()
             if claim.walk:
-                self._walked_at = self._read_at
-                self._walk_blocked = (frozenset(full_endpoints(claim))
-                                      if result.by_subscription else frozenset())
+                # A walk that met its bound sets the endpoints whose backlog it passed
+                # over; one that came back short of its rows says the backlog is gone; one
+                # cut at its rows (an endpoint of them with room again, its backlog's
+                # head read) says nothing of what lies behind: the skip stands.
+                if result.by_subscription:
+                    self._walk_blocked = frozenset(full_endpoints(claim))
+                elif not result.more_due:
+                    self._walk_blocked = frozenset()
             # Only when this read made progress: rows left behind because their
             # endpoints have no room are looked at again when a slot frees, not in a spin.
             self._more_due = result.more_due and bool(result.claimed or result.exhausted)
