@@ -14,7 +14,9 @@
    event rate, next to another endpoint that answers (the baseline) or that never answers,
    each case ``--isolation-rounds`` times interleaved; the ratio is of the medians of the
    p99s (target: within 1.2x). ``--neighbours hang,fail,slow`` adds a row for a neighbour
-   that answers 503 at once (every event brings retries) and one that answers after 1 s.
+   that answers 503 at once (every event brings retries) and one that answers after 1 s;
+   ``flap`` one that answers 503 and 200 in turn (it fails and recovers all the time:
+   each failure after a success gives back what it had claimed ahead).
 
 Receivers run in a child process (the second core), so the figures are the worker's. The
 Kafka intake is not included: it only inserts rows; this measures matching-to-2xx. Any
@@ -74,6 +76,16 @@ async def _serve(count: int) -> None:
         await request.read()
         return web.Response(status=503, text="down")
 
+    answers = 0
+
+    async def flap(request: web.Request) -> web.Response:
+        nonlocal answers
+        await request.read()
+        answers += 1
+        if answers % 2:
+            return web.Response(status=503, text="down")
+        return web.Response(text="ok")
+
     async def slow(request: web.Request) -> web.Response:
         await request.read()
         await asyncio.sleep(1.0)
@@ -84,6 +96,7 @@ async def _serve(count: int) -> None:
     app.router.add_post("/hang", hang)
     app.router.add_post("/fail", fail)
     app.router.add_post("/slow", slow)
+    app.router.add_post("/flap", flap)
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()
     ports = []
@@ -402,9 +415,11 @@ async def drop_created() -> None:
 #: adjective that names it, what the row adds about it). "hang" was the only one; the
 #: others are the receivers a subscriber more often has: one down behind a proxy (503 at
 #: once, so every event brings retries and their history rows), and one that answers
-#: after a second.
+#: after a second; "flap" one that fails every other request (a flaky proxy or a
+#: deploy in progress), which moves it in and out of the dispatcher's probe.
 NEIGHBOURS = {"hang": ("hang", "hanging", ""), "fail": ("fail", "failing", " (503 at once)"),
-              "slow": ("slow", "slow", " (answers after 1 s)")}
+              "slow": ("slow", "slow", " (answers after 1 s)"),
+              "flap": ("flap", "flapping", " (503 and 200 in turn)")}
 
 
 def neighbour_kinds(value: str) -> list[str]:
@@ -574,7 +589,8 @@ if __name__ == "__main__":
                         type=neighbour_kinds,
                         help="comma-separated neighbours of the healthy endpoint in the "
                         "isolation runs, one row each: hang (the table's row; never "
-                        "answers), fail (503 at once), slow (answers after 1 s)")
+                        "answers), fail (503 at once), slow (answers after 1 s), flap "
+                        "(503 and 200 in turn)")
     parser.add_argument("--log-level", default="info",
                         choices=["debug", "info", "warning", "error"],
                         help="the worker's log level (default info, the configuration's "

@@ -26,16 +26,17 @@ Isolation: at most ``max_concurrency`` sends in flight overall and
 endpoint too: a hanging receiver holds its own few slots and ready deliveries, never the
 queue of healthy ones (endpoints without room are left out of the due query).
 
-An endpoint whose last send failed is probed until a send of it succeeds: its sends go
-one at a time, and it is claimed one slot's worth (``CLAIM_AHEAD``). Its deliveries
-claimed but not sent when it fails are given back uncounted by the next cycle (their
-claims counted on all its slots), and so are those a claim asked for before it failed
-brings after. A dead receiver thus holds one slot, not ``per_endpoint_concurrency``,
-from its first failure on, and the ends of its sends (a timeout, the failure's cycle, a
-new connection), which the healthy endpoints' sends wait behind on the event loop, come
-that much less often. All failing endpoints together hold at most half the worker's
-slots (:func:`failing_share`), in turns, so no number of dead receivers leaves a healthy
-endpoint without slots or claims.
+An endpoint whose send failed is probed until two of its sends in a row succeed
+(``PROBE_SUCCESSES``; one let a receiver failing every other request out at each
+success): its sends go one at a time, and it is claimed one slot's worth
+(``CLAIM_AHEAD``). Its deliveries claimed but not sent when it fails are given back
+uncounted by the next cycle (their claims counted on all its slots), and so are those
+a claim asked for before it failed brings after. A dead receiver thus holds one slot,
+not ``per_endpoint_concurrency``, from its first failure on, and the ends of its sends (a
+timeout, the failure's cycle, a new connection), which the healthy endpoints' sends wait
+behind on the event loop, come that much less often. All failing endpoints together
+hold at most half the worker's slots (:func:`failing_share`), in turns, so no number of
+dead receivers leaves a healthy endpoint without slots or claims.
 """
 
 from __future__ import annotations
@@ -82,6 +83,13 @@ CLAIM_AHEAD = 4
 #: forgotten endpoints get their full slots, outside the share, until their next failure
 #: (safe for leases: a delivery claimed for one slot goes out no later on more).
 MAX_FAILING_ENDPOINTS = 1_000
+#: Successes in a row that take an endpoint out of the probe. One was not enough: a
+#: receiver failing every other request (a flaky proxy, a deploy rolling) left the probe
+#: at each success with all its slots, sent its claimed retries at once and failed
+#: again, and a healthy neighbour's p99 read 1.40-1.48x its baseline; kept in the probe
+#: until two in a row, 1.07 (``bench_delivery.py --neighbours flap``,
+#: docs/performance.md, thirty-ninth pass).
+PROBE_SUCCESSES = 2
 #: Longest a finished send's outcome waits for its cycle while every sender still has a
 #: claimed delivery to send next (see :meth:`Dispatcher._finished`).
 OUTCOME_WAIT = 0.005
@@ -126,11 +134,14 @@ class Dispatcher:
         #: Endpoints without room when the last walk met its bound (see _walks).
         self._walk_blocked: frozenset[str] = frozenset()
         self._freed: set[str] = set()  # endpoints where a send finished since then
-        #: Endpoints whose last finished send failed, each with the number of the last
-        #: claim asked for before it failed: their deliveries start after the others'
-        #: (:mod:`.handout`), so their retries never hold a healthy one's send, and go
-        #: one at a time (a probe).
+        #: Endpoints probed (a send failed, and PROBE_SUCCESSES have not followed in a
+        #: row), each with the number of the last claim asked for before it failed:
+        #: their deliveries start after the others' (:mod:`.handout`), so their retries
+        #: never hold a healthy one's send, and go one at a time (a probe).
         self._failing: dict[str, int] = {}
+        #: Successes in a row of the failing endpoints that have had one since they
+        #: failed (see PROBE_SUCCESSES).
+        self._probe_successes: dict[str, int] = {}
         self._claims = 0  # claims asked for (numbered when asked: see _claim_request)
         self._probe_turn = 0  # where the failing endpoints' room is handed out from
         #: Claimed, never sent, to give back uncounted with the next cycle: a failing
@@ -423,9 +434,12 @@ class Dispatcher:
                 task=task)
             now = attempts.clock()
             if result.error is None:
-                self._failing.pop(d.endpoint, None)
-            elif d.endpoint not in self._failing:
-                self._failed(d.endpoint)
+                if d.endpoint in self._failing:
+                    self._succeeded(d.endpoint)
+            else:
+                self._probe_successes.pop(d.endpoint, None)
+                if d.endpoint not in self._failing:
+                    self._failed(d.endpoint)
             status, next_at = attempts.next_state(d, r.attempt, result, False, now)
             self._outcomes.append(Outcome(d, r.token, r.attempt, r.started, result.status_code,
                                           result.latency_ms, result.error, status, next_at,
@@ -453,10 +467,21 @@ class Dispatcher:
         worth at a time."""
         if len(self._failing) >= MAX_FAILING_ENDPOINTS:
             self._failing.clear()  # bounded memory; an order and probes are lost
+            self._probe_successes.clear()
         self._failing[endpoint] = self._claims
         queue = self._ready.pop(endpoint, None)
         if queue:
             self._unsent.extend(queue)
+
+    def _succeeded(self, endpoint: str) -> None:
+        """A failing endpoint's probe succeeded: after PROBE_SUCCESSES in a row it has
+        its slots again."""
+        streak = self._probe_successes.get(endpoint, 0) + 1
+        if streak < PROBE_SUCCESSES:
+            self._probe_successes[endpoint] = streak
+            return
+        self._probe_successes.pop(endpoint, None)
+        del self._failing[endpoint]
 
     def _finished(self) -> None:
         """A send finished: bring a cycle now, or within :data:`OUTCOME_WAIT`.

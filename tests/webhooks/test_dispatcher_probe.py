@@ -6,7 +6,8 @@ new connection) per timeout, each of which the healthy endpoints' sends waited b
 the event loop. Now, once an endpoint's send fails, its deliveries claimed and not sent
 are given back uncounted (they were claimed for all its slots), its sends go one at a
 time, and at most ``CLAIM_AHEAD`` of its deliveries are claimed (a lease counts on at
-most that many sends per slot ahead of it); its first success gives it its slots back.
+most that many sends per slot ahead of it); two successes in a row give it its slots
+back (one did not hold a receiver that fails every other request in the probe).
 Both backends, real receivers; claims and attempts are read from the database.
 """
 
@@ -123,7 +124,16 @@ async def test_a_failing_endpoint_is_probed_one_send_at_a_time(webhook_db: Datab
                 assert len(failing.received) == probes
                 assert held.open == [probes]
                 assert await _claimed(webhook_db, failing.url) <= CLAIM_AHEAD
-                # Its probe succeeds: it has its slots again.
+                # Its probe succeeds: one success is not yet a recovery, the next
+                # request is another probe, alone.
+                held.answer(200)
+                await failing.wait_requests(probes + 1)
+                for n in range(3, 5):  # cycles run: the worker could send more now
+                    await queue_for_new_subscription(webhook_db, box, healthy.url, 1)
+                    worker.wake.set()
+                    await healthy.wait_requests(n * (n + 1) // 2)
+                assert held.open == [probes + 1]
+                # A second success in a row: it has its slots again.
                 held.answer(200)
 
                 async def all_slots_busy() -> bool:
@@ -131,7 +141,7 @@ async def test_a_failing_endpoint_is_probed_one_send_at_a_time(webhook_db: Datab
 
                 await wait_until(all_slots_busy, what="the recovered endpoint's slots in use")
     assert failing.answered[:SLOTS] == [503] * SLOTS
-    assert failing.answered[SLOTS] == 200
+    assert failing.answered[SLOTS:SLOTS + 2] == [200, 200]
     assert set(healthy.answered) == {200}
     # The deliveries given back at the failure were given back uncounted: every attempt
     # counted is a request the receiver got (the stop gave back the rest).
@@ -243,3 +253,44 @@ async def test_failing_endpoints_together_hold_at_most_half_the_slots(
     assert set(healthy.answered) == {200}
     for r in dead:
         assert await _attempts(webhook_db, r.url) == len(r.received)
+
+
+async def test_a_receiver_failing_every_other_request_stays_probed(
+        webhook_db: Database) -> None:
+    """A flapping receiver (503 and 200 in turn) never has two successes in a row, so it
+    stays in the probe: one request at a time, however many of its deliveries wait.
+    Let out at each success, it got its slots back, sent its waiting retries at once
+    and failed again, and a healthy neighbour's p99 rose by ~45 % (bench_delivery.py
+    --neighbours flap). Its deliveries still go through, one at a time. After each
+    answer a healthy endpoint's event is delivered twice over (each event reaches both
+    subscriptions): cycles have run, so the worker could have sent more."""
+    config = DeliveryConfig(allow_loopback=True, secret_encryption_key=ENCRYPTION_KEY,
+                            max_concurrency=8, per_endpoint_concurrency=SLOTS,
+                            poll_interval_seconds=3600.0, timeout_seconds=60.0,
+                            backoff_base_seconds=0.01, backoff_max_seconds=0.01)
+    box = SecretBox.from_config(config)
+    async with receiver() as flapping, receiver() as healthy:
+        held = Held(flapping)
+        await queue_for_new_subscription(webhook_db, box, flapping.url, BACKLOG)
+        async with running_dispatcher(webhook_db, config, box) as worker:
+            with held.released_at_exit():
+                await flapping.wait_requests(SLOTS)
+                held.answer(503)  # all four fail: it is probed
+                seen = SLOTS
+                delivered = 0
+                for turn in range(8):
+                    await flapping.wait_requests(seen + 1)
+                    seen = len(flapping.received)
+                    held.answer(200 if turn % 2 == 0 else 503)
+                    await flapping.wait_requests(seen + 1)  # its next probe
+                    for _ in range(2):
+                        delivered += 1
+                        await queue_for_new_subscription(webhook_db, box, healthy.url, 1)
+                        worker.wake.set()
+                        await healthy.wait_requests(delivered * (delivered + 1) // 2)
+                    # Only ever one request in flight, after a failure and after a
+                    # success alike.
+                    assert len(held.open) == 1, f"turn {turn}: {held.open}"
+    assert flapping.answered[SLOTS:SLOTS + 8] == [200, 503] * 4
+    assert set(healthy.answered) == {200}
+    assert await _attempts(webhook_db, flapping.url) == len(flapping.received)
