@@ -77,7 +77,7 @@ log = get_logger(__name__)
 #: is longer (4 x timeout_seconds + the margin), so after a crash its deliveries wait
 #: that long before another worker retries them.
 CLAIM_AHEAD = 4
-#: Endpoints remembered as failing (their last send failed), at most: they are served
+#: Endpoints remembered as failing (probed: see PROBE_SUCCESSES), at most: they are served
 #: after the others (:mod:`.handout`) and probed one send at a time, and every claim
 #: carries their room (so its cost grows with them). Past this the memory starts over:
 #: forgotten endpoints get their full slots, outside the share, until their next failure
@@ -362,7 +362,7 @@ class Dispatcher:
     def _take(self, first: str | None) -> _Ready | None:
         """The next ready delivery an endpoint has a free slot for, counted in flight;
         None when there is none. ``first``'s (a sender's own endpoint: its connection
-        is warm) unless its last send failed; else the one :func:`.handout.handout`
+        is warm) unless it is probed; else the one :func:`.handout.handout`
         would start next."""
         limit = max(self.config.per_endpoint_concurrency, 1)
         if first is not None and first not in self._failing:
@@ -386,7 +386,7 @@ class Dispatcher:
 
     def _start_sends(self) -> None:
         """Hand ready deliveries to idle senders, or start new ones (at most
-        ``max_concurrency`` senders exist): endpoints whose last send failed last, the
+        ``max_concurrency`` senders exist): endpoints being probed last, the
         endpoint with the fewest sends in flight first (:mod:`.handout`)."""
         if self._stopping:
             return

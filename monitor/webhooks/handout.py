@@ -5,12 +5,13 @@ steps (signing, writing the request to the socket, where a loopback receiver wok
 the same core can hold the writer for a while) finish before the next one's begin. So
 the order decides who waits. Deliveries are handed out like water filling slots: each
 next one goes to the endpoint with the fewest sends in flight and already handed out,
-and endpoints whose last send failed go after every other (``behind``): a receiver that
-answers errors at once is tried up to ``max_attempts`` times per delivery, and handed
-out first its retries made a healthy endpoint's new delivery wait for their sends
-(docs/performance.md, thirty-third pass). Among equals, the order of ``ready`` (the
-oldest claim first). The dispatcher asks it both when a cycle's claims start and when a
-sender picks its next delivery from another endpoint.
+and endpoints being probed (a send failed, two have not succeeded in a row since) go
+after every other (``behind``): a receiver that answers errors at once is tried up to
+``max_attempts`` times per delivery, and handed out first its retries made a healthy
+endpoint's new delivery wait for their sends (docs/performance.md, thirty-third pass).
+Among equals, the order of ``ready`` (the oldest claim first). The dispatcher asks it
+both when a cycle's claims start and when a sender picks its next delivery from another
+endpoint.
 
 An endpoint ``behind`` also takes at most one send in flight (the dispatcher probes a
 failing endpoint), so a dead receiver holds one slot, not ``per_endpoint_concurrency``
@@ -32,7 +33,7 @@ def handout(ready: Mapping[str, int], in_flight: Mapping[str, int], per_endpoint
 
     ``ready``: deliveries waiting per endpoint, in the order the endpoints were first
     claimed for; ``in_flight``: sends running per endpoint (absent: none); ``behind``:
-    endpoints to serve after all others, one send at a time (their last send failed)."""
+    endpoints to serve after all others, one send at a time (they are probed)."""
     heap = [(e in behind, in_flight.get(e, 0), i, e) for i, (e, n) in enumerate(ready.items())
             if n > 0 and in_flight.get(e, 0) < (1 if e in behind else per_endpoint)]
     heapq.heapify(heap)

@@ -218,7 +218,10 @@ async def test_a_busy_drain_skips_walks_only_while_the_endpoints_behind_them_are
     each of its subscriptions' oldest rows read (3.3 ms a cycle where a walk took 0.2,
     in the delivery benchmark's drain). The rule is replayed here from the recorded
     claims, independently of the worker's own state. Four slots per endpoint (the
-    default): a claim is then bounded by its endpoints' room, not by the worker's."""
+    default): a claim is then bounded by its endpoints' room, not by the worker's. The
+    receivers hold their first requests until a walk has met its bound (every endpoint
+    full, the read cut: the next cycle walks over rows it may not claim); left to
+    timing, that walk did not always come."""
     config = msgspec.structs.replace(_config(), per_endpoint_concurrency=4,
                                      max_concurrency=64)
     seen = _recorded_cycles(monkeypatch)
@@ -230,11 +233,21 @@ async def test_a_busy_drain_skips_walks_only_while_the_endpoints_behind_them_are
             await queue_for_new_subscription(webhook_db, box, r.url, 0)
         # Every event goes to all eight subscriptions: their rows interleave.
         await queue_for_new_subscription(webhook_db, box, receivers[-1].url, events)
+        release = asyncio.Event()
+        for r in receivers:
+            r.on_request = _hang_until(release)
+
+        async def a_walk_met_its_bound() -> bool:
+            return any(c.walk and r.by_subscription for c, r in seen)
+
         async with running_dispatcher(webhook_db, config, box):
+            try:
+                await wait_until(a_walk_met_its_bound, what="a walk meeting its bound")
+            finally:
+                release.set()
             for r in receivers:
                 await r.wait_requests(events, within=60.0)
     assert all(r.answered == [200] * events for r in receivers)
-    assert any(c.walk and r.by_subscription for c, r in seen), "no walk met its bound"
     blocked: set[str] = set()
     for claim, result in seen:
         if claim.walk:
