@@ -87,8 +87,8 @@ MAX_FAILING_ENDPOINTS = 1_000
 #: receiver failing every other request (a flaky proxy, a deploy rolling) left the probe
 #: at each success with all its slots, sent its claimed retries at once and failed
 #: again, and a healthy neighbour's p99 read 1.40-1.48x its baseline; kept in the probe
-#: until two in a row, 1.07 (``bench_delivery.py --neighbours flap``,
-#: docs/performance.md, thirty-ninth pass).
+#: until two in a row, 1.11 on SQLite and 0.81 on PostgreSQL (``bench_delivery.py
+#: --neighbours flap``, docs/performance.md, thirty-ninth pass).
 PROBE_SUCCESSES = 2
 #: Longest a finished send's outcome waits for its cycle while every sender still has a
 #: claimed delivery to send next (see :meth:`Dispatcher._finished`).

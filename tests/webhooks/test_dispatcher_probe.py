@@ -42,6 +42,16 @@ SLOTS = 4
 BACKLOG = 40
 
 
+def _config(max_concurrency: int = 8, per_endpoint: int = SLOTS,
+            backoff: float = 3600.0) -> DeliveryConfig:
+    """No poll and no timeout to act in a test; retries after ``backoff`` seconds."""
+    return DeliveryConfig(allow_loopback=True, secret_encryption_key=ENCRYPTION_KEY,
+                          max_concurrency=max_concurrency,
+                          per_endpoint_concurrency=per_endpoint, poll_interval_seconds=3600.0,
+                          timeout_seconds=60.0, backoff_base_seconds=backoff,
+                          backoff_max_seconds=backoff)
+
+
 class Held:
     """A receiver's requests, each held until the test answers it; by number (from 1)."""
 
@@ -95,10 +105,7 @@ async def _attempts(db: Database, url: str) -> int:
 
 
 async def test_a_failing_endpoint_is_probed_one_send_at_a_time(webhook_db: Database) -> None:
-    config = DeliveryConfig(allow_loopback=True, secret_encryption_key=ENCRYPTION_KEY,
-                            max_concurrency=8, per_endpoint_concurrency=SLOTS,
-                            poll_interval_seconds=3600.0, timeout_seconds=60.0,
-                            backoff_base_seconds=3600.0, backoff_max_seconds=3600.0)
+    config = _config()
     box = SecretBox.from_config(config)
     async with receiver() as failing, receiver() as healthy:
         held = Held(failing)
@@ -153,10 +160,7 @@ async def test_a_claim_asked_for_before_the_failure_gives_back_what_it_brings(
     """A claim on its way when the endpoint fails was given a healthy endpoint's room:
     what it brings for that endpoint is given back, not queued behind one slot. The
     claim is held on its way (the cycle's own code runs) until the failure is seen."""
-    config = DeliveryConfig(allow_loopback=True, secret_encryption_key=ENCRYPTION_KEY,
-                            max_concurrency=8, per_endpoint_concurrency=SLOTS,
-                            poll_interval_seconds=3600.0, timeout_seconds=60.0,
-                            backoff_base_seconds=3600.0, backoff_max_seconds=3600.0)
+    config = _config()
     box = SecretBox.from_config(config)
     on_its_way, go_on, failed = asyncio.Event(), asyncio.Event(), asyncio.Event()
 
@@ -206,10 +210,7 @@ async def test_failing_endpoints_together_hold_at_most_half_the_slots(
     defaults). Failing endpoints together now hold at most half the worker's slots, in
     turns: four dead receivers on a four-slot worker leave two slots and their claims
     to a healthy one."""
-    config = DeliveryConfig(allow_loopback=True, secret_encryption_key=ENCRYPTION_KEY,
-                            max_concurrency=4, per_endpoint_concurrency=1,
-                            poll_interval_seconds=3600.0, timeout_seconds=60.0,
-                            backoff_base_seconds=3600.0, backoff_max_seconds=3600.0)
+    config = _config(max_concurrency=4, per_endpoint=1)
     box = SecretBox.from_config(config)
     async with contextlib.AsyncExitStack() as stack:
         dead = [await stack.enter_async_context(receiver()) for _ in range(4)]
@@ -264,10 +265,7 @@ async def test_a_receiver_failing_every_other_request_stays_probed(
     --neighbours flap). Its deliveries still go through, one at a time. After each
     answer a healthy endpoint's event is delivered twice over (each event reaches both
     subscriptions): cycles have run, so the worker could have sent more."""
-    config = DeliveryConfig(allow_loopback=True, secret_encryption_key=ENCRYPTION_KEY,
-                            max_concurrency=8, per_endpoint_concurrency=SLOTS,
-                            poll_interval_seconds=3600.0, timeout_seconds=60.0,
-                            backoff_base_seconds=0.01, backoff_max_seconds=0.01)
+    config = _config(backoff=0.01)
     box = SecretBox.from_config(config)
     async with receiver() as flapping, receiver() as healthy:
         held = Held(flapping)
