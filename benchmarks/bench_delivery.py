@@ -16,7 +16,9 @@
    p99s (target: within 1.2x). ``--neighbours hang,fail,slow`` adds a row for a neighbour
    that answers 503 at once (every event brings retries) and one that answers after 1 s;
    ``flap`` one that answers 503 and 200 in turn (it fails and recovers all the time:
-   each failure after a success gives back what it had claimed ahead).
+   each failure after a success gives back what it had claimed ahead); ``flaky`` one
+   that answers 503 to a third of its requests, drawn at random (seeded): it often has
+   two successes in a row, leaves the probe and fails again.
 
 Receivers run in a child process (the second core), so the figures are the worker's. The
 Kafka intake is not included: it only inserts rows; this measures matching-to-2xx. Any
@@ -31,6 +33,7 @@ import argparse
 import asyncio
 import base64
 import os
+import random
 import statistics
 import subprocess
 import sys
@@ -86,6 +89,14 @@ async def _serve(count: int) -> None:
             return web.Response(status=503, text="down")
         return web.Response(text="ok")
 
+    draws = random.Random(15)  # the same failures in every run
+
+    async def flaky(request: web.Request) -> web.Response:
+        await request.read()
+        if draws.random() < 1 / 3:
+            return web.Response(status=503, text="down")
+        return web.Response(text="ok")
+
     async def slow(request: web.Request) -> web.Response:
         await request.read()
         await asyncio.sleep(1.0)
@@ -97,6 +108,7 @@ async def _serve(count: int) -> None:
     app.router.add_post("/fail", fail)
     app.router.add_post("/slow", slow)
     app.router.add_post("/flap", flap)
+    app.router.add_post("/flaky", flaky)
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()
     ports = []
@@ -416,10 +428,12 @@ async def drop_created() -> None:
 #: others are the receivers a subscriber more often has: one down behind a proxy (503 at
 #: once, so every event brings retries and their history rows), and one that answers
 #: after a second; "flap" one that fails every other request (a flaky proxy or a
-#: deploy in progress), which moves it in and out of the dispatcher's probe.
+#: deploy in progress), which moves it in and out of the dispatcher's probe, and "flaky"
+#: one that fails a third of its requests at random (often two successes in a row).
 NEIGHBOURS = {"hang": ("hang", "hanging", ""), "fail": ("fail", "failing", " (503 at once)"),
               "slow": ("slow", "slow", " (answers after 1 s)"),
-              "flap": ("flap", "flapping", " (503 and 200 in turn)")}
+              "flap": ("flap", "flapping", " (503 and 200 in turn)"),
+              "flaky": ("flaky", "flaky", " (503 to a third of requests, at random)")}
 
 
 def neighbour_kinds(value: str) -> list[str]:
@@ -590,7 +604,7 @@ if __name__ == "__main__":
                         help="comma-separated neighbours of the healthy endpoint in the "
                         "isolation runs, one row each: hang (the table's row; never "
                         "answers), fail (503 at once), slow (answers after 1 s), flap "
-                        "(503 and 200 in turn)")
+                        "(503 and 200 in turn), flaky (503 to a third of requests, at random)")
     parser.add_argument("--log-level", default="info",
                         choices=["debug", "info", "warning", "error"],
                         help="the worker's log level (default info, the configuration's "

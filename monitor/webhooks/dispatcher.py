@@ -28,7 +28,9 @@ queue of healthy ones (endpoints without room are left out of the due query).
 
 An endpoint whose send failed is probed until two of its sends in a row succeed
 (``PROBE_SUCCESSES``; one let a receiver failing every other request out at each
-success): its sends go one at a time, and it is claimed one slot's worth
+success), twice as many each time it fails again before it has had as many successes
+out of the probe (``MAX_PROBE_SUCCESSES``: a receiver failing a third of its requests
+left at each lucky pair): its sends go one at a time, and it is claimed one slot's worth
 (``CLAIM_AHEAD``). Its deliveries claimed but not sent when it fails are given back
 uncounted by the next cycle (their claims counted on all its slots), and so are those
 a claim asked for before it failed brings after. A dead receiver thus holds one slot,
@@ -90,6 +92,15 @@ MAX_FAILING_ENDPOINTS = 1_000
 #: until two in a row, 1.11 on SQLite and 0.81 on PostgreSQL (``bench_delivery.py
 #: --neighbours flap``, docs/performance.md, thirty-ninth pass).
 PROBE_SUCCESSES = 2
+#: Most successes in a row an endpoint that keeps relapsing must show to leave the probe.
+#: An endpoint that fails again before it has served its parole (as many successes out of
+#: the probe as it needed to leave it) needs twice as many the next time: a receiver
+#: failing one request in three met two in a row every third send, left the probe with
+#: all its slots each time and sent its claimed retries at once, and a healthy
+#: neighbour's p99 read 1.43x its baseline (``bench_delivery.py --neighbours flaky``,
+#: docs/performance.md, fortieth pass). The bound keeps a receiver that fails rarely
+#: but unluckily from being held one send at a time for good.
+MAX_PROBE_SUCCESSES = 16
 #: Longest a finished send's outcome waits for its cycle while every sender still has a
 #: claimed delivery to send next (see :meth:`Dispatcher._finished`).
 OUTCOME_WAIT = 0.005
@@ -100,6 +111,18 @@ def failing_share(max_concurrency: int) -> int:
     worker's slots (at least one), so they never hold more than half of its sends, and
     healthy endpoints always have the other half and the claims to fill them."""
     return max(max_concurrency // 2, 1)
+
+
+class _Recovery:
+    """What the dispatcher remembers of an endpoint's failures while it is probed, and
+    on parole after it: its successes in a row since its last failure, and how many it
+    needs to leave the probe (as many again end its parole: see MAX_PROBE_SUCCESSES)."""
+
+    __slots__ = ("needed", "streak")
+
+    def __init__(self) -> None:
+        self.needed = PROBE_SUCCESSES
+        self.streak = 0
 
 
 class _Ready(NamedTuple):
@@ -139,9 +162,8 @@ class Dispatcher:
         #: their deliveries start after the others' (:mod:`.handout`), so their retries
         #: never hold a healthy one's send, and go one at a time (a probe).
         self._failing: dict[str, int] = {}
-        #: Successes in a row of the failing endpoints that have had one since they
-        #: failed (see PROBE_SUCCESSES).
-        self._probe_successes: dict[str, int] = {}
+        #: The failing endpoints' and those on parole's record (see _Recovery).
+        self._recovery: dict[str, _Recovery] = {}
         self._claims = 0  # claims asked for (numbered when asked: see _claim_request)
         self._probe_turn = 0  # where the failing endpoints' room is handed out from
         #: Claimed, never sent, to give back uncounted with the next cycle: a failing
@@ -434,12 +456,10 @@ class Dispatcher:
                 task=task)
             now = attempts.clock()
             if result.error is None:
-                if d.endpoint in self._failing:
+                if d.endpoint in self._recovery:
                     self._succeeded(d.endpoint)
             else:
-                self._probe_successes.pop(d.endpoint, None)
-                if d.endpoint not in self._failing:
-                    self._failed(d.endpoint)
+                self._failed(d.endpoint)
             status, next_at = attempts.next_state(d, r.attempt, result, False, now)
             self._outcomes.append(Outcome(d, r.token, r.attempt, r.started, result.status_code,
                                           result.latency_ms, result.error, status, next_at,
@@ -460,28 +480,43 @@ class Dispatcher:
             self._finished()
 
     def _failed(self, endpoint: str) -> None:
-        """An endpoint's send failed after its last success: it is probed from now on.
-        Its deliveries claimed and not sent were claimed for all its slots, and one at a
-        time they would wait past their leases (CLAIM_AHEAD sends per slot ahead of
-        each): they are given back with the next cycle, and claimed again one slot's
-        worth at a time."""
+        """An endpoint's send failed. After its last success it is probed from now on,
+        needing twice the successes it needed last time if it is on parole (see
+        MAX_PROBE_SUCCESSES). Its deliveries claimed and not sent were claimed for all
+        its slots, and one at a time they would wait past their leases (CLAIM_AHEAD
+        sends per slot ahead of each): they are given back with the next cycle, and
+        claimed again one slot's worth at a time."""
+        recovery = self._recovery.get(endpoint)
+        if recovery is not None:
+            recovery.streak = 0
+            if endpoint in self._failing:
+                return
+            recovery.needed = min(recovery.needed * 2, MAX_PROBE_SUCCESSES)  # a relapse
         if len(self._failing) >= MAX_FAILING_ENDPOINTS:
             self._failing.clear()  # bounded memory; an order and probes are lost
-            self._probe_successes.clear()
+            self._recovery.clear()
+            recovery = None
+        if len(self._recovery) >= 2 * MAX_FAILING_ENDPOINTS:
+            # Bounded memory: endpoints on parole that are sent nothing more.
+            self._recovery = {e: r for e, r in self._recovery.items() if e in self._failing}
+        if recovery is None:
+            recovery = self._recovery[endpoint] = _Recovery()
         self._failing[endpoint] = self._claims
         queue = self._ready.pop(endpoint, None)
         if queue:
             self._unsent.extend(queue)
 
     def _succeeded(self, endpoint: str) -> None:
-        """A failing endpoint's probe succeeded: after PROBE_SUCCESSES in a row it has
-        its slots again."""
-        streak = self._probe_successes.get(endpoint, 0) + 1
-        if streak < PROBE_SUCCESSES:
-            self._probe_successes[endpoint] = streak
-            return
-        self._probe_successes.pop(endpoint, None)
-        del self._failing[endpoint]
+        """A send succeeded at an endpoint probed or on parole: after as many successes
+        in a row as it needs it has its slots again, on parole for as many more; after
+        those its failures are forgotten."""
+        recovery = self._recovery[endpoint]
+        recovery.streak += 1
+        if endpoint in self._failing:
+            if recovery.streak >= recovery.needed:
+                del self._failing[endpoint]
+        elif recovery.streak >= 2 * recovery.needed:
+            del self._recovery[endpoint]
 
     def _finished(self) -> None:
         """A send finished: bring a cycle now, or within :data:`OUTCOME_WAIT`.

@@ -5,8 +5,8 @@ steps (signing, writing the request to the socket, where a loopback receiver wok
 the same core can hold the writer for a while) finish before the next one's begin. So
 the order decides who waits. Deliveries are handed out like water filling slots: each
 next one goes to the endpoint with the fewest sends in flight and already handed out,
-and endpoints being probed (a send failed, two have not succeeded in a row since) go
-after every other (``behind``): a receiver that answers errors at once is tried up to
+and endpoints being probed (a send failed, and not enough have succeeded in a row
+since) go after every other (``behind``): a receiver that answers errors at once is tried up to
 ``max_attempts`` times per delivery, and handed out first its retries made a healthy
 endpoint's new delivery wait for their sends (docs/performance.md, thirty-third pass).
 Among equals, the order of ``ready`` (the oldest claim first). The dispatcher asks it

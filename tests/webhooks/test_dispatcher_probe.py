@@ -292,3 +292,56 @@ async def test_a_receiver_failing_every_other_request_stays_probed(
     assert flapping.answered[SLOTS:SLOTS + 8] == [200, 503] * 4
     assert set(healthy.answered) == {200}
     assert await _attempts(webhook_db, flapping.url) == len(flapping.received)
+
+
+async def test_a_receiver_that_relapses_needs_twice_the_successes(
+        webhook_db: Database) -> None:
+    """A receiver failing a third of its requests at random often has two successes in
+    a row: it left the probe each time, sent its waiting retries at once and failed
+    again (a healthy neighbour's p99 1.31x, bench_delivery.py --neighbours flaky). Now
+    an endpoint that fails again before as many successes out of the probe as it needed
+    to leave it (its parole) needs twice as many the next time; one that serves its
+    parole is forgiven, and its next failure needs two again. Cycles run after every
+    answer (a healthy endpoint's events are delivered), so the worker could have sent
+    more than one probe."""
+    config = _config(backoff=0.01)
+    box = SecretBox.from_config(config)
+    async with receiver() as flaky, receiver() as healthy:
+        held = Held(flaky)
+        delivered = 0
+
+        async def cycles_run() -> None:
+            nonlocal delivered
+            for _ in range(2):
+                delivered += 1
+                await queue_for_new_subscription(webhook_db, box, healthy.url, 1)
+                worker.wake.set()
+                await healthy.wait_requests(delivered * (delivered + 1) // 2)
+
+        async def all_slots_busy() -> bool:
+            return len(held.open) == SLOTS
+
+        async def probed_until(successes: int) -> None:
+            """Answer the probe with 200 ``successes`` times: one request at a time
+            until the last, then every slot busy."""
+            for n in range(successes):
+                await flaky.wait_requests(len(flaky.answered) + 1)
+                await cycles_run()
+                assert len(held.open) == 1, f"success {n}: {held.open}"
+                held.answer(200)
+            await wait_until(all_slots_busy, what="the recovered endpoint's slots in use")
+
+        await queue_for_new_subscription(webhook_db, box, flaky.url, BACKLOG)
+        async with running_dispatcher(webhook_db, config, box) as worker:
+            with held.released_at_exit():
+                await flaky.wait_requests(SLOTS)
+                held.answer(503)  # probed: two successes in a row to leave
+                await probed_until(2)
+                held.answer(503)  # a relapse, on parole: four the next time
+                await probed_until(4)
+                held.answer(200)  # four more: parole served, its failures forgotten
+                await wait_until(all_slots_busy, what="the forgiven endpoint's slots in use")
+                held.answer(503)
+                await probed_until(2)
+    assert set(healthy.answered) == {200}
+    assert await _attempts(webhook_db, flaky.url) == len(flaky.received)
