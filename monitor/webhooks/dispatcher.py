@@ -26,19 +26,17 @@ Isolation: at most ``max_concurrency`` sends in flight overall and
 endpoint too: a hanging receiver holds its own few slots and ready deliveries, never the
 queue of healthy ones (endpoints without room are left out of the due query).
 
-An endpoint whose send failed is probed until two of its sends in a row succeed
-(``PROBE_SUCCESSES``; one let a receiver failing every other request out at each
-success), twice as many each time it fails again before it has had as many successes
-out of the probe (``MAX_PROBE_SUCCESSES``: a receiver failing a third of its requests
-left at each lucky pair): its sends go one at a time, and it is claimed one slot's worth
-(``CLAIM_AHEAD``). Its deliveries claimed but not sent when it fails are given back
-uncounted by the next cycle (their claims counted on all its slots), and so are those
-a claim asked for before it failed brings after. A dead receiver thus holds one slot,
-not ``per_endpoint_concurrency``, from its first failure on, and the ends of its sends (a
-timeout, the failure's cycle, a new connection), which the healthy endpoints' sends wait
-behind on the event loop, come that much less often. All failing endpoints together
-hold at most half the worker's slots (:func:`failing_share`), in turns, so no number of
-dead receivers leaves a healthy endpoint without slots or claims.
+An endpoint whose send failed is probed (:mod:`.probe`: until two of its sends in a row
+succeed, more if it keeps relapsing): its sends go one at a time, and it is claimed one
+slot's worth (``CLAIM_AHEAD``). Its deliveries claimed but not sent when it fails are
+given back uncounted by the next cycle (their claims counted on all its slots), and so
+are those a claim asked for before it failed brings after. A dead receiver thus holds
+one slot, not ``per_endpoint_concurrency``, from its first failure on, and the ends of
+its sends (a timeout, the failure's cycle, a new connection), which the healthy
+endpoints' sends wait behind on the event loop, come that much less often. All failing
+endpoints together hold at most half the worker's slots (:func:`.probe.failing_share`),
+in turns, so no number of dead receivers leaves a healthy endpoint without slots or
+claims.
 """
 
 from __future__ import annotations
@@ -62,6 +60,7 @@ from ..storage.due_read import ClaimRequest, full_endpoints
 from . import metrics
 from .attempts import DeliveryAttempts, backoff_delay
 from .handout import handout
+from .probe import Probes, failing_share
 from .walcheckpoint import WalCheckpoints
 
 __all__ = ["CLAIM_AHEAD", "DeliveryAttempts", "Dispatcher", "backoff_delay", "failing_share"]
@@ -79,50 +78,9 @@ log = get_logger(__name__)
 #: is longer (4 x timeout_seconds + the margin), so after a crash its deliveries wait
 #: that long before another worker retries them.
 CLAIM_AHEAD = 4
-#: Endpoints remembered as failing (probed: see PROBE_SUCCESSES), at most: they are served
-#: after the others (:mod:`.handout`) and probed one send at a time, and every claim
-#: carries their room (so its cost grows with them). Past this the memory starts over:
-#: forgotten endpoints get their full slots, outside the share, until their next failure
-#: (safe for leases: a delivery claimed for one slot goes out no later on more).
-MAX_FAILING_ENDPOINTS = 1_000
-#: Successes in a row that take an endpoint out of the probe. One was not enough: a
-#: receiver failing every other request (a flaky proxy, a deploy rolling) left the probe
-#: at each success with all its slots, sent its claimed retries at once and failed
-#: again, and a healthy neighbour's p99 read 1.40-1.48x its baseline; kept in the probe
-#: until two in a row, 1.11 on SQLite and 0.81 on PostgreSQL (``bench_delivery.py
-#: --neighbours flap``, docs/performance.md, thirty-ninth pass).
-PROBE_SUCCESSES = 2
-#: Most successes in a row an endpoint that keeps relapsing must show to leave the probe.
-#: An endpoint that fails again before it has served its parole (as many successes out of
-#: the probe as it needed to leave it) needs twice as many the next time: a receiver
-#: failing one request in three met two in a row every third send, left the probe with
-#: all its slots each time and sent its claimed retries at once, and a healthy
-#: neighbour's p99 read 1.43x its baseline (``bench_delivery.py --neighbours flaky``,
-#: docs/performance.md, fortieth pass). The bound keeps a receiver that fails rarely
-#: but unluckily from being held one send at a time for good.
-MAX_PROBE_SUCCESSES = 16
 #: Longest a finished send's outcome waits for its cycle while every sender still has a
 #: claimed delivery to send next (see :meth:`Dispatcher._finished`).
 OUTCOME_WAIT = 0.005
-
-
-def failing_share(max_concurrency: int) -> int:
-    """Deliveries the failing endpoints may hold claimed at once, all together: half the
-    worker's slots (at least one), so they never hold more than half of its sends, and
-    healthy endpoints always have the other half and the claims to fill them."""
-    return max(max_concurrency // 2, 1)
-
-
-class _Recovery:
-    """What the dispatcher remembers of an endpoint's failures while it is probed, and
-    on parole after it: its successes in a row since its last failure, and how many it
-    needs to leave the probe (as many again end its parole: see MAX_PROBE_SUCCESSES)."""
-
-    __slots__ = ("needed", "streak")
-
-    def __init__(self) -> None:
-        self.needed = PROBE_SUCCESSES
-        self.streak = 0
 
 
 class _Ready(NamedTuple):
@@ -157,15 +115,11 @@ class Dispatcher:
         #: Endpoints without room when the last walk met its bound (see _walks).
         self._walk_blocked: frozenset[str] = frozenset()
         self._freed: set[str] = set()  # endpoints where a send finished since then
-        #: Endpoints probed (a send failed, and PROBE_SUCCESSES have not followed in a
-        #: row), each with the number of the last claim asked for before it failed:
-        #: their deliveries start after the others' (:mod:`.handout`), so their retries
-        #: never hold a healthy one's send, and go one at a time (a probe).
-        self._failing: dict[str, int] = {}
-        #: The failing endpoints' and those on parole's record (see _Recovery).
-        self._recovery: dict[str, _Recovery] = {}
+        #: The endpoints probed (a send failed, and not enough have succeeded in a row
+        #: since): their deliveries start after the others' (:mod:`.handout`), so their
+        #: retries never hold a healthy one's send, and go one at a time.
+        self._probes = Probes()
         self._claims = 0  # claims asked for (numbered when asked: see _claim_request)
-        self._probe_turn = 0  # where the failing endpoints' room is handed out from
         #: Claimed, never sent, to give back uncounted with the next cycle: a failing
         #: endpoint's deliveries claimed for all its slots.
         self._unsent: list[_Ready] = []
@@ -213,8 +167,7 @@ class Dispatcher:
         # Enough for the endpoints with room plus one new endpoint's worth; more is
         # claimed in the next cycle (a read cut at its limit brings one at once).
         limit = min(limit, sum(n for n in room.values() if n > 0) + per_endpoint)
-        if self._failing:
-            self._probe_room(room)
+        self._probes.share(room, failing_share(self.config.max_concurrency), CLAIM_AHEAD)
         self._full_at_read = {e for e, n in room.items() if n <= 0}
         self._freed.clear()
         now = self.attempts.clock()
@@ -247,35 +200,11 @@ class Dispatcher:
         blocked = self._walk_blocked
         return not blocked or any(room.get(e, per_endpoint) > 0 for e in blocked)
 
-    def _probe_room(self, room: dict[str, int]) -> None:
-        """Set the failing endpoints' room: each at most one slot's worth (CLAIM_AHEAD)
-        less what it holds, and all of them together never holding more than half the
-        worker's slots (:func:`failing_share`). Without that bound, enough dead
-        receivers (64 at the defaults; 16 before the probe) held every claim the worker
-        may make, and a healthy endpoint's rows were not claimed at all: minutes of delay
-        at 16 (``benchmarks/bench_outage.py``). What is left of the share goes one claim
-        per endpoint first, then the rest, starting where the last claim stopped, so
-        every failing endpoint gets its turn to be probed."""
-        failing = list(self._failing)
-        held = {e: CLAIM_AHEAD - room.get(e, CLAIM_AHEAD) for e in failing}  # see _room
-        left = failing_share(self.config.max_concurrency) - sum(held.values())
-        start = self._probe_turn % len(failing)
-        turn = failing[start:] + failing[:start]
-        give = dict.fromkeys(failing, 0)
-        for top in (1, CLAIM_AHEAD):
-            for i, endpoint in enumerate(turn):
-                more = max(min(top - held[endpoint] - give[endpoint], left), 0)
-                if more:
-                    give[endpoint] += more
-                    left -= more
-                    self._probe_turn = start + i + 1  # the next claim starts after it
-        room.update(give)
-
     def _room(self, per_endpoint: int) -> dict[str, int]:
         """Claims each endpoint with claimed deliveries can still take: a failing one
         one slot's worth (its probe sends one at a time, and a lease counts on at most
         CLAIM_AHEAD sends per slot ahead of it)."""
-        failing = self._failing
+        failing = self._probes.failing
         room = {e: (CLAIM_AHEAD if e in failing else per_endpoint) - n
                 for e, n in self._inflight.items()}
         for endpoint, queue in self._ready.items():
@@ -347,7 +276,7 @@ class Dispatcher:
         if claim is None or not result.claimed:
             return
         unusable: list[tuple[DueDelivery, str, int]] = []
-        failing = self._failing
+        failing = self._probes.failing
         for d, attempt in result.claimed:
             try:
                 secrets = self.attempts.secrets_for(d.subscription_id, d.secret_sealed,
@@ -387,14 +316,14 @@ class Dispatcher:
         is warm) unless it is probed; else the one :func:`.handout.handout`
         would start next."""
         limit = max(self.config.per_endpoint_concurrency, 1)
-        if first is not None and first not in self._failing:
+        if first is not None and first not in self._probes.failing:
             queue = self._ready.get(first)
             if queue and self._inflight.get(first, 0) < limit:
                 return self._pop(first, queue)
         if not self._ready:
             return None
         order = handout({e: len(q) for e, q in self._ready.items()}, self._inflight, limit, 1,
-                        self._failing)
+                        self._probes.failing)
         return self._pop(order[0], self._ready[order[0]]) if order else None
 
     def _pop(self, endpoint: str, queue: deque[_Ready]) -> _Ready:
@@ -416,7 +345,8 @@ class Dispatcher:
         if free <= 0 or not self._ready:
             return
         order = handout({e: len(q) for e, q in self._ready.items()}, self._inflight,
-                        max(self.config.per_endpoint_concurrency, 1), free, self._failing)
+                        max(self.config.per_endpoint_concurrency, 1), free,
+                        self._probes.failing)
         for endpoint in order:
             while self._idle and self._idle[0].done():
                 self._idle.popleft()  # cancelled by a stop
@@ -456,8 +386,7 @@ class Dispatcher:
                 task=task)
             now = attempts.clock()
             if result.error is None:
-                if d.endpoint in self._recovery:
-                    self._succeeded(d.endpoint)
+                self._probes.succeeded(d.endpoint)
             else:
                 self._failed(d.endpoint)
             status, next_at = attempts.next_state(d, r.attempt, result, False, now)
@@ -480,43 +409,15 @@ class Dispatcher:
             self._finished()
 
     def _failed(self, endpoint: str) -> None:
-        """An endpoint's send failed. After its last success it is probed from now on,
-        needing twice the successes it needed last time if it is on parole (see
-        MAX_PROBE_SUCCESSES). Its deliveries claimed and not sent were claimed for all
-        its slots, and one at a time they would wait past their leases (CLAIM_AHEAD
-        sends per slot ahead of each): they are given back with the next cycle, and
-        claimed again one slot's worth at a time."""
-        recovery = self._recovery.get(endpoint)
-        if recovery is not None:
-            recovery.streak = 0
-            if endpoint in self._failing:
-                return
-            recovery.needed = min(recovery.needed * 2, MAX_PROBE_SUCCESSES)  # a relapse
-        if len(self._failing) >= MAX_FAILING_ENDPOINTS:
-            self._failing.clear()  # bounded memory; an order and probes are lost
-            self._recovery.clear()
-            recovery = None
-        if len(self._recovery) >= 2 * MAX_FAILING_ENDPOINTS:
-            # Bounded memory: endpoints on parole that are sent nothing more.
-            self._recovery = {e: r for e, r in self._recovery.items() if e in self._failing}
-        if recovery is None:
-            recovery = self._recovery[endpoint] = _Recovery()
-        self._failing[endpoint] = self._claims
-        queue = self._ready.pop(endpoint, None)
-        if queue:
-            self._unsent.extend(queue)
-
-    def _succeeded(self, endpoint: str) -> None:
-        """A send succeeded at an endpoint probed or on parole: after as many successes
-        in a row as it needs it has its slots again, on parole for as many more; after
-        those its failures are forgotten."""
-        recovery = self._recovery[endpoint]
-        recovery.streak += 1
-        if endpoint in self._failing:
-            if recovery.streak >= recovery.needed:
-                del self._failing[endpoint]
-        elif recovery.streak >= 2 * recovery.needed:
-            del self._recovery[endpoint]
+        """An endpoint's send failed. Probed from now on (see :mod:`.probe`), its
+        deliveries claimed and not sent were claimed for all its slots, and one at a
+        time they would wait past their leases (CLAIM_AHEAD sends per slot ahead of
+        each): they are given back with the next cycle, and claimed again one slot's
+        worth at a time."""
+        if self._probes.failed(endpoint, self._claims):
+            queue = self._ready.pop(endpoint, None)
+            if queue:
+                self._unsent.extend(queue)
 
     def _finished(self) -> None:
         """A send finished: bring a cycle now, or within :data:`OUTCOME_WAIT`.
