@@ -293,6 +293,7 @@ def delivery() -> dict[str, Any]:
         ]),
         panel("Failing endpoints and failures by reason", "timeseries", [
             q("sum(depeg_delivery_failing_endpoints)", "failing endpoints"),
+            q("sum(depeg_delivery_probed_endpoints)", "probed receivers"),
             q(f'sum by (outcome) (rate(depeg_delivery_attempts_total{{outcome!="success"}}[{RI}]))',
               "{{outcome}} /s"),
         ]),

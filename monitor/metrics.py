@@ -188,6 +188,12 @@ DELIVERY_LATENCY = Histogram(
 #: Distinct endpoints (subscriptions) whose latest attempt failed. No URL label, by design.
 FAILING_ENDPOINTS = Gauge(
     f"{NS}_delivery_failing_endpoints", "Subscriptions whose latest delivery attempt failed.")
+#: Receivers (scheme://host:port) this worker probes: one send at a time, behind every
+#: other endpoint's (monitor/webhooks/probe.py). Per worker, set once per cycle.
+PROBED_ENDPOINTS = Gauge(
+    f"{NS}_delivery_probed_endpoints",
+    "Receivers this worker sends one request at a time (a send failed, not enough "
+    "successes in a row since).")
 
 # ---- store writer (consumers/store_writer) ----------------------------------------------
 STORE_WRITES = Counter(f"{NS}_store_writes_total", "Rows written to the store.", ["kind"])

@@ -225,7 +225,7 @@ class Dispatcher:
         claim = None if self._stopping else self._claim_request(look)
         number = self._claims  # this claim's, if there is one
         if not outcomes and claim is None:
-            metrics.in_flight(self._busy)
+            metrics.in_flight(self._busy, len(self._probes.failing))
             return False
         try:
             result = await run_cycle(self.attempts.store.db, outcomes, claim)
@@ -249,7 +249,7 @@ class Dispatcher:
         if outcomes:
             self.attempts.report_cycle(outcomes, result.recorded)
         await self._accept(result, claim, number)
-        metrics.in_flight(self._busy)
+        metrics.in_flight(self._busy, len(self._probes.failing))
         if claim is not None:
             # Endpoints this claim filled up may have due rows left behind too (the read
             # stops taking an endpoint's rows at its room): a slot freed at any of them
@@ -503,5 +503,5 @@ class Dispatcher:
             # Their claims expire and they are retried (as interrupted attempts).
             log.error("webhook.stop_bookkeeping_failed", error=str(exc),
                       outcomes=len(self._outcomes), unsent=len(unsent) + len(self._unsent))
-        metrics.in_flight(self._busy)
+        metrics.in_flight(self._busy, len(self._probes.failing))
 

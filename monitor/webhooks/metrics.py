@@ -123,11 +123,12 @@ def delivered_many(latencies: Sequence[float]) -> None:
     observe_many(m.DELIVERY_LATENCY, [max(0.0, x) for x in latencies])
 
 
-def in_flight(count: int) -> None:
-    """The worker's POSTs in flight, set by its dispatcher once per cycle (its sends do
-    not count themselves: :func:`send_started` and :func:`send_finished` took a lock
-    each per send)."""
+def in_flight(count: int, probed: int) -> None:
+    """The worker's POSTs in flight and the receivers it probes, set by its dispatcher
+    once per cycle (its sends do not count themselves: :func:`send_started` and
+    :func:`send_finished` took a lock each per send)."""
     m.DELIVERIES_IN_FLIGHT.set(count)
+    m.PROBED_ENDPOINTS.set(probed)
 
 
 def deliveries_created(count: int) -> None:

@@ -20,6 +20,7 @@ from contextlib import contextmanager
 
 import pytest
 from aiohttp import web
+from prometheus_client import REGISTRY, generate_latest
 
 import monitor.webhooks.dispatcher as dispatcher_module
 from monitor.config import DeliveryConfig
@@ -104,6 +105,12 @@ async def _attempts(db: Database, url: str) -> int:
         origin(url)))
 
 
+def _probed_gauge() -> float:
+    """``depeg_delivery_probed_endpoints`` as this process exports it."""
+    return float(generate_latest(REGISTRY).decode().split(
+        "\ndepeg_delivery_probed_endpoints ", 1)[1].split("\n", 1)[0])
+
+
 async def test_a_failing_endpoint_is_probed_one_send_at_a_time(webhook_db: Database) -> None:
     config = _config()
     box = SecretBox.from_config(config)
@@ -131,6 +138,7 @@ async def test_a_failing_endpoint_is_probed_one_send_at_a_time(webhook_db: Datab
                 assert len(failing.received) == probes
                 assert held.open == [probes]
                 assert await _claimed(webhook_db, failing.url) <= CLAIM_AHEAD
+                assert _probed_gauge() == 1  # set by the cycles that just ran
                 # Its probe succeeds: one success is not yet a recovery, the next
                 # request is another probe, alone.
                 held.answer(200)
@@ -147,6 +155,11 @@ async def test_a_failing_endpoint_is_probed_one_send_at_a_time(webhook_db: Datab
                     return len(held.open) == SLOTS
 
                 await wait_until(all_slots_busy, what="the recovered endpoint's slots in use")
+
+                async def not_probed() -> bool:
+                    return _probed_gauge() == 0
+
+                await wait_until(not_probed, what="the gauge to read no receiver probed")
     assert failing.answered[:SLOTS] == [503] * SLOTS
     assert failing.answered[SLOTS:SLOTS + 2] == [200, 200]
     assert set(healthy.answered) == {200}
