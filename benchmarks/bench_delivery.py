@@ -97,6 +97,15 @@ async def _serve(count: int) -> None:
             return web.Response(status=503, text="down")
         return web.Response(text="ok")
 
+    slow_draws = random.Random(16)  # not flaky's: its own draws, the same in every run
+
+    async def slowflaky(request: web.Request) -> web.Response:
+        await request.read()
+        await asyncio.sleep(0.2)
+        if slow_draws.random() < 0.2:
+            return web.Response(status=503, text="down")
+        return web.Response(text="ok")
+
     async def slow(request: web.Request) -> web.Response:
         await request.read()
         await asyncio.sleep(1.0)
@@ -109,6 +118,7 @@ async def _serve(count: int) -> None:
     app.router.add_post("/slow", slow)
     app.router.add_post("/flap", flap)
     app.router.add_post("/flaky", flaky)
+    app.router.add_post("/slowflaky", slowflaky)
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()
     ports = []
@@ -429,11 +439,16 @@ async def drop_created() -> None:
 #: once, so every event brings retries and their history rows), and one that answers
 #: after a second; "flap" one that fails every other request (a flaky proxy or a
 #: deploy in progress), which moves it in and out of the dispatcher's probe, and "flaky"
-#: one that fails a third of its requests at random (often two successes in a row).
+#: one that fails a third of its requests at random (often two successes in a row);
+#: "slowflaky" (not in the table's runs) answers after 0.2 s and fails a fifth at random:
+#: what the probe costs a receiver that needs its slots (run it with ``--rate 10``: its
+#: ~12.5 attempts/s need ~2.5 sends in flight; probed it has one).
 NEIGHBOURS = {"hang": ("hang", "hanging", ""), "fail": ("fail", "failing", " (503 at once)"),
               "slow": ("slow", "slow", " (answers after 1 s)"),
               "flap": ("flap", "flapping", " (503 and 200 in turn)"),
-              "flaky": ("flaky", "flaky", " (503 to a third of requests, at random)")}
+              "flaky": ("flaky", "flaky", " (503 to a third of requests, at random)"),
+              "slowflaky": ("slowflaky", "slow flaky",
+                            " (answers after 0.2 s, 503 to a fifth, at random)")}
 
 
 def neighbour_kinds(value: str) -> list[str]:
@@ -604,7 +619,8 @@ if __name__ == "__main__":
                         help="comma-separated neighbours of the healthy endpoint in the "
                         "isolation runs, one row each: hang (the table's row; never "
                         "answers), fail (503 at once), slow (answers after 1 s), flap "
-                        "(503 and 200 in turn), flaky (503 to a third of requests, at random)")
+                        "(503 and 200 in turn), flaky (503 to a third of requests, at random), "
+                        "slowflaky (answers after 0.2 s, 503 to a fifth, at random)")
     parser.add_argument("--log-level", default="info",
                         choices=["debug", "info", "warning", "error"],
                         help="the worker's log level (default info, the configuration's "
