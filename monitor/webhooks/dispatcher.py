@@ -27,10 +27,11 @@ endpoint too: a hanging receiver holds its own few slots and ready deliveries, n
 queue of healthy ones (endpoints without room are left out of the due query).
 
 An endpoint whose send failed is probed (:mod:`.probe`: until two of its sends in a row
-succeed, more if it keeps relapsing): its sends go one at a time, and it is claimed one
-slot's worth (``CLAIM_AHEAD``). Its deliveries claimed but not sent when it fails are
-given back uncounted by the next cycle (their claims counted on all its slots), and so
-are those a claim asked for before it failed brings after. A dead receiver thus holds
+succeed, more if it keeps relapsing): its sends go one at a time, one more at once per
+success in a row, and it is claimed one slot's worth (``CLAIM_AHEAD``) per send. Its
+deliveries claimed but not sent when it fails are given back uncounted by the next
+cycle (their claims counted on more slots), and so are those a claim asked for before it
+failed brings after. A dead receiver thus holds
 one slot, not ``per_endpoint_concurrency``, from its first failure on, and the ends of
 its sends (a timeout, the failure's cycle, a new connection), which the healthy
 endpoints' sends wait behind on the event loop, come that much less often. All failing
@@ -118,7 +119,7 @@ class Dispatcher:
         #: The endpoints probed (a send failed, and not enough have succeeded in a row
         #: since): their deliveries start after the others' (:mod:`.handout`), so their
         #: retries never hold a healthy one's send, and go one at a time.
-        self._probes = Probes()
+        self._probes = Probes(self.config.per_endpoint_concurrency)
         self._claims = 0  # claims asked for (numbered when asked: see _claim_request)
         #: Claimed, never sent, to give back uncounted with the next cycle: a failing
         #: endpoint's deliveries claimed for all its slots.
@@ -202,15 +203,15 @@ class Dispatcher:
 
     def _room(self, per_endpoint: int) -> dict[str, int]:
         """Claims each endpoint with claimed deliveries can still take: a failing one
-        one slot's worth (its probe sends one at a time, and a lease counts on at most
-        CLAIM_AHEAD sends per slot ahead of it)."""
-        failing = self._probes.failing
-        room = {e: (CLAIM_AHEAD if e in failing else per_endpoint) - n
+        one slot's worth per send the probe lets it have in flight (a lease counts on
+        at most CLAIM_AHEAD sends per slot ahead of it)."""
+        slots = self._probes.slots
+        room = {e: (CLAIM_AHEAD * slots[e] if e in slots else per_endpoint) - n
                 for e, n in self._inflight.items()}
         for endpoint, queue in self._ready.items():
             left = room.get(endpoint)
             if left is None:
-                left = CLAIM_AHEAD if endpoint in failing else per_endpoint
+                left = CLAIM_AHEAD * slots[endpoint] if endpoint in slots else per_endpoint
             room[endpoint] = left - len(queue)
         return room
 
@@ -323,7 +324,7 @@ class Dispatcher:
         if not self._ready:
             return None
         order = handout({e: len(q) for e, q in self._ready.items()}, self._inflight, limit, 1,
-                        self._probes.failing)
+                        self._probes.slots)
         return self._pop(order[0], self._ready[order[0]]) if order else None
 
     def _pop(self, endpoint: str, queue: deque[_Ready]) -> _Ready:
@@ -346,7 +347,7 @@ class Dispatcher:
             return
         order = handout({e: len(q) for e, q in self._ready.items()}, self._inflight,
                         max(self.config.per_endpoint_concurrency, 1), free,
-                        self._probes.failing)
+                        self._probes.slots)
         for endpoint in order:
             while self._idle and self._idle[0].done():
                 self._idle.popleft()  # cancelled by a stop
@@ -409,11 +410,11 @@ class Dispatcher:
             self._finished()
 
     def _failed(self, endpoint: str) -> None:
-        """An endpoint's send failed. Probed from now on (see :mod:`.probe`), its
-        deliveries claimed and not sent were claimed for all its slots, and one at a
-        time they would wait past their leases (CLAIM_AHEAD sends per slot ahead of
-        each): they are given back with the next cycle, and claimed again one slot's
-        worth at a time."""
+        """An endpoint's send failed. Probed from now on, or back to one send at a time
+        (see :mod:`.probe`), its deliveries claimed and not sent were claimed for more
+        slots, and one at a time they would wait past their leases (CLAIM_AHEAD sends
+        per slot ahead of each): they are given back with the next cycle, and claimed
+        again one slot's worth at a time."""
         if self._probes.failed(endpoint, self._claims):
             queue = self._ready.pop(endpoint, None)
             if queue:

@@ -13,29 +13,32 @@ Among equals, the order of ``ready`` (the oldest claim first). The dispatcher as
 both when a cycle's claims start and when a sender picks its next delivery from another
 endpoint.
 
-An endpoint ``behind`` also takes at most one send in flight (the dispatcher probes a
-failing endpoint), so a dead receiver holds one slot, not ``per_endpoint_concurrency``
-of them, and each of its sends' ends (a timeout, a failure cycle, a new connection)
-costs the others a quarter as often.
+An endpoint ``behind`` also takes at most the sends in flight the probe gives it (one
+after a failure, one more per success in a row: :mod:`.probe`), so a dead receiver holds
+one slot, not ``per_endpoint_concurrency`` of them, and each of its sends' ends (a
+timeout, a failure cycle, a new connection) costs the others a quarter as often.
 """
 
 from __future__ import annotations
 
 import heapq
-from collections.abc import Container, Mapping
+from collections.abc import Mapping
 
 
 def handout(ready: Mapping[str, int], in_flight: Mapping[str, int], per_endpoint: int,
-            free: int, behind: Container[str] = frozenset()) -> list[str]:
+            free: int, behind: Mapping[str, int] | None = None) -> list[str]:
     """The endpoints to take the next ready delivery from, in order: at most ``free``
-    in all, none past its bound of sends in flight (``per_endpoint``, or one for those
-    ``behind``), none past its ``ready`` count.
+    in all, none past its bound of sends in flight (``per_endpoint``, or its value in
+    ``behind`` if lower), none past its ``ready`` count.
 
     ``ready``: deliveries waiting per endpoint, in the order the endpoints were first
     claimed for; ``in_flight``: sends running per endpoint (absent: none); ``behind``:
-    endpoints to serve after all others, one send at a time (they are probed)."""
+    endpoints to serve after all others, each with the sends it may have in flight (they
+    are probed: :mod:`.probe`)."""
+    behind = behind or {}
+    bound = {e: min(behind.get(e, per_endpoint), per_endpoint) for e in ready}
     heap = [(e in behind, in_flight.get(e, 0), i, e) for i, (e, n) in enumerate(ready.items())
-            if n > 0 and in_flight.get(e, 0) < (1 if e in behind else per_endpoint)]
+            if n > 0 and in_flight.get(e, 0) < bound[e]]
     heapq.heapify(heap)
     left = dict(ready)
     order: list[str] = []
@@ -43,6 +46,6 @@ def handout(ready: Mapping[str, int], in_flight: Mapping[str, int], per_endpoint
         late, load, i, endpoint = heapq.heappop(heap)
         order.append(endpoint)
         left[endpoint] -= 1
-        if left[endpoint] > 0 and load + 1 < (1 if late else per_endpoint):
+        if left[endpoint] > 0 and load + 1 < bound[endpoint]:
             heapq.heappush(heap, (late, load + 1, i, endpoint))
     return order

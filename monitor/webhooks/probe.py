@@ -1,12 +1,18 @@
 """Which endpoints the delivery worker probes, and when it stops.
 
-An endpoint whose send failed is *probed*: its sends go one at a time, at most one
-slot's worth of its deliveries is claimed, and its deliveries start after every other
-endpoint's (:mod:`.handout`). A dead receiver then holds one slot, not
-``per_endpoint_concurrency``, and all of them together at most half the worker's
-(:func:`failing_share`). An endpoint leaves the probe after ``PROBE_SUCCESSES`` sends
-in a row succeed, more if it keeps relapsing (``MAX_PROBE_SUCCESSES``). The dispatcher
-(:mod:`.dispatcher`) asks :class:`Probes` what to do; this module sends nothing and
+An endpoint whose send failed is *probed*: its sends go one at a time, one more at once
+for each success in a row (up to ``per_endpoint_concurrency``) and back to one at its
+next failure, one slot's worth of its deliveries is claimed per send it may have in
+flight, and its deliveries start after every other endpoint's (:mod:`.handout`). A dead
+receiver then holds one slot, not ``per_endpoint_concurrency``, and all of them together
+at most half the worker's (:func:`failing_share`). An endpoint leaves the probe after
+``PROBE_SUCCESSES`` sends in a row succeed, more if it keeps relapsing
+(``MAX_PROBE_SUCCESSES``). The way back is gradual because a receiver that needs its
+slots (slow, and failing some of its requests) was otherwise held to one send at a
+time while probed: one answering in 0.2 s and failing a fifth of its requests made
+about half the attempts it needed at 10 events/s, and with the gradual way back it keeps
+up (``bench_delivery.py --neighbours slowflaky``, docs/performance.md, fortieth pass).
+The dispatcher (:mod:`.dispatcher`) asks :class:`Probes` what to do; this module sends nothing and
 reads no clock.
 """
 
@@ -60,28 +66,40 @@ class _Recovery:
 
 
 class Probes:
-    """The endpoints being probed, and those on parole."""
+    """The endpoints being probed, and those on parole. ``max_slots``: the sends in
+    flight an endpoint may have at most (``per_endpoint_concurrency``)."""
 
-    def __init__(self) -> None:
+    def __init__(self, max_slots: int = 1) -> None:
+        self.max_slots = max(max_slots, 1)
         #: Endpoints probed, each with the number of the last claim asked for before it
         #: failed (a claim asked for earlier was given its full room: what it brings
         #: for the endpoint is given back). The same dict for the object's life.
         self.failing: dict[str, int] = {}
+        #: The sends in flight each probed endpoint may have: one after a failure, one
+        #: more per success in a row, at most ``max_slots``. The same dict for the
+        #: object's life.
+        self.slots: dict[str, int] = {}
         self._recovery: dict[str, _Recovery] = {}
         self._turn = 0  # where the failing endpoints' room is handed out from
 
     def failed(self, endpoint: str, claim: int) -> bool:
         """A send to ``endpoint`` failed; ``claim``: the number of the last claim asked
-        for. Returns whether it is probed from now on (it was not): its deliveries
-        claimed and not sent were claimed for all its slots, to be given back."""
+        for. Returns whether it now has fewer slots (it was not probed, or probed with
+        more than one): its deliveries claimed and not sent were claimed for more slots,
+        to be given back, and so is what claims asked for up to ``claim`` bring."""
         recovery = self._recovery.get(endpoint)
         if recovery is not None:
             recovery.streak = 0
             if endpoint in self.failing:
-                return False
+                if self.slots[endpoint] <= 1:
+                    return False
+                self.slots[endpoint] = 1
+                self.failing[endpoint] = claim
+                return True
             recovery.needed = min(recovery.needed * 2, MAX_PROBE_SUCCESSES)  # a relapse
         if len(self.failing) >= MAX_FAILING_ENDPOINTS:
             self.failing.clear()  # bounded memory; an order and probes are lost
+            self.slots.clear()
             self._recovery.clear()
             recovery = None
         if len(self._recovery) >= 2 * MAX_FAILING_ENDPOINTS:
@@ -90,12 +108,13 @@ class Probes:
         if recovery is None:
             recovery = self._recovery[endpoint] = _Recovery()
         self.failing[endpoint] = claim
+        self.slots[endpoint] = 1
         return True
 
     def succeeded(self, endpoint: str) -> None:
-        """A send to ``endpoint`` succeeded. Probed, it has its slots again after as
-        many successes in a row as it needs; on parole, its failures are forgotten
-        after as many more."""
+        """A send to ``endpoint`` succeeded. Probed, it may have one more send in flight,
+        and it has all its slots again after as many successes in a row as it needs; on
+        parole, its failures are forgotten after as many more."""
         recovery = self._recovery.get(endpoint)
         if recovery is None:
             return
@@ -103,13 +122,16 @@ class Probes:
         if endpoint in self.failing:
             if recovery.streak >= recovery.needed:
                 del self.failing[endpoint]
+                del self.slots[endpoint]
+            else:
+                self.slots[endpoint] = min(self.slots[endpoint] + 1, self.max_slots)
         elif recovery.streak >= 2 * recovery.needed:
             del self._recovery[endpoint]
 
     def share(self, room: dict[str, int], share: int, per_slot: int) -> None:
         """Set the failing endpoints' ``room`` (claims each can still take, by endpoint;
-        an endpoint absent holds nothing): each at most one slot's worth (``per_slot``)
-        less what it holds, and all of them together never holding more than ``share``
+        an endpoint absent holds nothing): each at most ``per_slot`` per send it may have
+        in flight less what it holds, and all of them together never holding more than ``share``
         (:func:`failing_share`). Without that bound, enough dead receivers (64 at the
         defaults; 16 before the probe) held every claim the worker may make, and a
         healthy endpoint's rows were not claimed at all: minutes of delay at 16
@@ -119,13 +141,15 @@ class Probes:
         failing = list(self.failing)
         if not failing:
             return
-        held = {e: per_slot - room.get(e, per_slot) for e in failing}
+        cap = {e: per_slot * self.slots[e] for e in failing}
+        held = {e: cap[e] - room.get(e, cap[e]) for e in failing}
         left = share - sum(held.values())
         start = self._turn % len(failing)
         turn = failing[start:] + failing[:start]
         give = dict.fromkeys(failing, 0)
-        for top in (1, per_slot):
+        for first in (True, False):
             for i, endpoint in enumerate(turn):
+                top = 1 if first else cap[endpoint]
                 more = max(min(top - held[endpoint] - give[endpoint], left), 0)
                 if more:
                     give[endpoint] += more

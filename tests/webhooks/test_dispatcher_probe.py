@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import contextmanager
 
 import pytest
@@ -80,6 +80,10 @@ class Held:
         for n in self.open:
             self.waiting[n].set_result(status)
 
+    def answer_first(self, status: int) -> None:
+        """Answer the oldest request held."""
+        self.waiting[min(self.open)].set_result(status)
+
     @contextmanager
     def released_at_exit(self) -> Iterator[None]:
         try:
@@ -87,6 +91,13 @@ class Held:
         finally:
             self.releasing = True
             self.answer(200)
+
+
+def _holding(held: Held, n: int) -> Callable[[], Awaitable[bool]]:
+    """For wait_until: whether ``held`` holds ``n`` requests now."""
+    async def check() -> bool:
+        return len(held.open) == n
+    return check
 
 
 async def _claimed(db: Database, url: str) -> int:
@@ -139,17 +150,17 @@ async def test_a_failing_endpoint_is_probed_one_send_at_a_time(webhook_db: Datab
                 assert held.open == [probes]
                 assert await _claimed(webhook_db, failing.url) <= CLAIM_AHEAD
                 assert _probed_gauge() == 1  # set by the cycles that just ran
-                # Its probe succeeds: one success is not yet a recovery, the next
-                # request is another probe, alone.
+                # Its probe succeeds: one success is not yet a recovery; it may have
+                # two requests in flight now, no more.
                 held.answer(200)
-                await failing.wait_requests(probes + 1)
+                await failing.wait_requests(probes + 2)
                 for n in range(3, 5):  # cycles run: the worker could send more now
                     await queue_for_new_subscription(webhook_db, box, healthy.url, 1)
                     worker.wake.set()
                     await healthy.wait_requests(n * (n + 1) // 2)
-                assert held.open == [probes + 1]
+                assert held.open == [probes + 1, probes + 2]
                 # A second success in a row: it has its slots again.
-                held.answer(200)
+                held.answer_first(200)
 
                 async def all_slots_busy() -> bool:
                     return len(held.open) == SLOTS
@@ -272,12 +283,13 @@ async def test_failing_endpoints_together_hold_at_most_half_the_slots(
 async def test_a_receiver_failing_every_other_request_stays_probed(
         webhook_db: Database) -> None:
     """A flapping receiver (503 and 200 in turn) never has two successes in a row, so it
-    stays in the probe: one request at a time, however many of its deliveries wait.
-    Let out at each success, it got its slots back, sent its waiting retries at once
-    and failed again, and a healthy neighbour's p99 rose by ~45 % (bench_delivery.py
-    --neighbours flap). Its deliveries still go through, one at a time. After each
-    answer a healthy endpoint's event is delivered twice over (each event reaches both
-    subscriptions): cycles have run, so the worker could have sent more."""
+    stays in the probe: one request in flight after a failure, two after a success,
+    however many of its deliveries wait. Let out at each success, it got its slots
+    back, sent its waiting retries at once and failed again, and a healthy neighbour's
+    p99 rose by ~45 % (bench_delivery.py --neighbours flap). Its deliveries still go
+    through. After each answer a healthy endpoint's event is delivered twice over (each
+    event reaches both subscriptions): cycles have run, so the worker could have sent
+    more."""
     config = _config(backoff=0.01)
     box = SecretBox.from_config(config)
     async with receiver() as flapping, receiver() as healthy:
@@ -287,21 +299,21 @@ async def test_a_receiver_failing_every_other_request_stays_probed(
             with held.released_at_exit():
                 await flapping.wait_requests(SLOTS)
                 held.answer(503)  # all four fail: it is probed
-                seen = SLOTS
                 delivered = 0
+                await wait_until(_holding(held, 1), what="its probe")
                 for turn in range(8):
-                    await flapping.wait_requests(seen + 1)
-                    seen = len(flapping.received)
-                    held.answer(200 if turn % 2 == 0 else 503)
-                    await flapping.wait_requests(seen + 1)  # its next probe
+                    success = turn % 2 == 0
+                    # The oldest request held is answered: after a success it may have
+                    # one more in flight, after a failure one again.
+                    held.answer_first(200 if success else 503)
+                    if success:
+                        await wait_until(_holding(held, 2), what=f"turn {turn}: two requests")
                     for _ in range(2):
                         delivered += 1
                         await queue_for_new_subscription(webhook_db, box, healthy.url, 1)
                         worker.wake.set()
                         await healthy.wait_requests(delivered * (delivered + 1) // 2)
-                    # Only ever one request in flight, after a failure and after a
-                    # success alike.
-                    assert len(held.open) == 1, f"turn {turn}: {held.open}"
+                    assert len(held.open) == (2 if success else 1), f"turn {turn}: {held.open}"
     assert flapping.answered[SLOTS:SLOTS + 8] == [200, 503] * 4
     assert set(healthy.answered) == {200}
     assert await _attempts(webhook_db, flapping.url) == len(flapping.received)
@@ -335,13 +347,14 @@ async def test_a_receiver_that_relapses_needs_twice_the_successes(
             return len(held.open) == SLOTS
 
         async def probed_until(successes: int) -> None:
-            """Answer the probe with 200 ``successes`` times: one request at a time
-            until the last, then every slot busy."""
+            """Answer the oldest request with 200 ``successes`` times: one request in
+            flight, one more after each success, until the last; then every slot busy."""
             for n in range(successes):
-                await flaky.wait_requests(len(flaky.answered) + 1)
+                expected = min(1 + n, SLOTS)
+                await wait_until(_holding(held, expected), what=f"{expected} in flight")
                 await cycles_run()
-                assert len(held.open) == 1, f"success {n}: {held.open}"
-                held.answer(200)
+                assert len(held.open) == expected, f"success {n}: {held.open}"
+                held.answer_first(200)
             await wait_until(all_slots_busy, what="the recovered endpoint's slots in use")
 
         await queue_for_new_subscription(webhook_db, box, flaky.url, BACKLOG)

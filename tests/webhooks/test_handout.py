@@ -27,16 +27,16 @@ ENDPOINTS = [f"http://10.0.0.{i}:80" for i in range(6)]
 
 
 def brute_force(ready: dict[str, int], in_flight: dict[str, int], per_endpoint: int,
-                free: int, behind: set[str]) -> list[str]:
-    """One pick at a time: among the endpoints with a delivery left and a free slot (one
-    slot for those behind), the one not behind, with the fewest sends (in flight +
-    picked), first in ``ready``."""
+                free: int, behind: dict[str, int]) -> list[str]:
+    """One pick at a time: among the endpoints with a delivery left and a free slot (for
+    those behind, their own number of slots if lower), the one not behind, with the
+    fewest sends (in flight + picked), first in ``ready``."""
     left, load = dict(ready), dict(in_flight)
     order: list[str] = []
     rank = {e: i for i, e in enumerate(ready)}
     while len(order) < free:
         open_ = [e for e in ready if left[e] > 0
-                 and load.get(e, 0) < (1 if e in behind else per_endpoint)]
+                 and load.get(e, 0) < _bound(e, per_endpoint, behind)]
         if not open_:
             break
         pick = min(open_, key=lambda e: (e in behind, load.get(e, 0), rank[e]))
@@ -46,17 +46,21 @@ def brute_force(ready: dict[str, int], in_flight: dict[str, int], per_endpoint: 
     return order
 
 
+def _bound(endpoint: str, per_endpoint: int, behind: dict[str, int]) -> int:
+    return min(behind[endpoint], per_endpoint) if endpoint in behind else per_endpoint
+
+
 @given(ready=st.dictionaries(st.sampled_from(ENDPOINTS), st.integers(0, 6), max_size=6),
        in_flight=st.dictionaries(st.sampled_from(ENDPOINTS), st.integers(0, 5), max_size=6),
        per_endpoint=st.integers(1, 5), free=st.integers(0, 40),
-       behind=st.sets(st.sampled_from(ENDPOINTS)))
+       behind=st.dictionaries(st.sampled_from(ENDPOINTS), st.integers(1, 5), max_size=6))
 def test_handout_fills_the_least_loaded_healthy_endpoints_first(
         ready: dict[str, int], in_flight: dict[str, int], per_endpoint: int, free: int,
-        behind: set[str]) -> None:
+        behind: dict[str, int]) -> None:
     order = handout(ready, in_flight, per_endpoint, free, behind)
     assert order == brute_force(ready, in_flight, per_endpoint, free, behind)
     # Work-conserving within the bounds: as many as the slots and the deliveries allow.
-    room = sum(min(n, max((1 if e in behind else per_endpoint) - in_flight.get(e, 0), 0))
+    room = sum(min(n, max(_bound(e, per_endpoint, behind) - in_flight.get(e, 0), 0))
                for e, n in ready.items())
     assert len(order) == min(free, room)
 

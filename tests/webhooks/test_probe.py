@@ -54,12 +54,36 @@ def test_a_served_parole_forgets_the_failures() -> None:
 
 
 def test_a_failure_while_probed_restarts_the_count_and_gives_nothing_back() -> None:
-    probes = Probes()
+    probes = Probes(max_slots=1)
     probes.failed("a", claim=1)
     probes.succeeded("a")
-    assert not probes.failed("a", claim=5)  # already probed: nothing to give back
+    assert not probes.failed("a", claim=5)  # one slot before and after: nothing to give back
     assert probes.failing == {"a": 1}  # the mark of its first failure stands
     assert _successes_to_leave(probes, "a") == PROBE_SUCCESSES
+
+
+def test_a_probed_endpoint_gets_one_more_slot_per_success_and_one_at_a_failure() -> None:
+    probes = Probes(max_slots=3)
+    probes.failed("a", claim=1)
+    probes.failed("a", claim=2)  # at once again: a relapse is not possible yet
+    assert probes.slots == {"a": 1}
+    probes.succeeded("a")
+    assert probes.slots == {"a": 2}
+    assert probes.failed("a", claim=7)  # fewer slots: what it holds is given back
+    assert probes.failing == {"a": 7} and probes.slots == {"a": 1}  # the mark moves
+    assert not probes.failed("a", claim=8)  # still one: nothing more to give back
+    probes.failed("b", claim=9)
+    for _ in range(PROBE_SUCCESSES - 1):
+        probes.succeeded("b")
+    probes.succeeded("b")  # leaves the probe: no slot count kept
+    assert "b" not in probes.slots
+    # Relapsed, "b" needs four: its slots grow to the bound, never past it.
+    probes.failed("b", claim=10)
+    seen = []
+    while "b" in probes.failing:
+        seen.append(probes.slots["b"])
+        probes.succeeded("b")
+    assert seen == [1, 2, 3, 3]
 
 
 def test_successes_of_an_endpoint_never_failed_change_nothing() -> None:
@@ -81,30 +105,33 @@ def test_memory_is_bounded() -> None:
 
 
 def test_share_against_a_brute_force_of_its_rule() -> None:
-    """Each failing endpoint gets at most ``per_slot`` less what it holds; all of them
+    """Each failing endpoint gets at most ``per_slot`` per slot less what it holds; all of them
     together never more than the share less what they hold; everyone with nothing
     held gets one claim before anyone gets a second; turns rotate."""
     draw = random.Random(4)
     for _ in range(500):
-        probes = Probes()
+        probes = Probes(max_slots=4)
         endpoints = [f"e{i}" for i in range(draw.randint(1, 8))]
         for i, e in enumerate(endpoints):
             probes.failed(e, claim=i)
+            for _ in range(draw.randint(0, 1)):  # one success: two slots
+                probes.succeeded(e)
         per_slot = 4
+        cap = {e: per_slot * probes.slots[e] for e in endpoints}
         share = failing_share(draw.randint(1, 20))
         room = {"healthy": 16}
         for e in endpoints:
             if draw.random() < 0.4:
-                room[e] = per_slot - draw.randint(0, per_slot)  # it holds some
-        held = {e: per_slot - room.get(e, per_slot) for e in endpoints}
+                room[e] = cap[e] - draw.randint(0, cap[e])  # it holds some
+        held = {e: cap[e] - room.get(e, cap[e]) for e in endpoints}
         before = dict(room)
         probes.share(room, share, per_slot)
         assert room["healthy"] == before["healthy"]
         given = {e: room[e] for e in endpoints}
-        assert all(0 <= given[e] <= per_slot - held[e] for e in endpoints)
+        assert all(0 <= given[e] <= cap[e] - held[e] for e in endpoints)
         assert sum(given.values()) <= max(share - sum(held.values()), 0)
         expected_total = min(max(share - sum(held.values()), 0),
-                             sum(per_slot - held[e] for e in endpoints))
+                             sum(cap[e] - held[e] for e in endpoints))
         assert sum(given.values()) == expected_total
         if any(given[e] > 1 for e in endpoints):
             assert all(given[e] >= 1 or held[e] >= 1 for e in endpoints)
