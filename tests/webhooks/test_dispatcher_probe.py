@@ -5,9 +5,10 @@ worker's slots and brought the end of as many sends (a timeout, its failure's cy
 new connection) per timeout, each of which the healthy endpoints' sends waited behind on
 the event loop. Now, once an endpoint's send fails, its deliveries claimed and not sent
 are given back uncounted (they were claimed for all its slots), its sends go one at a
-time, and at most ``CLAIM_AHEAD`` of its deliveries are claimed (a lease counts on at
-most that many sends per slot ahead of it); two successes in a row give it its slots
-back (one did not hold a receiver that fails every other request in the probe).
+time after a failure and one more at once per success in a row, and ``CLAIM_AHEAD`` of
+its deliveries are claimed per send it may have in flight (a lease counts on at most
+that many sends per slot ahead of it); two successes in a row give it its slots back
+(one did not hold a receiver that fails every other request in the probe).
 Both backends, real receivers; claims and attempts are read from the database.
 """
 
@@ -326,9 +327,9 @@ async def test_a_receiver_that_relapses_needs_twice_the_successes(
     again (a healthy neighbour's p99 1.31x, bench_delivery.py --neighbours flaky). Now
     an endpoint that fails again before as many successes out of the probe as it needed
     to leave it (its parole) needs twice as many the next time; one that serves its
-    parole is forgiven, and its next failure needs two again. Cycles run after every
-    answer (a healthy endpoint's events are delivered), so the worker could have sent
-    more than one probe."""
+    parole is forgiven, and its next failure needs two again. While probed it has one
+    more request in flight per success. Cycles run after every answer (a healthy
+    endpoint's events are delivered), so the worker could have sent more."""
     config = _config(backoff=0.01)
     box = SecretBox.from_config(config)
     async with receiver() as flaky, receiver() as healthy:
