@@ -105,8 +105,8 @@ class Probes:
         if len(self._recovery) >= 2 * MAX_FAILING_ENDPOINTS:
             # Bounded memory: endpoints on parole that are sent nothing more.
             self._recovery = {e: r for e, r in self._recovery.items() if e in self.failing}
-        if recovery is None:
-            recovery = self._recovery[endpoint] = _Recovery()
+        # Set again, not only when new: the trim above may have dropped its parole record.
+        self._recovery[endpoint] = recovery or _Recovery()
         self.failing[endpoint] = claim
         self.slots[endpoint] = 1
         return True

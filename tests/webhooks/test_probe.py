@@ -104,6 +104,17 @@ def test_memory_is_bounded() -> None:
     assert len(probes._recovery) <= 2 * MAX_FAILING_ENDPOINTS
 
 
+def test_an_endpoint_relapsing_as_the_parole_records_are_trimmed_can_still_leave() -> None:
+    """The trim of parole records at the memory bound must not drop the record of the
+    endpoint failing right then: without it, it could never leave the probe."""
+    probes = Probes()
+    for i in range(2 * MAX_FAILING_ENDPOINTS):
+        probes.failed(f"e{i}", claim=i)
+        _successes_to_leave(probes, f"e{i}")  # all on parole, none probed
+    assert probes.failed("e0", claim=0)  # a relapse, at the bound: the trim runs
+    assert _successes_to_leave(probes, "e0") == 2 * PROBE_SUCCESSES
+
+
 def test_share_against_a_brute_force_of_its_rule() -> None:
     """Each failing endpoint gets at most ``per_slot`` per slot less what it holds; all of them
     together never more than the share less what they hold; everyone with nothing
