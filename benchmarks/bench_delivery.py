@@ -16,9 +16,11 @@
    p99s (target: within 1.2x). ``--neighbours hang,fail,slow`` adds a row for a neighbour
    that answers 503 at once (every event brings retries) and one that answers after 1 s;
    ``flap`` one that answers 503 and 200 in turn (it fails and recovers all the time:
-   each failure after a success gives back what it had claimed ahead); ``flaky`` one
+   each failure after a success takes it back to one send at a time); ``flaky`` one
    that answers 503 to a third of its requests, drawn at random (seeded): it often has
-   two successes in a row, leaves the probe and fails again.
+   two successes in a row, leaves the probe and fails again; ``slowflaky`` one that
+   answers after two event intervals and 503 to a fifth of its requests: it needs ~2.5
+   sends in flight, so what the probe holds back from it shows.
 
 Receivers run in a child process (the second core), so the figures are the worker's. The
 Kafka intake is not included: it only inserts rows; this measures matching-to-2xx. Any
@@ -101,7 +103,7 @@ async def _serve(count: int) -> None:
 
     async def slowflaky(request: web.Request) -> web.Response:
         await request.read()
-        await asyncio.sleep(0.2)
+        await asyncio.sleep(float(request.query.get("after", "0.2")))
         if slow_draws.random() < 0.2:
             return web.Response(status=503, text="down")
         return web.Response(text="ok")
@@ -440,15 +442,16 @@ async def drop_created() -> None:
 #: after a second; "flap" one that fails every other request (a flaky proxy or a
 #: deploy in progress), which moves it in and out of the dispatcher's probe, and "flaky"
 #: one that fails a third of its requests at random (often two successes in a row);
-#: "slowflaky" (not in the table's runs) answers after 0.2 s and fails a fifth at random:
-#: what the probe costs a receiver that needs its slots (run it with ``--rate 10``: its
-#: ~12.5 attempts/s need ~2.5 sends in flight; probed it has one).
+#: "slowflaky" answers after two event intervals (0.2 s at ``--rate 10``, 0.04 s at the
+#: default 50) and fails a fifth at random: what the probe costs a receiver that needs
+#: its slots (at any rate its 1.25 attempts per event need ~2.5 sends in flight; probed
+#: after a failure it has one). ``{after}`` in a path or description is that delay.
 NEIGHBOURS = {"hang": ("hang", "hanging", ""), "fail": ("fail", "failing", " (503 at once)"),
               "slow": ("slow", "slow", " (answers after 1 s)"),
               "flap": ("flap", "flapping", " (503 and 200 in turn)"),
               "flaky": ("flaky", "flaky", " (503 to a third of requests, at random)"),
-              "slowflaky": ("slowflaky", "slow flaky",
-                            " (answers after 0.2 s, 503 to a fifth, at random)")}
+              "slowflaky": ("slowflaky?after={after}", "slow flaky",
+                            " (answers after {after} s, 503 to a fifth, at random)")}
 
 
 def neighbour_kinds(value: str) -> list[str]:
@@ -473,7 +476,8 @@ async def isolation(args: argparse.Namespace, ports: list[int], tmp: Path,
     # medians. The other endpoint is another receiver port (its own endpoint key); the
     # baseline sends it the same traffic but it answers, so the runs differ only in how
     # that receiver answers.
-    cases = [("healthy", "ok")] + [(NEIGHBOURS[k][1], NEIGHBOURS[k][0])
+    after = f"{2 / args.rate:g}"  # the slow flaky receiver's delay: two event intervals
+    cases = [("healthy", "ok")] + [(NEIGHBOURS[k][1], NEIGHBOURS[k][0].format(after=after))
                                    for k in args.neighbours]
     runs: dict[str, list[Latency]] = {name: [] for name, _ in cases}
     for n in range(args.isolation_rounds):
@@ -495,6 +499,7 @@ async def isolation(args: argparse.Namespace, ports: list[int], tmp: Path,
           + ", ".join(f"+ {k} {v:.2f}" for k, v in per_cycles.items()))
     for kind in args.neighbours:
         _, adjective, how = NEIGHBOURS[kind]
+        how = how.format(after=after)
         loaded = [r.p99_ms for r in runs[adjective]]
         ratio = statistics.median(loaded) / statistics.median(base)
         print(f"healthy p99 latency (ms, medians): alone={alone.p99_ms:6.1f}  "
@@ -620,7 +625,8 @@ if __name__ == "__main__":
                         "isolation runs, one row each: hang (the table's row; never "
                         "answers), fail (503 at once), slow (answers after 1 s), flap "
                         "(503 and 200 in turn), flaky (503 to a third of requests, at random), "
-                        "slowflaky (answers after 0.2 s, 503 to a fifth, at random)")
+                        "slowflaky (answers after two event intervals: 0.2 s at --rate 10; "
+                        "503 to a fifth, at random)")
     parser.add_argument("--log-level", default="info",
                         choices=["debug", "info", "warning", "error"],
                         help="the worker's log level (default info, the configuration's "

@@ -26,9 +26,10 @@ HERE = Path(__file__).resolve().parent
 #: ~1,200 latencies; 8 s runs, ~400, moved between 0.98 and 1.23 with the same code; the
 #: median of three p99s still let one slow run decide: PostgreSQL's spread 17-131 ms),
 #: next to a hanging, a failing (503 at once), a slow (1 s), a flapping (503 and 200
-#: in turn) and a flaky (503 to a third of requests, at random) receiver, a row each.
+#: in turn), a flaky (503 to a third of requests, at random) and a slow flaky (answers
+#: after two event intervals, 503 to a fifth) receiver, a row each.
 _DELIVERY = ["--rounds", "5", "--seconds", "24", "--isolation-rounds", "5",
-             "--neighbours", "hang,fail,slow,flap,flaky"]
+             "--neighbours", "hang,fail,slow,flap,flaky,slowflaky"]
 #: The scripts behind the table's rows (others in benchmarks/ are not in the table).
 SCRIPTS = [
     ["bench_replay.py", "--table"],

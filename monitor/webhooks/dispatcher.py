@@ -29,9 +29,11 @@ queue of healthy ones (endpoints without room are left out of the due query).
 An endpoint whose send failed is probed (:mod:`.probe`: until two of its sends in a row
 succeed, more if it keeps relapsing): its sends go one at a time, one more at once per
 success in a row, and it is claimed one slot's worth (``CLAIM_AHEAD``) per send. Its
-deliveries claimed but not sent when it fails are given back uncounted by the next
-cycle (their claims counted on more slots), and so are those a claim asked for before it
-failed brings after. A dead receiver thus holds
+deliveries claimed but not sent when it enters the probe are given back uncounted by the
+next cycle (they were claimed outside the failing endpoints' share, for all its slots),
+and so are those a claim asked for before then brings after. Failing again while probed,
+it keeps what it holds, and what could no longer be sent within its lease one at a time
+is given back when its turn comes. A dead receiver thus holds
 one slot, not ``per_endpoint_concurrency``, from its first failure on, and the ends of
 its sends (a timeout, the failure's cycle, a new connection), which the healthy
 endpoints' sends wait behind on the event loop, come that much less often. All failing
@@ -321,13 +323,24 @@ class Dispatcher:
             queue = self._ready.get(first)
             if queue and self._inflight.get(first, 0) < limit:
                 return self._pop(first, queue)
-        if not self._ready:
-            return None
-        order = handout({e: len(q) for e, q in self._ready.items()}, self._inflight, limit, 1,
-                        self._probes.slots)
-        return self._pop(order[0], self._ready[order[0]]) if order else None
+        while self._ready:
+            order = handout({e: len(q) for e, q in self._ready.items()}, self._inflight,
+                            limit, 1, self._probes.slots)
+            if not order:
+                return None
+            ready = self._pop(order[0], self._ready[order[0]])
+            if ready is not None:
+                return ready  # else that endpoint's were all late: look again
+        return None
 
-    def _pop(self, endpoint: str, queue: deque[_Ready]) -> _Ready:
+    def _pop(self, endpoint: str, queue: deque[_Ready]) -> _Ready | None:
+        """The endpoint's next ready delivery, counted in flight; None when a probed
+        endpoint has only late ones left (set aside by :meth:`_set_aside_late`)."""
+        if endpoint in self._probes.slots:
+            self._set_aside_late(queue)
+            if not queue:
+                del self._ready[endpoint]
+                return None
         ready = queue.popleft()
         if not queue:
             del self._ready[endpoint]
@@ -349,9 +362,12 @@ class Dispatcher:
                         max(self.config.per_endpoint_concurrency, 1), free,
                         self._probes.slots)
         for endpoint in order:
+            queue = self._ready.get(endpoint)
+            ready = None if queue is None else self._pop(endpoint, queue)
+            if ready is None:
+                continue  # its late deliveries were set aside
             while self._idle and self._idle[0].done():
                 self._idle.popleft()  # cancelled by a stop
-            ready = self._pop(endpoint, self._ready[endpoint])
             if self._idle:
                 self._idle.popleft().set_result(ready)
             else:
@@ -410,15 +426,31 @@ class Dispatcher:
             self._finished()
 
     def _failed(self, endpoint: str) -> None:
-        """An endpoint's send failed. Probed from now on, or back to one send at a time
-        (see :mod:`.probe`), its deliveries claimed and not sent were claimed for more
-        slots, and one at a time they would wait past their leases (CLAIM_AHEAD sends
-        per slot ahead of each): they are given back with the next cycle, and claimed
-        again one slot's worth at a time."""
+        """An endpoint's send failed. Probed from now on (see :mod:`.probe`), its
+        deliveries claimed and not sent were claimed outside the failing endpoints' share
+        and for all its slots: they are given back with the next cycle, and claimed again
+        inside the share, one slot's worth per send it may have in flight. Probed already,
+        it is back to one send at a time and keeps what it holds (claimed inside the
+        share): giving that back at each failure cost a statement ahead of the next claim
+        (docs/performance.md, forty-first pass); what could no longer be sent within its
+        lease one at a time is set aside when its turn comes (:meth:`_set_aside_late`)."""
         if self._probes.failed(endpoint, self._claims):
             queue = self._ready.pop(endpoint, None)
             if queue:
                 self._unsent.extend(queue)
+
+    def _set_aside_late(self, queue: deque[_Ready]) -> None:
+        """Move a probed endpoint's ready deliveries that could not finish within their
+        leases if sent now (claimed for more slots than it has now) to those given back
+        with the next cycle: claimed more than CLAIM_AHEAD - 1 timeouts ago, and half
+        the lease's margin, the other half kept for the outcome's cycle. The queue is in
+        claim order, so only its head can be late."""
+        config = self.config
+        latest = self.attempts.clock() - ((CLAIM_AHEAD - 1) * config.timeout_seconds
+                                          + config.lease_margin_seconds / 2)
+        while queue and queue[0].started < latest:
+            self._unsent.append(queue.popleft())
+            self._work.set()
 
     def _finished(self) -> None:
         """A send finished: bring a cycle now, or within :data:`OUTCOME_WAIT`.

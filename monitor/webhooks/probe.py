@@ -72,8 +72,9 @@ class Probes:
     def __init__(self, max_slots: int = 1) -> None:
         self.max_slots = max(max_slots, 1)
         #: Endpoints probed, each with the number of the last claim asked for before it
-        #: failed (a claim asked for earlier was given its full room: what it brings
-        #: for the endpoint is given back). The same dict for the object's life.
+        #: entered the probe (a claim asked for earlier gave it a healthy endpoint's
+        #: room, outside the share: what it brings for the endpoint is given back). The
+        #: same dict for the object's life.
         self.failing: dict[str, int] = {}
         #: The sends in flight each probed endpoint may have: one after a failure, one
         #: more per success in a row, at most ``max_slots``. The same dict for the
@@ -84,18 +85,17 @@ class Probes:
 
     def failed(self, endpoint: str, claim: int) -> bool:
         """A send to ``endpoint`` failed; ``claim``: the number of the last claim asked
-        for. Returns whether it now has fewer slots (it was not probed, or probed with
-        more than one): its deliveries claimed and not sent were claimed for more slots,
-        to be given back, and so is what claims asked for up to ``claim`` bring."""
+        for. Returns whether it enters the probe: its deliveries claimed and not sent were
+        claimed outside the failing endpoints' share (:meth:`share`), to be given back,
+        and so is what claims asked for up to ``claim`` bring. Probed already, it is back
+        to one slot and keeps what it holds: that was claimed inside the share (the
+        dispatcher sends none of it past its lease)."""
         recovery = self._recovery.get(endpoint)
         if recovery is not None:
             recovery.streak = 0
             if endpoint in self.failing:
-                if self.slots[endpoint] <= 1:
-                    return False
                 self.slots[endpoint] = 1
-                self.failing[endpoint] = claim
-                return True
+                return False
             recovery.needed = min(recovery.needed * 2, MAX_PROBE_SUCCESSES)  # a relapse
         if len(self.failing) >= MAX_FAILING_ENDPOINTS:
             self.failing.clear()  # bounded memory; an order and probes are lost

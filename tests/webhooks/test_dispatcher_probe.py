@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import contextmanager
 
@@ -45,13 +46,15 @@ BACKLOG = 40
 
 
 def _config(max_concurrency: int = 8, per_endpoint: int = SLOTS,
-            backoff: float = 3600.0) -> DeliveryConfig:
-    """No poll and no timeout to act in a test; retries after ``backoff`` seconds."""
+            backoff: float = 3600.0, timeout: float = 60.0,
+            lease_margin: float = 30.0) -> DeliveryConfig:
+    """No poll and (by default) no timeout to act in a test; retries after ``backoff``
+    seconds."""
     return DeliveryConfig(allow_loopback=True, secret_encryption_key=ENCRYPTION_KEY,
                           max_concurrency=max_concurrency,
                           per_endpoint_concurrency=per_endpoint, poll_interval_seconds=3600.0,
-                          timeout_seconds=60.0, backoff_base_seconds=backoff,
-                          backoff_max_seconds=backoff)
+                          timeout_seconds=timeout, backoff_base_seconds=backoff,
+                          backoff_max_seconds=backoff, lease_margin_seconds=lease_margin)
 
 
 class Held:
@@ -371,4 +374,51 @@ async def test_a_receiver_that_relapses_needs_twice_the_successes(
                 held.answer(503)
                 await probed_until(2)
     assert set(healthy.answered) == {200}
+    assert await _attempts(webhook_db, flaky.url) == len(flaky.received)
+
+
+async def test_a_probed_endpoint_failing_again_sends_nothing_past_its_lease(
+        webhook_db: Database, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Probed with two slots, an endpoint is claimed two slots' worth; its two sends then
+    hang and time out, and it is back to one send at a time with six deliveries claimed
+    for two. It keeps them (giving them back at each failure cost a statement ahead of
+    the next claim), but a lease counts on at most ``CLAIM_AHEAD - 1`` timeouts of
+    waiting (and the lease's margin, here 0.2 s): one at a time, the last of them would
+    start a timeout past that. So every request must start within ``CLAIM_AHEAD - 1``
+    timeouts and the margin of the claim that brought its delivery (the claims are read
+    as the cycle makes them, the requests' arrival as the receiver sees them), and the
+    late ones are given back uncounted."""
+    timeout, margin = 1.0, 0.2
+    # A share of 16 (room for two slots' worth).
+    config = _config(max_concurrency=32, timeout=timeout, lease_margin=margin)
+    box = SecretBox.from_config(config)
+    claims: list[tuple[float, str]] = []  # (when asked for, event id)
+
+    async def recorded_claim(db: Database, outcomes: Sequence[Outcome],
+                             claim: ClaimRequest | None) -> CycleResult:
+        asked = time.monotonic()  # claim.now, on the receiver's clock
+        result = await run_cycle(db, outcomes, claim)
+        claims.extend((asked, d.event_id) for d, _ in result.claimed)
+        return result
+
+    monkeypatch.setattr(dispatcher_module, "run_cycle", recorded_claim)
+    async with receiver() as flaky:
+        held = Held(flaky)
+        await queue_for_new_subscription(webhook_db, box, flaky.url, BACKLOG)
+        async with running_dispatcher(webhook_db, config, box):
+            with held.released_at_exit():
+                await flaky.wait_requests(SLOTS)
+                held.answer(503)  # probed
+                await wait_until(_holding(held, 1), what="its probe")
+                held.answer_first(200)  # two slots now, claimed for two
+                await wait_until(_holding(held, 2), what="two requests")
+                # Both hang: timed out, back to one slot. One at a time, each timing
+                # out: the sixth after these two starts four timeouts after its claim.
+                await flaky.wait_requests(SLOTS + 1 + 2 + 4, within=10 * timeout)
+    slack = timeout / 2  # scheduling, on a loaded machine; without the rule: a timeout
+    for request in flaky.received:
+        event_id = {k.lower(): v for k, v in request.headers.items()}["x-event-id"]
+        claimed_at = max(at for at, e in claims if e == event_id and at <= request.at)
+        assert request.at - claimed_at <= (CLAIM_AHEAD - 1) * timeout + margin + slack, (
+            f"sent {request.at - claimed_at:.2f} s after its claim")
     assert await _attempts(webhook_db, flaky.url) == len(flaky.received)

@@ -69,9 +69,11 @@ def test_a_probed_endpoint_gets_one_more_slot_per_success_and_one_at_a_failure()
     assert probes.slots == {"a": 1}
     probes.succeeded("a")
     assert probes.slots == {"a": 2}
-    assert probes.failed("a", claim=7)  # fewer slots: what it holds is given back
-    assert probes.failing == {"a": 7} and probes.slots == {"a": 1}  # the mark moves
-    assert not probes.failed("a", claim=8)  # still one: nothing more to give back
+    # Fewer slots, but what it holds was claimed inside the share: nothing is given back
+    # and the mark of its entry into the probe stands.
+    assert not probes.failed("a", claim=7)
+    assert probes.failing == {"a": 1} and probes.slots == {"a": 1}
+    assert not probes.failed("a", claim=8)
     probes.failed("b", claim=9)
     for _ in range(PROBE_SUCCESSES - 1):
         probes.succeeded("b")
