@@ -8,7 +8,9 @@ are given back uncounted (they were claimed for all its slots), its sends go one
 time after a failure and one more at once per success in a row, and ``CLAIM_AHEAD`` of
 its deliveries are claimed per send it may have in flight (a lease counts on at most
 that many sends per slot ahead of it); two successes in a row give it its slots back
-(one did not hold a receiver that fails every other request in the probe).
+(one did not hold a receiver that fails every other request in the probe). Failing
+again while probed, it keeps what it holds (claimed inside the failing share), and none
+of it is sent past its lease.
 Both backends, real receivers; claims and attempts are read from the database.
 """
 
