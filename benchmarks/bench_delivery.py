@@ -104,7 +104,7 @@ async def _serve(count: int) -> None:
     async def slowflaky(request: web.Request) -> web.Response:
         await request.read()
         await asyncio.sleep(float(request.query.get("after", "0.2")))
-        if slow_draws.random() < 0.2:
+        if slow_draws.random() < float(request.query.get("fail", "0.2")):
             return web.Response(status=503, text="down")
         return web.Response(text="ok")
 
@@ -445,13 +445,30 @@ async def drop_created() -> None:
 #: "slowflaky" answers after two event intervals (0.2 s at ``--rate 10``, 0.04 s at the
 #: default 50) and fails a fifth at random: what the probe costs a receiver that needs
 #: its slots (at any rate its 1.25 attempts per event need ~2.5 sends in flight; probed
-#: after a failure it has one). ``{after}`` in a path or description is that delay.
+#: after a failure it has one). "busy" is the same receiver never failing: what a
+#: neighbour answering at moments unrelated to the healthy endpoint's events costs it,
+#: probe or not. ``{after}`` in a path or description is that delay.
 NEIGHBOURS = {"hang": ("hang", "hanging", ""), "fail": ("fail", "failing", " (503 at once)"),
               "slow": ("slow", "slow", " (answers after 1 s)"),
               "flap": ("flap", "flapping", " (503 and 200 in turn)"),
               "flaky": ("flaky", "flaky", " (503 to a third of requests, at random)"),
               "slowflaky": ("slowflaky?after={after}", "slow flaky",
-                            " (answers after {after} s, 503 to a fifth, at random)")}
+                            " (answers after {after} s, 503 to a fifth, at random)"),
+              "busy": ("slowflaky?after={after}&fail=0", "busy",
+                       " (answers after {after} s, never fails)")}
+
+
+def neighbour_url(port: int, kind: str, rate: float) -> str:
+    """The receiver ``kind`` (a key of NEIGHBOURS) answers at, for ``rate`` events/s."""
+    return f"http://127.0.0.1:{port}/" + NEIGHBOURS[kind][0].format(after=f"{2 / rate:g}")
+
+
+def worker_config() -> DeliveryConfig:
+    """The benchmarks' worker: loopback receivers, a 2 s timeout, retries after 0.5-2 s.
+    ``poll_interval_seconds`` is left at its default: new deliveries wake the worker (as
+    the intake does), so the poll only finds retries coming due."""
+    return DeliveryConfig(allow_loopback=True, secret_encryption_key=KEY, timeout_seconds=2.0,
+                          backoff_base_seconds=0.5, backoff_max_seconds=2.0)
 
 
 def neighbour_kinds(value: str) -> list[str]:
@@ -477,15 +494,14 @@ async def isolation(args: argparse.Namespace, ports: list[int], tmp: Path,
     # baseline sends it the same traffic but it answers, so the runs differ only in how
     # that receiver answers.
     after = f"{2 / args.rate:g}"  # the slow flaky receiver's delay: two event intervals
-    cases = [("healthy", "ok")] + [(NEIGHBOURS[k][1], NEIGHBOURS[k][0].format(after=after))
-                                   for k in args.neighbours]
+    cases = [("healthy", f"http://127.0.0.1:{ports[0]}/ok")] + [
+        (NEIGHBOURS[k][1], neighbour_url(ports[0], k, args.rate)) for k in args.neighbours]
     runs: dict[str, list[Latency]] = {name: [] for name, _ in cases}
     for n in range(args.isolation_rounds):
         shift = n % len(cases)
-        for name, path in cases[shift:] + cases[:shift]:
+        for name, other in cases[shift:] + cases[:shift]:
             run = await healthy_p99(await fresh_url(args.storage_url, tmp), ports[-1],
-                                    f"http://127.0.0.1:{ports[0]}/{path}", args.seconds,
-                                    args.rate, config)
+                                    other, args.seconds, args.rate, config)
             runs[name].append(run)
             print(f"  isolation round {n + 1} + {name} endpoint: healthy p99 "
                   f"{run.p99_ms:6.1f} ms; this process {run.cpu_us:6.0f} µs CPU and "
@@ -523,10 +539,7 @@ async def main(args: argparse.Namespace) -> None:
     # (consumers/delivery.py): the worker here runs as that service does, and the bare
     # loops beside it in this process run under the same policy.
     gc_applied = apply_gc_policy(GcConfig())
-    # poll_interval_seconds is left at its default: new deliveries wake the worker (as
-    # the intake does), so the poll only finds retries coming due.
-    config = DeliveryConfig(allow_loopback=True, secret_encryption_key=KEY, timeout_seconds=2.0,
-                            backoff_base_seconds=0.5, backoff_max_seconds=2.0)
+    config = worker_config()
     try:
         with tempfile.TemporaryDirectory() as tmp:
             print(machine_line())
@@ -626,7 +639,7 @@ if __name__ == "__main__":
                         "answers), fail (503 at once), slow (answers after 1 s), flap "
                         "(503 and 200 in turn), flaky (503 to a third of requests, at random), "
                         "slowflaky (answers after two event intervals: 0.2 s at --rate 10; "
-                        "503 to a fifth, at random)")
+                        "503 to a fifth, at random), busy (the same, never failing)")
     parser.add_argument("--log-level", default="info",
                         choices=["debug", "info", "warning", "error"],
                         help="the worker's log level (default info, the configuration's "

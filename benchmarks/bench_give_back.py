@@ -27,7 +27,6 @@ import bench_delivery as bench
 from common import machine_line
 
 import monitor.webhooks.dispatcher as dispatcher_module
-from monitor.config import DeliveryConfig
 from monitor.logs import configure_logging
 from monitor.storage import Database
 from monitor.storage.deliveries import DueDelivery
@@ -57,16 +56,12 @@ def quantile(values: list[float], q: float) -> float:
 async def one_run(args: argparse.Namespace, ports: list[int], tmp: Path) -> float:
     counter = GiveBacks()
     setattr(dispatcher_module, "release_unsent", counter)  # noqa: B010 (not exported)
-    config = DeliveryConfig(allow_loopback=True, secret_encryption_key=bench.KEY,
-                            timeout_seconds=2.0, backoff_base_seconds=0.5,
-                            backoff_max_seconds=2.0)
-    after = f"{2 / args.rate:g}"
     try:
         run = await bench.healthy_run(
             await bench.fresh_url(args.storage_url, tmp),
             [f"http://127.0.0.1:{ports[1]}/ok",
-             f"http://127.0.0.1:{ports[0]}/slowflaky?after={after}"],
-            args.seconds, args.rate, config)
+             bench.neighbour_url(ports[0], "slowflaky", args.rate)],
+            args.seconds, args.rate, bench.worker_config())
     finally:
         setattr(dispatcher_module, "release_unsent", release_unsent)  # noqa: B010
     latencies = sorted(r["latency"] * 1000 for r in run.rows)

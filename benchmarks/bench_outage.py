@@ -26,10 +26,9 @@ import statistics
 import tempfile
 from pathlib import Path
 
-from bench_delivery import KEY, drop_created, fresh_url, healthy_run, start_receivers
+from bench_delivery import drop_created, fresh_url, healthy_run, start_receivers, worker_config
 from common import fail_on_errors, machine_line
 
-from monitor.config import DeliveryConfig
 from monitor.logs import configure_logging
 
 
@@ -42,8 +41,7 @@ def _line(name: str, latencies_ms: list[float]) -> str:
 async def main(args: argparse.Namespace) -> None:
     configure_logging(level="info", fmt="json")  # as a deployed worker logs (to stderr)
     proc, ports = start_receivers(args.hanging + 1)
-    config = DeliveryConfig(allow_loopback=True, secret_encryption_key=KEY, timeout_seconds=2.0,
-                            backoff_base_seconds=0.5, backoff_max_seconds=2.0)
+    config = worker_config()
     try:
         with tempfile.TemporaryDirectory() as tmp:
             print(machine_line())

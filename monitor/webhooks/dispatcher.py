@@ -328,19 +328,23 @@ class Dispatcher:
                             limit, 1, self._probes.slots)
             if not order:
                 return None
-            ready = self._pop(order[0], self._ready[order[0]])
+            ready = self._pop_handed(order[0])
             if ready is not None:
                 return ready  # else that endpoint's were all late: look again
         return None
 
-    def _pop(self, endpoint: str, queue: deque[_Ready]) -> _Ready | None:
-        """The endpoint's next ready delivery, counted in flight; None when a probed
-        endpoint has only late ones left (set aside by :meth:`_set_aside_late`)."""
+    def _pop_handed(self, endpoint: str) -> _Ready | None:
+        """:meth:`_pop` for an endpoint the handout chose; None when it is probed and has
+        only late deliveries left (set aside by :meth:`_set_aside_late`)."""
+        queue = self._ready[endpoint]
         if endpoint in self._probes.slots:
             self._set_aside_late(queue)
             if not queue:
                 del self._ready[endpoint]
                 return None
+        return self._pop(endpoint, queue)
+
+    def _pop(self, endpoint: str, queue: deque[_Ready]) -> _Ready:
         ready = queue.popleft()
         if not queue:
             del self._ready[endpoint]
@@ -362,10 +366,10 @@ class Dispatcher:
                         max(self.config.per_endpoint_concurrency, 1), free,
                         self._probes.slots)
         for endpoint in order:
-            queue = self._ready.get(endpoint)
-            ready = None if queue is None else self._pop(endpoint, queue)
+            # Absent or None: a probed endpoint's deliveries were all late (set aside).
+            ready = self._pop_handed(endpoint) if endpoint in self._ready else None
             if ready is None:
-                continue  # its late deliveries were set aside
+                continue
             while self._idle and self._idle[0].done():
                 self._idle.popleft()  # cancelled by a stop
             if self._idle:
@@ -448,9 +452,10 @@ class Dispatcher:
         config = self.config
         latest = self.attempts.clock() - ((CLAIM_AHEAD - 1) * config.timeout_seconds
                                           + config.lease_margin_seconds / 2)
-        while queue and queue[0].started < latest:
-            self._unsent.append(queue.popleft())
-            self._work.set()
+        if queue[0].started < latest:
+            while queue and queue[0].started < latest:
+                self._unsent.append(queue.popleft())
+            self._work.set()  # a cycle gives them back
 
     def _finished(self) -> None:
         """A send finished: bring a cycle now, or within :data:`OUTCOME_WAIT`.

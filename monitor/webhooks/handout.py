@@ -36,16 +36,20 @@ def handout(ready: Mapping[str, int], in_flight: Mapping[str, int], per_endpoint
     endpoints to serve after all others, each with the sends it may have in flight (they
     are probed: :mod:`.probe`)."""
     behind = behind or {}
-    bound = {e: min(behind.get(e, per_endpoint), per_endpoint) for e in ready}
-    heap = [(e in behind, in_flight.get(e, 0), i, e) for i, (e, n) in enumerate(ready.items())
-            if n > 0 and in_flight.get(e, 0) < bound[e]]
+    # (served late, load, claim order, endpoint, its bound): ``i`` is unique, so the
+    # bound rides along without ever being compared.
+    heap: list[tuple[bool, int, int, str, int]] = []
+    for i, (e, n) in enumerate(ready.items()):
+        load, bound = in_flight.get(e, 0), min(behind.get(e, per_endpoint), per_endpoint)
+        if n > 0 and load < bound:
+            heap.append((e in behind, load, i, e, bound))
     heapq.heapify(heap)
     left = dict(ready)
     order: list[str] = []
     while heap and len(order) < free:
-        late, load, i, endpoint = heapq.heappop(heap)
+        late, load, i, endpoint, bound = heapq.heappop(heap)
         order.append(endpoint)
         left[endpoint] -= 1
-        if left[endpoint] > 0 and load + 1 < bound[endpoint]:
-            heapq.heappush(heap, (late, load + 1, i, endpoint))
+        if left[endpoint] > 0 and load + 1 < bound:
+            heapq.heappush(heap, (late, load + 1, i, endpoint, bound))
     return order
