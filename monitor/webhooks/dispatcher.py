@@ -12,7 +12,9 @@ The worker is two loops that never wait on each other:
   any is sent) in ONE transaction (:func:`~monitor.storage.delivery_batches.run_cycle`).
   Cycles run back to back while there is work, so the batch size follows the load.
 
-Claims run ahead of the sends by :data:`CLAIM_AHEAD` times the concurrency bounds, so a
+What a cycle claims, and whether it reads at all, is :class:`.claimplan.ClaimPlan`'s
+choice (it remembers what past reads found). Claims run ahead of the sends by
+:data:`~.claimplan.CLAIM_AHEAD` times the concurrency bounds, so a
 freed slot always finds a claimed delivery waiting. A delivery waits in a ready queue
 behind at most ``CLAIM_AHEAD - 1`` sends per slot of its endpoint (each at most
 ``timeout_seconds``), so its lease is ``CLAIM_AHEAD * timeout_seconds +
@@ -48,7 +50,7 @@ import asyncio
 import contextlib
 import time
 import uuid
-from collections import Counter, deque
+from collections import deque
 from typing import Any, NamedTuple
 
 from ..logs import get_logger
@@ -59,9 +61,10 @@ from ..storage.delivery_batches import (
     release_unsent,
     run_cycle,
 )
-from ..storage.due_read import ClaimRequest, full_endpoints
+from ..storage.due_read import ClaimRequest
 from . import metrics
 from .attempts import DeliveryAttempts, backoff_delay
+from .claimplan import CLAIM_AHEAD, ClaimPlan
 from .handout import handout
 from .probe import Probes, failing_share
 from .walcheckpoint import WalCheckpoints
@@ -70,17 +73,6 @@ __all__ = ["CLAIM_AHEAD", "DeliveryAttempts", "Dispatcher", "backoff_delay", "fa
 
 log = get_logger(__name__)
 
-#: Claimed deliveries (in flight + ready) per slot: more than one keeps a claimed delivery
-#: behind every send, so the next one starts without waiting for a database round trip.
-#: 4, not 2: a cycle claims at most the room left (this times the bounds, less what is in
-#: flight and ready), so at 2 a busy worker ran ~25-delivery cycles back to back and paid
-#: a cycle's fixed cost (statement, commit, array encoding) that often; at 4 the cycles
-#: carry ~40, and the CPU per delivery of the worker and of the PostgreSQL server fell by
-#: ~10-15 % in two of three interleaved runs (docs/performance.md, "Delivery, seventh
-#: round"; a loaded machine, the third even). The price: a claim's lease
-#: is longer (4 x timeout_seconds + the margin), so after a crash its deliveries wait
-#: that long before another worker retries them.
-CLAIM_AHEAD = 4
 #: Longest a finished send's outcome waits for its cycle while every sender still has a
 #: claimed delivery to send next (see :meth:`Dispatcher._finished`).
 OUTCOME_WAIT = 0.005
@@ -113,20 +105,14 @@ class Dispatcher:
         self._senders: set[asyncio.Task[None]] = set()  # one per slot, kept between sends
         self._idle: deque[asyncio.Future[_Ready | None]] = deque()  # senders waiting
         self._outcomes: list[Outcome] = []
-        self._more_due = True  # the last due read was cut at its limit
-        self._full_at_read: set[str] = set()  # endpoints without room at the last read
-        #: Endpoints without room when the last walk met its bound (see _walks).
-        self._walk_blocked: frozenset[str] = frozenset()
-        self._freed: set[str] = set()  # endpoints where a send finished since then
         #: The endpoints probed (a send failed, and not enough have succeeded in a row
         #: since): their deliveries start after the others' (:mod:`.handout`), so their
         #: retries never hold a healthy one's send, and go one at a time.
         self._probes = Probes(self.config.per_endpoint_concurrency)
-        self._claims = 0  # claims asked for (numbered when asked: see _claim_request)
+        self._plan = ClaimPlan(self.config, self._probes)
         #: Claimed, never sent, to give back uncounted with the next cycle: a failing
         #: endpoint's deliveries claimed for all its slots.
         self._unsent: list[_Ready] = []
-        self._read_at = -float("inf")
         self._stopping = False
         self._timer: asyncio.TimerHandle | None = None
 
@@ -145,77 +131,14 @@ class Dispatcher:
 
     # -- claiming --------------------------------------------------------------------
     def _claim_request(self, look: bool) -> ClaimRequest | None:
-        """What to claim now, or None: no room, or no reason to think anything is due.
-
-        The due query leaves out endpoints without room, so when every endpoint with due
-        rows is full it reads (a bounded walk, then each subscription's oldest rows) to
-        find nothing. It therefore runs only when something may be claimable: new
-        deliveries (``look``), a read cut at its limit, a slot freed at an endpoint that
-        was full when last read, or the poll interval (retries coming due, deliveries
-        made by another process)."""
-        per_endpoint = max(self.config.per_endpoint_concurrency, 1) * CLAIM_AHEAD
-        limit = max(self.config.max_concurrency, 1) * CLAIM_AHEAD - self.in_flight - self.ready
-        if limit <= 0:
+        """What to claim now (:meth:`.claimplan.ClaimPlan.request`), or None."""
+        plan = self._plan.request(look, self._inflight, self._ready, time.monotonic())
+        if plan is None:
             return None
-        stale = time.monotonic() - self._read_at >= self.config.poll_interval_seconds
-        if not (look or stale or self._more_due or self._freed & self._full_at_read):
-            return None
-        room = self._room(per_endpoint)
-        if room and not (look or stale or self._more_due) and max(room.values()) <= 0:
-            # Only endpoints not held yet could take more: the poll finds them. Not after
-            # a read cut at its limit: its unread rows may be such an endpoint's (a
-            # hanging endpoint's backlog fills a read, and a healthy endpoint's new row
-            # behind it waited for the next event or the poll: 30-70 ms p99 at 50/s).
-            return None
-        # Enough for the endpoints with room plus one new endpoint's worth; more is
-        # claimed in the next cycle (a read cut at its limit brings one at once).
-        limit = min(limit, sum(n for n in room.values() if n > 0) + per_endpoint)
-        self._probes.share(room, failing_share(self.config.max_concurrency), CLAIM_AHEAD)
-        self._full_at_read = {e for e, n in room.items() if n <= 0}
-        self._freed.clear()
+        limit, room, walk = plan
         now = self.attempts.clock()
-        # Numbered when asked for, not when taken: an endpoint that fails while this
-        # claim is on its way was given a healthy endpoint's room in it, so what it takes
-        # for that endpoint is given back (its number is not past the failure's mark).
-        self._claims += 1
-        return ClaimRequest(limit, room, per_endpoint, uuid.uuid4().hex, now,
-                            self.lease_until(now), self.config.max_attempts,
-                            self._walks(room, per_endpoint))
-
-    def _walks(self, room: dict[str, int], per_endpoint: int) -> bool:
-        """Whether the read walks the due index, or reads by subscription only.
-
-        A walk that meets its bound short of the claim is followed by a read by
-        subscription. Behind a hanging endpoint that is every cycle: its backlog is the
-        oldest due rows, the walk passes over up to its bound of them (each joined to its
-        subscription) only to find nothing it may claim, and the rows come from the read
-        by subscription. So while every endpoint that was without room at such a walk
-        still has none, the read skips the walk. The read by subscription alone claims
-        what the walk and it would (due_read), so this saves the walk's cost and changes
-        no claim. As soon as one of them has room, reads walk again: its backlog's head
-        is claimable then, and the walk reaches it at once (cut at its rows, it keeps the
-        skip: see :meth:`cycle`). Skipping those walks too, until the poll interval, made
-        a busy drain read by subscription in most cycles (every endpoint has room in
-        turn): each subscription's oldest rows for every endpoint with room, ~900 rows
-        to claim ~60, 3.3 ms a cycle where a walk takes 0.2 (docs/performance.md, 39th
-        pass). A walk that met its bound with every endpoint having room (a paused
-        subscription's backlog) skips nothing: nothing would tell when to walk again."""
-        blocked = self._walk_blocked
-        return not blocked or any(room.get(e, per_endpoint) > 0 for e in blocked)
-
-    def _room(self, per_endpoint: int) -> dict[str, int]:
-        """Claims each endpoint with claimed deliveries can still take: a failing one
-        one slot's worth per send the probe lets it have in flight (a lease counts on
-        at most CLAIM_AHEAD sends per slot ahead of it)."""
-        slots = self._probes.slots
-        room = {e: (CLAIM_AHEAD * slots[e] if e in slots else per_endpoint) - n
-                for e, n in self._inflight.items()}
-        for endpoint, queue in self._ready.items():
-            left = room.get(endpoint)
-            if left is None:
-                left = CLAIM_AHEAD * slots[endpoint] if endpoint in slots else per_endpoint
-            room[endpoint] = left - len(queue)
-        return room
+        return ClaimRequest(limit, room, self._plan.per_endpoint, uuid.uuid4().hex, now,
+                            self.lease_until(now), self.config.max_attempts, walk)
 
     async def cycle(self, look: bool = True) -> bool:
         """Write the finished outcomes and claim what is due, in one transaction; start
@@ -226,7 +149,7 @@ class Dispatcher:
             look = True
         outcomes, self._outcomes = self._outcomes, []
         claim = None if self._stopping else self._claim_request(look)
-        number = self._claims  # this claim's, if there is one
+        number = self._plan.claims  # this claim's, if there is one
         if not outcomes and claim is None:
             metrics.in_flight(self._busy, len(self._probes.failing))
             return False
@@ -236,37 +159,13 @@ class Dispatcher:
             self._outcomes[:0] = outcomes  # written with the next cycle
             raise
         if claim is not None:
-            self._read_at = time.monotonic()
-            if claim.walk:
-                # A walk that met its bound sets the endpoints whose backlog it passed
-                # over; one that came back short of its rows says the backlog is gone; one
-                # cut at its rows (an endpoint of them with room again, its backlog's
-                # head read) says nothing of what lies behind: the skip stands.
-                if result.by_subscription:
-                    self._walk_blocked = frozenset(full_endpoints(claim))
-                elif not result.more_due:
-                    self._walk_blocked = frozenset()
-            # Only when this read made progress: rows left behind because their
-            # endpoints have no room are looked at again when a slot frees, not in a spin.
-            self._more_due = result.more_due and bool(result.claimed or result.exhausted)
+            self._plan.read(claim, result, time.monotonic())
         if outcomes:
             self.attempts.report_cycle(outcomes, result.recorded)
         await self._accept(result, claim, number)
         metrics.in_flight(self._busy, len(self._probes.failing))
         if claim is not None:
-            # Endpoints this claim filled up may have due rows left behind too (the read
-            # stops taking an endpoint's rows at its room): a slot freed at any of them
-            # must bring a read, or those rows wait for the poll interval (this stalled
-            # the end of every burst for up to poll_interval_seconds).
-            self._full_at_read |= {e for e, n in self._room(claim.default_room).items()
-                                   if n <= 0}
-            # ... judged by the room the read was given, not by the room now: sends that
-            # finished at such an endpoint during the cycle free room again, and it then
-            # looked not full, so its rows waited for the poll (1 s stalls on PostgreSQL).
-            taken = Counter(d.endpoint for d, _ in result.claimed)
-            taken.update(d.endpoint for d in result.exhausted)
-            self._full_at_read |= {e for e, n in taken.items()
-                                   if claim.room.get(e, claim.default_room) <= n}
+            self._plan.filled(claim, result, self._plan.room(self._inflight, self._ready))
         return True
 
     async def _accept(self, result: CycleResult, claim: ClaimRequest | None,
@@ -426,7 +325,7 @@ class Dispatcher:
             self._busy -= 1
             if not self._busy:
                 self._none_busy.set()
-            self._freed.add(d.endpoint)
+            self._plan.freed.add(d.endpoint)
             self._finished()
 
     def _failed(self, endpoint: str) -> None:
@@ -438,7 +337,7 @@ class Dispatcher:
         share): giving that back at each failure cost a statement ahead of the next claim
         (docs/performance.md, forty-first pass); what could no longer be sent within its
         lease one at a time is set aside when its turn comes (:meth:`_set_aside_late`)."""
-        if self._probes.failed(endpoint, self._claims):
+        if self._probes.failed(endpoint, self._plan.claims):
             queue = self._ready.pop(endpoint, None)
             if queue:
                 self._unsent.extend(queue)
@@ -501,7 +400,7 @@ class Dispatcher:
                 if busy and checkpoints is not None:
                     checkpoints.after_cycle()
                 self.attempts.log_summaries(self.attempts.clock())
-                if busy and self._more_due:
+                if busy and self._plan.more_due:
                     continue  # the read was cut at its limit: claim the rest now
                 wake_wait = asyncio.create_task(self.wake.wait())
                 work_wait = asyncio.create_task(self._work.wait())
