@@ -33,7 +33,7 @@ from common import fail_on_errors, machine_line, show
 import monitor.storage.delivery_batches as batches
 from monitor.config import DeliveryConfig
 from monitor.storage import connect
-from monitor.storage.db import SqliteDatabase
+from monitor.storage.sqlite import SqliteDatabase
 
 
 async def hop_cpu(db: SqliteDatabase, on_thread: bool, count: int) -> float:

@@ -8,7 +8,7 @@ from pathlib import Path
 import asyncpg
 
 from monitor.storage import Migration, connect, migrate
-from monitor.storage.db import PostgresDatabase
+from monitor.storage.postgres import PostgresDatabase
 
 MIGRATIONS = [
     Migration(1, "things", "CREATE TABLE things (id INTEGER PRIMARY KEY, name TEXT NOT NULL);\n"),

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from monitor.storage import connect
-from monitor.storage.db import SqliteDatabase
+from monitor.storage.sqlite import SqliteDatabase
 
 
 async def open_db(tmp_path: Path) -> SqliteDatabase:

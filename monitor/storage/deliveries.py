@@ -28,7 +28,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from .db import Database, Row, SqliteDatabase
+from .db import Database, Row
+from .sqlite import SqliteDatabase
 from .webhooks import Subscription, charge
 
 DELIVERY_NAMESPACE = uuid.UUID("0b9c2f7a-41d2-4b6e-8f0e-5c3a7d9e1f20")

@@ -15,7 +15,7 @@ row count on SQLite, ``RETURNING`` on PostgreSQL).
 
 SQLite runs the whole cycle in one go, on the event loop's thread or, for a busy
 worker's big cycles, in one hop to a thread of its own
-(:meth:`~monitor.storage.db.SqliteDatabase.run_sync`, :data:`SQLITE_THREAD_AT`);
+(:meth:`~monitor.storage.sqlite.SqliteDatabase.run_sync`, :data:`SQLITE_THREAD_AT`);
 PostgreSQL runs the cycle as ONE statement whose text never varies with the batch size
 (the outcomes as one JSON document, the claim's values as arrays; asyncpg prepares it
 once) on a connection kept for it (:mod:`~monitor.storage.delivery_cycle_pg`): one round
@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from .db import Database, PostgresDatabase
+from .db import Database
 from .deliveries import _DUE_SELECT, INTERRUPTED, DueDelivery
 from .delivery_cycle_pg import OutcomeRecord, columns, encode_outcomes, pg_cycle
 from .due_read import (
@@ -41,6 +41,7 @@ from .due_read import (
     sqlite_due_ids,
     walk_rows,
 )
+from .postgres import PostgresDatabase
 
 
 class Outcome(NamedTuple):
@@ -144,7 +145,7 @@ _GIVE_UP_SQL = (
 
 
 #: Outcomes from which a cycle runs on a thread of its own rather than on the event loop
-#: (:meth:`~monitor.storage.db.SqliteDatabase.run_sync`): that many sends finished since
+#: (:meth:`~monitor.storage.sqlite.SqliteDatabase.run_sync`): that many sends finished since
 #: the last cycle say a busy worker, whose sends and answers go on meanwhile (a drain's
 #: cycles carry 25-50). A quiet worker's cycles (one or two outcomes) stay on the loop:
 #: the hop to the thread and back would cost more CPU than they do.

@@ -7,7 +7,7 @@ trip waits for the server process to be scheduled, so cycles (which run one at a
 took ~20 ms, and a cycle claims only what the per-endpoint bounds leave room for: the
 worker was bound by that latency, not by CPU. Now the whole cycle is one statement of
 data-modifying CTEs (one implicit transaction: atomic as before) on a connection the
-database object keeps for it (:meth:`~monitor.storage.db.PostgresDatabase.fetch_pinned`,
+database object keeps for it (:meth:`~monitor.storage.postgres.PostgresDatabase.fetch_pinned`,
 no acquire and reset per cycle).
 
 What the CTEs do, in the order of the SQLite cycle:
@@ -45,8 +45,8 @@ from typing import Any
 
 import msgspec
 
-from .db import PostgresDatabase
 from .deliveries import _DUE_COLUMNS, INTERRUPTED, DueDelivery
+from .postgres import PostgresDatabase
 
 #: A row can be claimed now. Rows with an outcome in this cycle are left out by
 #: ``d.id <> ALL($1)``, but only where the lease has run out: such a row holds this

@@ -3,7 +3,7 @@
 In WAL mode a connection checkpoints by itself when one of its commits leaves the log
 longer than 1,000 pages, inside that COMMIT: the pages are copied into the database
 file and both files are synced (``synchronous=NORMAL`` syncs at checkpoints, not at
-commits). Inside the worker's cycle (:meth:`~monitor.storage.db.SqliteDatabase.run_sync`)
+commits). Inside the worker's cycle (:meth:`~monitor.storage.sqlite.SqliteDatabase.run_sync`)
 that stood every few dozen cycles still for the I/O: in a drain of 20,000 deliveries
 ~33 COMMITs took over 2 ms each, and the COMMITs' wall time per delivery fell by a third
 to a half with the checkpoints moved here (docs/performance.md, "Delivery, fourteenth

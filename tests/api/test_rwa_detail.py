@@ -127,7 +127,7 @@ async def test_openapi_describes_every_route(base: Any) -> None:
 
 def test_routes_and_document_agree() -> None:
     """Every route of the real app is in the document, and the document has nothing else."""
-    from monitor.storage.db import SqliteDatabase
+    from monitor.storage.sqlite import SqliteDatabase
 
     app = create_app(Config(), SqliteDatabase.__new__(SqliteDatabase))
     routes = {(r.resource.canonical, r.method.lower()) for r in app.router.routes()
