@@ -20,7 +20,9 @@
    that answers 503 to a third of its requests, drawn at random (seeded): it often has
    two successes in a row, leaves the probe and fails again; ``slowflaky`` one that
    answers after two event intervals and 503 to a fifth of its requests: it needs ~2.5
-   sends in flight, so what the probe holds back from it shows.
+   sends in flight, so what the probe holds back from it shows; ``busy`` the same
+   receiver never failing, and ``offbeat`` that one answering after 2.35 intervals
+   (between the events, where ``busy``'s answers come in step with them).
 
 Receivers run in a child process (the second core), so the figures are the worker's. The
 Kafka intake is not included: it only inserts rows; this measures matching-to-2xx. Any
@@ -446,8 +448,11 @@ async def drop_created() -> None:
 #: default 50) and fails a fifth at random: what the probe costs a receiver that needs
 #: its slots (at any rate its 1.25 attempts per event need ~2.5 sends in flight; probed
 #: after a failure it has one). "busy" is the same receiver never failing: what a
-#: neighbour answering at moments unrelated to the healthy endpoint's events costs it,
-#: probe or not. ``{after}`` in a path or description is that delay.
+#: neighbour that keeps ~2 sends in flight costs it, probe or not. Its answers come back
+#: in step with the events (two intervals after its send); "offbeat" answers after 2.35
+#: intervals instead, between them: the two side by side say how much of "busy"'s cost
+#: is that timing (docs/performance.md, forty-second pass). ``{after}`` and
+#: ``{offbeat}`` in a path or description are those delays (:func:`delays`).
 NEIGHBOURS = {"hang": ("hang", "hanging", ""), "fail": ("fail", "failing", " (503 at once)"),
               "slow": ("slow", "slow", " (answers after 1 s)"),
               "flap": ("flap", "flapping", " (503 and 200 in turn)"),
@@ -455,12 +460,20 @@ NEIGHBOURS = {"hang": ("hang", "hanging", ""), "fail": ("fail", "failing", " (50
               "slowflaky": ("slowflaky?after={after}", "slow flaky",
                             " (answers after {after} s, 503 to a fifth, at random)"),
               "busy": ("slowflaky?after={after}&fail=0", "busy",
-                       " (answers after {after} s, never fails)")}
+                       " (answers after {after} s, never fails)"),
+              "offbeat": ("slowflaky?after={offbeat}&fail=0", "off-beat busy",
+                          " (answers after {offbeat} s, between events, never fails)")}
+
+
+def delays(rate: float) -> dict[str, str]:
+    """The neighbours' answer delays at ``rate`` events/s, by placeholder: ``after`` two
+    event intervals, ``offbeat`` 2.35."""
+    return {"after": f"{2 / rate:g}", "offbeat": f"{2.35 / rate:g}"}
 
 
 def neighbour_url(port: int, kind: str, rate: float) -> str:
     """The receiver ``kind`` (a key of NEIGHBOURS) answers at, for ``rate`` events/s."""
-    return f"http://127.0.0.1:{port}/" + NEIGHBOURS[kind][0].format(after=f"{2 / rate:g}")
+    return f"http://127.0.0.1:{port}/" + NEIGHBOURS[kind][0].format(**delays(rate))
 
 
 def worker_config() -> DeliveryConfig:
@@ -493,7 +506,6 @@ async def isolation(args: argparse.Namespace, ports: list[int], tmp: Path,
     # medians. The other endpoint is another receiver port (its own endpoint key); the
     # baseline sends it the same traffic but it answers, so the runs differ only in how
     # that receiver answers.
-    after = f"{2 / args.rate:g}"  # the slow flaky receiver's delay: two event intervals
     cases = [("healthy", f"http://127.0.0.1:{ports[0]}/ok")] + [
         (NEIGHBOURS[k][1], neighbour_url(ports[0], k, args.rate)) for k in args.neighbours]
     runs: dict[str, list[Latency]] = {name: [] for name, _ in cases}
@@ -515,7 +527,7 @@ async def isolation(args: argparse.Namespace, ports: list[int], tmp: Path,
           + ", ".join(f"+ {k} {v:.2f}" for k, v in per_cycles.items()))
     for kind in args.neighbours:
         _, adjective, how = NEIGHBOURS[kind]
-        how = how.format(after=after)
+        how = how.format(**delays(args.rate))
         loaded = [r.p99_ms for r in runs[adjective]]
         ratio = statistics.median(loaded) / statistics.median(base)
         print(f"healthy p99 latency (ms, medians): alone={alone.p99_ms:6.1f}  "
@@ -639,7 +651,8 @@ if __name__ == "__main__":
                         "answers), fail (503 at once), slow (answers after 1 s), flap "
                         "(503 and 200 in turn), flaky (503 to a third of requests, at random), "
                         "slowflaky (answers after two event intervals: 0.2 s at --rate 10; "
-                        "503 to a fifth, at random), busy (the same, never failing)")
+                        "503 to a fifth, at random), busy (the same, never failing), "
+                        "offbeat (busy, answering after 2.35 intervals: between events)")
     parser.add_argument("--log-level", default="info",
                         choices=["debug", "info", "warning", "error"],
                         help="the worker's log level (default info, the configuration's "
