@@ -72,7 +72,8 @@ async def connect(url: str) -> Database:
 
         url = default_storage_url()
     if url.startswith("sqlite://"):
-        from .sqlite import SqliteDatabase  # a backend's driver only when it is used
+        # Imported here, not at the top: the backend modules import this one.
+        from .sqlite import SqliteDatabase
 
         path = url.removeprefix("sqlite://")
         path = path.removeprefix("/") if not path.startswith("//") else path[1:]
