@@ -37,10 +37,10 @@ if TYPE_CHECKING:
     from importlib.machinery import ModuleSpec
     from types import ModuleType
 
-#: The modules compiled: the engine, the tick file readers, the replay loop and the
-#: monitor daemon's per-tick loop. Never a module that defines a msgspec struct (mypyc
-#: would turn it into a native class and break its encoding): those live in
-#: ``engine/saved.py``, ``ticks.py`` and ``records.py``.
+#: The modules compiled: the engine, the tick file readers, the replay loop, the
+#: monitor daemon's per-tick loop and the tick class they share (``tick.py``). Never a
+#: module that defines a msgspec struct (mypyc would turn it into a native class and break
+#: its encoding): those live in ``engine/saved.py``, ``ticks.py`` and ``records.py``.
 MODULES = ("monitor/engine/windows.py", "monitor/engine/readings.py",
            "monitor/engine/ringfields.py", "monitor/engine/signals.py",
            "monitor/engine/rating.py", "monitor/engine/tiers.py",
@@ -51,7 +51,8 @@ MODULES = ("monitor/engine/windows.py", "monitor/engine/readings.py",
            "monitor/engine/refresh.py",
            "monitor/engine/ringroll.py", "monitor/engine/windowquery.py", "monitor/tickfiles.py",
            "monitor/csvplain.py", "monitor/tickrows.py", "monitor/jsonlplain.py",
-           "monitor/timefmt.py", "monitor/replay.py", "monitor/daemon/feed.py")
+           "monitor/timefmt.py", "monitor/replay.py", "monitor/daemon/feed.py",
+           "monitor/tick.py")
 #: The packages holding compiled modules: each one's ``__init__`` calls :func:`search_first`.
 PACKAGES = ("monitor", "monitor.engine", "monitor.daemon")
 ENV = "DEPEG_MONITOR_COMPILED"

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import functools
 import math
-from typing import Final
+from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
 
+from . import tick as _tick
 from .chains import is_chain, normalize_address
 from .timefmt import parse_ts
 
@@ -49,8 +50,12 @@ class BadTick(ValueError):
         self.detail = detail
 
 
-class Tick(msgspec.Struct, frozen=True, gc=False):
-    """A validated observation. Prices keep their original decimal text for the events."""
+class TickStruct(msgspec.Struct, frozen=True, gc=False):
+    """A validated observation. Prices keep their original decimal text for the events.
+
+    The pure-Python build's :data:`Tick`, and the form a held tick takes in a saved
+    state in both builds (``engine/saved.py``). The compiled build's is
+    :class:`monitor.tick.Tick`, the same fields in the same order."""
 
     ts: float
     chain: str
@@ -74,6 +79,31 @@ class Tick(msgspec.Struct, frozen=True, gc=False):
     @property
     def key(self) -> str:
         return f"{self.chain}:{self.token}"
+
+
+def tick_class() -> type[TickStruct] | type[_tick.Tick]:
+    """The class this process makes its ticks of: :class:`monitor.tick.Tick` when that
+    module runs compiled (the engine reads its fields natively), else
+    :class:`TickStruct` (made in C). One per process, never both: the compiled engine
+    refuses any other class where it expects its native one."""
+    compiled = not getattr(_tick, "__file__", "").endswith(".py")
+    return _tick.Tick if compiled else TickStruct
+
+
+if TYPE_CHECKING:
+    # Checked as the class the compiled modules are built against; the struct is held to
+    # the same shape by tests/test_tick.py.
+    from .tick import Tick as Tick
+else:
+    Tick = tick_class()
+
+
+def replace_tick(tick: Tick, **changes: object) -> Tick:
+    """A copy of ``tick`` with ``changes`` (``msgspec.structs.replace`` for either build's
+    class)."""
+    fields: dict[str, Any] = {name: getattr(tick, name) for name in _tick.FIELDS}
+    fields.update(changes)
+    return Tick(**fields)
 
 
 Number = str | float | int | None
@@ -180,22 +210,11 @@ def make_tick(
             and cross_chain_chains is None):
         raise BadTick("no_observation",
                       "tick carries no price, slippage, oracle price or cross-chain spread")
-    return Tick(
-        ts=seconds,
-        chain=chain,
-        token=address,
-        symbol=symbol.strip()[:32],
-        price=price,
-        price_text=price_text,
-        peg=peg,
-        peg_text=peg_text,
-        slippage_bps=slippage,
-        oracle_price=oracle,
-        source=source[:64],
-        oracle_text=oracle_text,
-        cross_chain_spread_bps=spread,
-        cross_chain_chains=cross_chain_chains,
-    )
+    # Positional: the compiled build's native class parses 14 keywords in ~1.6 µs from
+    # here, against ~0.28 µs for the same arguments by position (the struct: 0.21, 0.15).
+    return Tick(seconds, chain, address, symbol.strip()[:32], price, price_text, peg,
+                peg_text, slippage, oracle, source[:64], oracle_text, spread,
+                cross_chain_chains)
 
 
 def decode_tick(value: bytes | None) -> Tick:

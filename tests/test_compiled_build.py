@@ -329,6 +329,7 @@ for key in sorted(second.keys()):
     digest.update(second.export_state(key))
 print(module.__file__)
 print(digest.hexdigest())
+print(type(rows[0]).__module__)
 """
 
 
@@ -344,6 +345,9 @@ def test_the_compiled_engine_saves_and_restores_byte_for_byte(compiled_home: Pat
         runs[name] = done.stdout.split()
     assert runs["pure"][0].endswith(".py") and runs["compiled"][0].endswith(".so")
     assert runs["compiled"][1] == runs["pure"][1]
+    # The build's ticks are its native class (monitor/tick.py), the held ones saved as
+    # the sources' struct: the same bytes.
+    assert (runs["pure"][2], runs["compiled"][2]) == ("monitor.ticks", "monitor.tick")
 
 
 #: Prints the daemon loop's module file, then tests/daemon/test_feed.py's summary of it.

@@ -12,7 +12,7 @@ from __future__ import annotations
 import msgspec
 
 from ..records import Tier
-from ..ticks import Tick
+from ..ticks import TickStruct
 
 
 class WindowState(msgspec.Struct, array_like=True):
@@ -59,7 +59,7 @@ class Saved(msgspec.Struct, array_like=True):
     max_seen: float | None
     last_tick_ts: float | None
     last_sig: tuple[float | None, ...] | None
-    pending: list[Tick]
+    pending: list[TickStruct]
     #: Added in version 2 (a version 1 state restores with an empty memory).
     held: Held = msgspec.field(default_factory=Held)
     #: Event time of the newest spread observation received (the gate; see Engine).

@@ -16,7 +16,7 @@ from typing import Final
 import msgspec
 
 from ..records import Tier
-from ..ticks import Tick
+from ..ticks import Tick, TickStruct
 from .rating import Held
 from .saved import Saved as _Saved
 from .signals import Observations
@@ -145,7 +145,7 @@ def export_token(t: _Token, pending: bool) -> bytes:
         price_text=t.price_text, peg_text=t.peg_text, next_refresh=t.next_refresh,
         last_applied=_time_or_none(t.last_applied), last_eval=t.last_eval,
         max_seen=_time_or_none(t.max_seen), last_tick_ts=t.last_tick_ts, last_sig=t.last_sig,
-        pending=list(t.pending) if pending else [],
+        pending=[_saved_tick(tick) for tick in t.pending] if pending else [],
         held=t.held,
         spread_mark=t.spread_mark,
     )
@@ -168,7 +168,7 @@ def restore_token(blob: bytes, new_windows: Callable[[], Windows],
                last_tick_ts=s.last_tick_ts, last_sig=s.last_sig, held=s.held,
                spread_mark=s.spread_mark)
     # Saved in order; sorted again (stably: ties keep their saved order) all the same.
-    t.pending.extend(sorted(s.pending, key=_tick_ts))
+    t.pending.extend(sorted([_held_tick(tick) for tick in s.pending], key=_tick_ts))
     if keep_tags:
         t.tags.extend([NO_TAG] * len(s.pending))  # saved whole: no tag
     return f"{s.chain}:{s.token}", t
@@ -176,3 +176,19 @@ def restore_token(blob: bytes, new_windows: Callable[[], Windows],
 
 def _tick_ts(tick: Tick) -> float:
     return tick.ts
+
+
+def _saved_tick(tick: Tick) -> TickStruct:
+    """A held tick as a saved state carries it: the struct, in either build (the
+    compiled one holds native ticks, monitor/tick.py)."""
+    return TickStruct(tick.ts, tick.chain, tick.token, tick.symbol, tick.price,
+                      tick.price_text, tick.peg, tick.peg_text, tick.slippage_bps,
+                      tick.oracle_price, tick.source, tick.oracle_text,
+                      tick.cross_chain_spread_bps, tick.cross_chain_chains)
+
+
+def _held_tick(s: TickStruct) -> Tick:
+    """A saved held tick as this build's engine holds it (:data:`monitor.ticks.Tick`)."""
+    return Tick(s.ts, s.chain, s.token, s.symbol, s.price, s.price_text, s.peg, s.peg_text,
+                s.slippage_bps, s.oracle_price, s.source, s.oracle_text,
+                s.cross_chain_spread_bps, s.cross_chain_chains)

@@ -25,7 +25,6 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
-import msgspec
 import pytest
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
@@ -33,7 +32,7 @@ from monitor.config import KafkaConfig
 from monitor.daemon.state import read_states
 from monitor.kafka.embedded import EmbeddedBroker
 from monitor.kafka.topics import ensure_topics, make_reader
-from monitor.ticks import Tick
+from monitor.ticks import Tick, replace_tick
 from producers.csvout import write_ticks_file
 
 from . import replaytruth
@@ -71,7 +70,7 @@ def quiet_token_file(usdc: list[Tick], out: Path) -> Path:
     token = next(f"0x{i:040x}" for i in range(1, 1000)
                  if partition_of(f"{usdc[0].chain}:0x{i:040x}", PARTITIONS) == partition)
     middle = int(len(usdc) * KILL_AT / 2)
-    ticks = [msgspec.structs.replace(t, token=token, symbol="QUIET")
+    ticks = [replace_tick(t, token=token, symbol="QUIET")
              for t in usdc[middle:middle + QUIET_TICKS]]
     path = out / "quiet.csv"
     write_ticks_file(ticks, path)
