@@ -50,8 +50,8 @@ def test_both_classes_compare_hash_and_print_alike(a: tuple[Any, ...], other: tu
 
 
 def test_keyword_construction_and_replace_agree() -> None:
-    fields = dict(ts=1.0, chain="eth", token="0xab", symbol="USDC", price=0.99,
-                  price_text="0.99", oracle_price=1.0)
+    fields: dict[str, Any] = dict(ts=1.0, chain="eth", token="0xab", symbol="USDC",
+                                  price=0.99, price_text="0.99", oracle_price=1.0)
     made = native.Tick(**fields)
     assert msgspec.structs.asdict(TickStruct(**fields)) == {
         name: getattr(made, name) for name in native.FIELDS}
@@ -63,7 +63,8 @@ def test_a_pure_process_makes_structs_and_the_engine_saves_them_as_before() -> N
     """Run from the sources (tests do), ticks are the struct, and a held tick saved with
     a state is the struct's encoding in either build (tests/test_compiled_build.py
     compares the compiled build's saved bytes with these)."""
-    assert tick_class() is TickStruct and Tick is TickStruct
+    assert tick_class() is TickStruct
+    assert Tick is tick_class()
     tick = make_tick(100, "eth", "0x" + "a" * 40, "USDC", "0.99", "1")
     engine = Engine(ModelConfig())
     engine.process(tick)
