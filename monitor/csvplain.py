@@ -59,8 +59,6 @@ def plain_blocks(path: Path, fh: TextIO, block: int, limit: int, width: int, fie
     error) ends it; returns the last line number read and the rest of the file's lines,
     from the start of the first unfinished one, for the caller's own line loop."""
     days, clocks = iso_caches()
-    # Slices made once: ``text[:11]`` builds a slice object each time in 3.11.
-    day, clock = slice(11), slice(11, 20)
     inf = math.inf
     extra_cells = width - _LEADING
     extras: Extras | None = None
@@ -72,7 +70,13 @@ def plain_blocks(path: Path, fh: TextIO, block: int, limit: int, width: int, fie
     middle = tail = pegged = "\n"
     cut = 0  # len(pegged)
     iso = True
-    stamp = mid = after = slice(0)
+    # The template's time cell is ``text[:width_ts]``, its middle ``text[width_ts:start]``
+    # and the price onwards ``text[start:]``. Integer bounds, not slice objects made once:
+    # the compiled build cuts a str by integers natively and by a slice object through
+    # the generic subscript, four cuts a row (the compiled replay of the shared files:
+    # -4.1 % instructions); the interpreter builds a slice per cut (+1.4 % on the pure
+    # replay, docs/performance.md, forty-third pass).
+    width_ts = start = 0
     chain_n = address = symbol_n = ""
     peg_v: float | None = None
     peg_t: str | None = None
@@ -116,8 +120,8 @@ def plain_blocks(path: Path, fh: TextIO, block: int, limit: int, width: int, fie
             # The template's cells around the price? (A slice and ``==``, not
             # ``startswith(middle, 20)``: a method with arguments parsed from a tuple
             # costs more than a copy of ~50 characters.)
-            if text[mid] == middle:
-                price_s, _, rest = text[after].partition(",")
+            if text[width_ts:start] == middle:
+                price_s, _, rest = text[start:].partition(",")
                 # The template's cells after the price, or the same peg and other cells
                 # after it (read here when plain: no "\r", as many as the header has).
                 if rest == tail or (rest[:cut] == pegged and (
@@ -128,11 +132,11 @@ def plain_blocks(path: Path, fh: TextIO, block: int, limit: int, width: int, fie
                         extras = None
                     if iso:
                         try:
-                            ts = days[text[day]] + clocks[text[clock]]
+                            ts = days[text[:11]] + clocks[text[11:20]]
                         except KeyError:
                             ts = -1.0  # a day or clock not cached yet: read below
                     else:
-                        ts = _whole_seconds(text[stamp])
+                        ts = _whole_seconds(text[:width_ts])
                     if ts >= 0.0:
                         if price_s == last_price:
                             add(Tick(ts, chain_n, address, symbol_n, price, price_t, peg_v,
@@ -181,10 +185,8 @@ def plain_blocks(path: Path, fh: TextIO, block: int, limit: int, width: int, fie
             chain_n, address, symbol_n = known
             peg_t, peg_v = peg
             middle = f",{chain_s},{token},{symbol},"
-            start = len(ts_text) + len(middle)
-            stamp = slice(len(ts_text))
-            mid = slice(len(ts_text), start)
-            after = slice(start, None)
+            width_ts = len(ts_text)
+            start = width_ts + len(middle)
             pegged = f"{peg_s},"
             cut = len(pegged)
             tail = text[start + len(price_s) + 1:]
