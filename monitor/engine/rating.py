@@ -17,8 +17,34 @@ import math
 from ..config import ModelConfig
 from .params import Params, params
 from .readings import count_beyond
-from .saved import Held as Held  # re-exported: its old home
 from .windows import Windows
+
+
+class Held:
+    """The published rating of the last refresh, when it was made, and the last event
+    time the raw rating came within ``hold_margin`` of the current band. A plain class,
+    native in the compiled build, where every refresh reads and writes it (a msgspec
+    struct's fields are read there through the generic attribute lookup); saved as
+    :class:`~monitor.engine.saved.SavedHeld`."""
+
+    __slots__ = ("at", "rating", "support_at")
+
+    def __init__(self, rating: float = 0.0, at: float | None = None,
+                 support_at: float | None = None) -> None:
+        self.rating = rating
+        self.at = at
+        self.support_at = support_at
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Held):
+            return NotImplemented
+        return (self.rating, self.at, self.support_at) == (other.rating, other.at,
+                                                            other.support_at)
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, as the struct it replaced
+
+    def __repr__(self) -> str:
+        return f"Held(rating={self.rating!r}, at={self.at!r}, support_at={self.support_at!r})"
 
 
 def floor_rating(windows: Windows, now: float, cfg: Params) -> float:

@@ -2,9 +2,12 @@
 windows, tier and held rating.
 
 A module of their own so that the modules using them can be compiled (monitor/compiled.py):
-mypyc would turn a msgspec struct into a native class and change how it encodes. Each is
-re-exported from its old home (``windows``, ``tiers``, ``rating``;
-``engine`` imports :class:`Saved`).
+mypyc would turn a msgspec struct into a native class and change how it encodes.
+:class:`WindowState` is re-exported from ``windows`` (``engine`` imports :class:`Saved`).
+The tier and held rating a token carries are plain classes of ``tiers`` and ``rating``
+(native in the compiled build, where a refresh reads and writes them):
+``engine/tokenstate.py`` converts them to :class:`SavedTier` and :class:`SavedHeld` and
+back.
 """
 
 from __future__ import annotations
@@ -26,14 +29,17 @@ class WindowState(msgspec.Struct, array_like=True):
     base_ts: float | None
 
 
-class TierState(msgspec.Struct, array_like=True):
+class SavedTier(msgspec.Struct, array_like=True):
+    """A token's :class:`~monitor.engine.tiers.TierState` as saved (state topic)."""
+
     tier: Tier = Tier.OK
     #: Event time the current tier was entered (None: never left the initial ok).
     since: float | None = None
 
 
-class Held(msgspec.Struct, array_like=True):
-    """The published rating of the last refresh and when it was made (state topic)."""
+class SavedHeld(msgspec.Struct, array_like=True):
+    """A token's :class:`~monitor.engine.rating.Held` as saved (state topic): the
+    published rating of the last refresh and when it was made."""
 
     rating: float = 0.0
     at: float | None = None
@@ -49,7 +55,7 @@ class Saved(msgspec.Struct, array_like=True):
     token: str
     symbol: str
     windows: WindowState
-    tier: TierState
+    tier: SavedTier
     obs: tuple[float | None, ...]
     price_text: str | None
     peg_text: str | None
@@ -61,7 +67,7 @@ class Saved(msgspec.Struct, array_like=True):
     last_sig: tuple[float | None, ...] | None
     pending: list[TickStruct]
     #: Added in version 2 (a version 1 state restores with an empty memory).
-    held: Held = msgspec.field(default_factory=Held)
+    held: SavedHeld = msgspec.field(default_factory=SavedHeld)
     #: Event time of the newest spread observation received (the gate; see Engine).
     #: Added after version 2 as a trailing default, so older states still load.
     spread_mark: float | None = None

@@ -15,7 +15,6 @@ from typing import Final
 from ..config import ModelConfig
 from ..records import Tier
 from .params import Params, params
-from .saved import TierState as TierState  # re-exported: its old home
 
 #: The tiers as module constants: the compiled build (monitor/compiled.py) reads a Final
 #: from a C static, where ``Tier.OK`` is a global lookup and an attribute lookup each time.
@@ -24,6 +23,29 @@ _WATCH: Final = Tier.WATCH
 _WARNING: Final = Tier.WARNING
 _CRITICAL: Final = Tier.CRITICAL
 _PREMIUM: Final = Tier.PREMIUM
+
+
+class TierState:
+    """A token's tier and the event time it was entered (None: never left the initial
+    ok). A plain class, native in the compiled build, where every refresh reads it
+    (a msgspec struct's fields are read there through the generic attribute lookup);
+    saved as :class:`~monitor.engine.saved.SavedTier`."""
+
+    __slots__ = ("since", "tier")
+
+    def __init__(self, tier: Tier = Tier.OK, since: float | None = None) -> None:
+        self.tier = tier
+        self.since = since
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, TierState):
+            return NotImplemented
+        return self.tier is other.tier and self.since == other.since
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, as the struct it replaced
+
+    def __repr__(self) -> str:
+        return f"TierState(tier={self.tier!r}, since={self.since!r})"
 
 
 def band(rating: float, cfg: ModelConfig) -> Tier:

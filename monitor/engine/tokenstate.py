@@ -19,6 +19,7 @@ from ..records import Tier
 from ..ticks import Tick, TickStruct
 from .rating import Held
 from .saved import Saved as _Saved
+from .saved import SavedHeld, SavedTier
 from .signals import Observations
 from .steady import Steady
 from .tiers import TierState
@@ -140,13 +141,13 @@ def export_token(t: _Token, pending: bool) -> bytes:
     held for lateness."""
     saved = _Saved(
         version=STATE_VERSION, chain=t.chain, token=t.token, symbol=t.symbol,
-        windows=t.windows.export(), tier=t.tier,
+        windows=t.windows.export(), tier=SavedTier(t.tier.tier, t.tier.since),
         obs=tuple(getattr(t.obs, f) for f in _OBS_FIELDS),
         price_text=t.price_text, peg_text=t.peg_text, next_refresh=t.next_refresh,
         last_applied=_time_or_none(t.last_applied), last_eval=t.last_eval,
         max_seen=_time_or_none(t.max_seen), last_tick_ts=t.last_tick_ts, last_sig=t.last_sig,
         pending=[_saved_tick(tick) for tick in t.pending] if pending else [],
-        held=t.held,
+        held=SavedHeld(t.held.rating, t.held.at, t.held.support_at),
         spread_mark=t.spread_mark,
     )
     return _state_encoder.encode(saved)
@@ -160,12 +161,14 @@ def restore_token(blob: bytes, new_windows: Callable[[], Windows],
     s = _state_decoder.decode(blob)
     w = new_windows()
     w.load(s.windows)
-    t = _Token(chain=s.chain, token=s.token, symbol=s.symbol, windows=w, tier=s.tier,
+    t = _Token(chain=s.chain, token=s.token, symbol=s.symbol, windows=w,
+               tier=TierState(s.tier.tier, s.tier.since),
                # A state written before a field existed has fewer: defaults fill in.
                obs=Observations(**dict(zip(_OBS_FIELDS, s.obs, strict=False))),
                price_text=s.price_text, peg_text=s.peg_text, next_refresh=s.next_refresh,
                last_applied=s.last_applied, last_eval=s.last_eval, max_seen=s.max_seen,
-               last_tick_ts=s.last_tick_ts, last_sig=s.last_sig, held=s.held,
+               last_tick_ts=s.last_tick_ts, last_sig=s.last_sig,
+               held=Held(s.held.rating, s.held.at, s.held.support_at),
                spread_mark=s.spread_mark)
     # Saved in order; sorted again (stably: ties keep their saved order) all the same.
     t.pending.extend(sorted([_held_tick(tick) for tick in s.pending], key=_tick_ts))

@@ -11,12 +11,10 @@ called on a copy of the held state.
 
 from __future__ import annotations
 
-import msgspec
-
 from monitor.config import ModelConfig
 from monitor.engine import Engine
 from monitor.engine.params import params
-from monitor.engine.rating import publish_rating
+from monitor.engine.rating import Held, publish_rating
 from monitor.engine.steady import steady_figures_of
 from monitor.ticks import make_tick
 from tests.engine.helpers import T0, USDC
@@ -42,7 +40,7 @@ def test_a_longer_gap_decays_the_rating_the_short_cut_would_have_kept() -> None:
     assert t.quiet is not None  # the short-cut is ready for the same inputs again
     # The held rating made long ago: the same rating, another elapsed time.
     t.held.at = now - 3.6e14  # 0.1 points of calm decay at 1e-12 an hour
-    expected_held = msgspec.structs.replace(t.held)
+    expected_held = Held(t.held.rating, t.held.at, t.held.support_at)  # a copy
     _, figures = steady_figures_of(t.steady, t.windows, t.obs, t.sig_tick, params(cfg),
                                    now + 300)
     raw, floor, _, calm, _ = figures
