@@ -74,8 +74,8 @@ def plain_blocks(path: Path, fh: TextIO, block: int, limit: int, width: int, fie
     # and the price onwards ``text[start:]``. Integer bounds, not slice objects made once:
     # the compiled build cuts a str by integers natively and by a slice object through
     # the generic subscript, four cuts a row (the compiled replay of the shared files:
-    # -4.1 % instructions); the interpreter builds a slice per cut (+1.4 % on the pure
-    # replay, docs/performance.md, forty-third pass).
+    # -4.1 % instructions); the interpreter builds a slice per cut, which the pure
+    # replay's count does not show (under 0.2 %; docs/performance.md, forty-third pass).
     width_ts = start = 0
     chain_n = address = symbol_n = ""
     peg_v: float | None = None
