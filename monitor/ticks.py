@@ -86,7 +86,8 @@ def tick_class() -> type[TickStruct] | type[_tick.Tick]:
     module runs compiled (the engine reads its fields natively), else
     :class:`TickStruct` (made in C). One per process, never both: the compiled engine
     refuses any other class where it expects its native one."""
-    compiled = not getattr(_tick, "__file__", "").endswith(".py")
+    # An extension module's file (a sourceless install's .pyc is not compiled).
+    compiled = getattr(_tick, "__file__", "").endswith((".so", ".pyd"))
     return _tick.Tick if compiled else TickStruct
 
 
