@@ -16,6 +16,7 @@ from typing import Final
 import msgspec
 
 from ..records import Tier
+from ..tick import FIELDS as TICK_FIELDS
 from ..ticks import Tick, TickStruct
 from .rating import Held
 from .saved import Saved as _Saved
@@ -184,14 +185,9 @@ def _tick_ts(tick: Tick) -> float:
 def _saved_tick(tick: Tick) -> TickStruct:
     """A held tick as a saved state carries it: the struct, in either build (the
     compiled one holds native ticks, monitor/tick.py)."""
-    return TickStruct(tick.ts, tick.chain, tick.token, tick.symbol, tick.price,
-                      tick.price_text, tick.peg, tick.peg_text, tick.slippage_bps,
-                      tick.oracle_price, tick.source, tick.oracle_text,
-                      tick.cross_chain_spread_bps, tick.cross_chain_chains)
+    return TickStruct(*[getattr(tick, name) for name in TICK_FIELDS])
 
 
 def _held_tick(s: TickStruct) -> Tick:
     """A saved held tick as this build's engine holds it (:data:`monitor.ticks.Tick`)."""
-    return Tick(s.ts, s.chain, s.token, s.symbol, s.price, s.price_text, s.peg, s.peg_text,
-                s.slippage_bps, s.oracle_price, s.source, s.oracle_text,
-                s.cross_chain_spread_bps, s.cross_chain_chains)
+    return Tick(*msgspec.structs.astuple(s))
