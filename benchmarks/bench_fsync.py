@@ -25,7 +25,7 @@ import sys
 import tempfile
 import time
 
-from common import fail_on_errors, machine_line
+from common import fail_on_errors, machine_line, quantile
 
 BLOCK = 8192
 #: Blocks the file cycles through: a log segment's first 2 MB, rewritten in turn.
@@ -43,10 +43,6 @@ def episodes(slow: list[tuple[float, float]], gap: float) -> list[tuple[float, f
         else:
             out.append((at, at, 1, ms))
     return out
-
-
-def quantile(ordered: list[float], q: float) -> float:
-    return ordered[min(int(q * len(ordered)), len(ordered) - 1)]
 
 
 def probe(folder: str, seconds: float, rate: float) -> tuple[list[float], list[float], int]:

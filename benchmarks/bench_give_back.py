@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import bench_delivery as bench
-from common import machine_line
+from common import machine_line, quantile
 
 import monitor.webhooks.dispatcher as dispatcher_module
 from monitor.logs import configure_logging
@@ -47,10 +47,6 @@ class GiveBacks:
             self.statements += 1
             self.deliveries += len(unsent)
         return await self.real(db, unsent)
-
-
-def quantile(values: list[float], q: float) -> float:
-    return values[min(int(q * len(values)), len(values) - 1)]
 
 
 async def one_run(args: argparse.Namespace, ports: list[int], tmp: Path) -> float:

@@ -67,6 +67,12 @@ def spread(values: Sequence[float]) -> dict[str, float]:
     return {"min": min(values), "median": statistics.median(values), "max": max(values)}
 
 
+def quantile(ordered: Sequence[float], q: float) -> float:
+    """The value at fraction ``q`` of ``ordered`` (sorted): the nearest rank, no
+    interpolation, so a tail figure is one that was measured."""
+    return ordered[min(int(q * len(ordered)), len(ordered) - 1)]
+
+
 def show(name: str, values: Sequence[float], unit: str) -> str:
     s = spread(values)
     return (f"{name:<34} min {s['min']:10.1f}  median {s['median']:10.1f}  "
