@@ -35,216 +35,30 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import base64
-import os
-import random
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
-import uuid
 from pathlib import Path
-from typing import Any, NamedTuple
 
 import aiohttp
-from aiohttp import web
 from common import emit, fail_on_errors, machine_line, show
+from delivery_receivers import NEIGHBOURS, delays, neighbour_kinds, neighbour_url, start_receivers
+from delivery_worker import (
+    Latency,
+    drop_created,
+    event,
+    fresh_url,
+    healthy_p99,
+    throughput,
+    worker_config,
+)
 from yarl import URL
 
 from monitor.config import DeliveryConfig, GcConfig
 from monitor.gcpolicy import apply_gc_policy
 from monitor.logs import configure_logging
-from monitor.records import EVENT_TYPE, TierChangeData, TierChangeEvent, encode
-from monitor.storage import Database, connect
-from monitor.storage.deliveries import DeliveryStore, NewEvent
-from monitor.storage.webhooks import Subscription, WebhookStore, migrate_webhooks
-from monitor.webhooks.dispatcher import DeliveryAttempts, Dispatcher
-from monitor.webhooks.filters import Filters
+from monitor.records import encode
 from monitor.webhooks.http1 import Http1Client, header_lines
-from monitor.webhooks.secrets import SecretBox
-from monitor.webhooks.sender import Sender
-from monitor.webhooks.urls import origin
-
-KEY = base64.urlsafe_b64encode(b"b" * 32).decode()
-
-
-# -- receiver child process -------------------------------------------------------------
-async def _serve(count: int) -> None:
-    async def ok(request: web.Request) -> web.Response:
-        await request.read()
-        return web.Response(text="ok")
-
-    async def hang(request: web.Request) -> web.Response:
-        await asyncio.sleep(3600)
-        return web.Response()
-
-    async def fail(request: web.Request) -> web.Response:
-        await request.read()
-        return web.Response(status=503, text="down")
-
-    answers = 0
-
-    async def flap(request: web.Request) -> web.Response:
-        nonlocal answers
-        await request.read()
-        answers += 1
-        if answers % 2:
-            return web.Response(status=503, text="down")
-        return web.Response(text="ok")
-
-    draws = random.Random(15)  # the same failures in every run
-
-    async def flaky(request: web.Request) -> web.Response:
-        await request.read()
-        if draws.random() < 1 / 3:
-            return web.Response(status=503, text="down")
-        return web.Response(text="ok")
-
-    slow_draws = random.Random(16)  # not flaky's: its own draws, the same in every run
-
-    async def slowflaky(request: web.Request) -> web.Response:
-        await request.read()
-        await asyncio.sleep(float(request.query.get("after", "0.2")))
-        if slow_draws.random() < float(request.query.get("fail", "0.2")):
-            return web.Response(status=503, text="down")
-        return web.Response(text="ok")
-
-    async def slow(request: web.Request) -> web.Response:
-        await request.read()
-        await asyncio.sleep(1.0)
-        return web.Response(text="ok")
-
-    app = web.Application()
-    app.router.add_post("/ok", ok)
-    app.router.add_post("/hang", hang)
-    app.router.add_post("/fail", fail)
-    app.router.add_post("/slow", slow)
-    app.router.add_post("/flap", flap)
-    app.router.add_post("/flaky", flaky)
-    app.router.add_post("/slowflaky", slowflaky)
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    ports = []
-    for _ in range(count):
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        await site.start()
-        ports.append(site._server.sockets[0].getsockname()[1])  # type: ignore[union-attr]
-    print(" ".join(map(str, ports)), flush=True)
-    await asyncio.Event().wait()
-
-
-def start_receivers(count: int) -> tuple[subprocess.Popen[str], list[int]]:
-    proc = subprocess.Popen([sys.executable, __file__, "--serve", str(count)],
-                            stdout=subprocess.PIPE, text=True)
-    assert proc.stdout is not None
-    return proc, [int(p) for p in proc.stdout.readline().split()]
-
-
-# -- worker side --------------------------------------------------------------------------
-def event() -> TierChangeEvent:
-    return TierChangeEvent(EVENT_TYPE, str(uuid.uuid4()), "2024-01-01T00:00:00Z", TierChangeData(
-        "0xdac17f958d2ee523a2206206994597c13d831ec7", "eth", "USDT", "ok", "warning", 65.0,
-        -2.5, "0.975", "1"))
-
-
-async def setup(url: str, urls: list[str], config: DeliveryConfig
-                ) -> tuple[Database, list[Subscription], Dispatcher]:
-    db = await connect(url)
-    await migrate_webhooks(db)
-    store = WebhookStore(db)
-    key = await store.create_api_key("bench", "dpm_" + uuid.uuid4().hex, time.time())
-    box = SecretBox.from_config(config)
-    for target in urls:
-        sid = str(uuid.uuid4())
-        await store.create_subscription(
-            sub_id=sid, api_key_id=key.id, webhook_url=target, endpoint=origin(target),
-            event_types=[EVENT_TYPE], filters=Filters(), secret_sealed=box.seal("s" * 32, sid),
-            now=time.time())
-    subs = [s for s in await store.active_subscriptions() if s.api_key_id == key.id]
-    attempts = DeliveryAttempts(DeliveryStore(db), Sender(config), box, config)
-    return db, subs, Dispatcher(attempts)
-
-
-async def any_waiting(db: Database) -> bool:
-    """Whether a delivery is still pending or failed: the first entry of each status on
-    the (status, next_attempt_at) index, not a count. Counting what was left walked
-    thousands of index entries and their rows every 50 ms (~8-16 ms a poll, load 4-6),
-    CPU the worker's own database server and, on SQLite, its one connection lost to the
-    harness; the whole count is taken once, at the end (successes). ``next_attempt_at IS
-    NOT NULL`` (always true of both statuses) lets the partial due index answer."""
-    return bool(await db.fetchval(
-        "SELECT EXISTS (SELECT 1 FROM webhook_deliveries WHERE status = 'pending'"
-        " AND next_attempt_at IS NOT NULL) OR EXISTS (SELECT 1 FROM webhook_deliveries"
-        " WHERE status = 'failed' AND next_attempt_at IS NOT NULL)"))
-
-
-async def backend_cpu(db: Database) -> dict[int, float]:
-    """CPU seconds used so far by each PostgreSQL backend serving this database (from
-    /proc: the server runs on this machine), or nothing on SQLite, whose work is the
-    worker's own CPU. The database server's CPU per delivery was above the worker's own."""
-    if db.dialect != "postgresql":
-        return {}
-    used: dict[int, float] = {}
-    for row in await db.fetch(
-            "SELECT pid FROM pg_stat_activity WHERE datname = current_database()"):
-        seconds = process_cpu(row["pid"])
-        if seconds is not None:
-            used[row["pid"]] = seconds
-    return used
-
-
-def process_cpu(pid: int) -> float | None:
-    """User + system CPU seconds of a process (None once it is gone)."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return None
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime
-
-
-async def count_status(db: Database, status: str) -> int:
-    return int(await db.fetchval(
-        "SELECT COUNT(*) FROM webhook_deliveries WHERE status = $1", status) or 0)
-
-
-async def throughput(url: str, ports: list[int], subs: int, deliveries: int,
-                     config: DeliveryConfig) -> tuple[float, int, float, float | None]:
-    """(deliveries/s, failed attempts, CPU µs per delivery, that of the PostgreSQL
-    backends or None on SQLite) of one worker draining ``deliveries`` due rows."""
-    urls = [f"http://127.0.0.1:{ports[i % len(ports)]}/ok" for i in range(subs)]
-    db, active, dispatcher = await setup(url, urls, config)
-    store = DeliveryStore(db)
-    events = [NewEvent(e.event_id, EVENT_TYPE, encode(e), active)
-              for e in (event() for _ in range(max(1, deliveries // subs)))]
-    total = len(events) * subs
-    await store.record_events(events, time.time())
-    stop = asyncio.Event()
-    backends = await backend_cpu(db)
-    started = time.perf_counter()
-    cpu = time.process_time()
-    runner = asyncio.create_task(dispatcher.run(stop))
-    dispatcher.wake.set()  # as the intake does after recording deliveries
-    deadline = started + 300
-    # Whether anything is left, looked up on the (status, next_attempt_at) index (see
-    # any_waiting: a count there still cost the worker's database a scan per poll).
-    while await any_waiting(db):
-        if time.perf_counter() > deadline:
-            break
-        await asyncio.sleep(0.05)
-    elapsed = time.perf_counter() - started
-    cpu = time.process_time() - cpu
-    served = sum(t - backends.get(pid, 0.0) for pid, t in (await backend_cpu(db)).items())
-    failed = int(await db.fetchval(
-        "SELECT COUNT(*) FROM webhook_attempts WHERE status_code IS NULL"
-        " OR status_code < 200 OR status_code >= 300") or 0)
-    failed += total - await count_status(db, "success")
-    stop.set()
-    await runner
-    await dispatcher.attempts.sender.close()
-    await db.close()
-    return (total / elapsed, failed, cpu / total * 1e6,
-            served / total * 1e6 if db.dialect == "postgresql" else None)
 
 
 def delivery_sized_body() -> bytes:
@@ -310,188 +124,6 @@ async def bare_client_loop(ports: list[int], count: int, concurrency: int
     cpu = time.process_time() - cpu
     await client.close()
     return count / elapsed, errors, cpu / count * 1e6
-
-
-class Latency(NamedTuple):
-    """One latency run: the healthy endpoint's p99, and what the run cost this process."""
-
-    p99_ms: float
-    #: CPU of this process (the worker, its database work on SQLite, and the event
-    #: inserts, the same in every run) per event, from the first event to the last success.
-    cpu_us: float
-    #: Dispatcher cycles per event: a neighbour that never answers must not make the
-    #: worker spin on its backlog.
-    cycles: float
-
-
-def count_cycles(dispatcher: Dispatcher) -> list[int]:
-    """A one-element counter of ``dispatcher``'s cycles (its ``cycle`` wrapped)."""
-    counter = [0]
-    original = dispatcher.cycle
-
-    async def counted(look: bool = True) -> bool:
-        counter[0] += 1
-        return await original(look)
-
-    dispatcher.cycle = counted  # type: ignore[method-assign]
-    return counter
-
-
-class HealthyRun(NamedTuple):
-    """What one steady-rate run left: the healthy endpoint's deliveries and its cost."""
-
-    #: The healthy endpoint's deliveries: ``created_at``, ``latency`` (s), ``attempts``.
-    rows: list[Any]
-    sent: int
-    #: Attempts at the other endpoints (all of them failed when those never answer).
-    other_attempts: int
-    cpu_seconds: float
-    cycles: int
-
-
-async def healthy_run(url: str, urls: list[str], seconds: float, rate: float,
-                      config: DeliveryConfig) -> HealthyRun:
-    """Events at ``rate``/s for ``seconds``, each to a subscription of every one of
-    ``urls``, the first a healthy receiver's (ending ``/ok``); waits until the healthy
-    endpoint has every one of its deliveries, then stops the worker."""
-    db, active, dispatcher = await setup(url, urls, config)
-    healthy = next(s for s in active if s.webhook_url == urls[0])
-    store = DeliveryStore(db)
-    stop = asyncio.Event()
-    cycles = count_cycles(dispatcher)
-    runner = asyncio.create_task(dispatcher.run(stop))
-    sent = 0
-    cpu = time.process_time()
-    started = time.perf_counter()
-    while time.perf_counter() - started < seconds:
-        e = event()
-        await store.record_events([NewEvent(e.event_id, EVENT_TYPE, encode(e), active)],
-                                  time.time())
-        dispatcher.wake.set()
-        sent += 1
-        await asyncio.sleep(1.0 / rate)
-    while int(await db.fetchval(  # noqa: ASYNC110 (polls the database)
-            "SELECT COUNT(*) FROM webhook_deliveries WHERE status = 'success'"
-            " AND subscription_id = $1", healthy.id) or 0) < sent:
-        await asyncio.sleep(0.05)
-    cpu = time.process_time() - cpu
-    ran = cycles[0]
-    rows = await db.fetch(
-        "SELECT created_at, completed_at - created_at AS latency, attempts"
-        " FROM webhook_deliveries WHERE subscription_id = $1", healthy.id)
-    other_attempts = await db.fetchval(
-        "SELECT COUNT(*) FROM webhook_attempts a JOIN webhook_deliveries d"
-        " ON d.id = a.delivery_id WHERE d.subscription_id <> $1", healthy.id)
-    stop.set()
-    await runner
-    await dispatcher.attempts.sender.close()
-    await db.close()
-    return HealthyRun(rows, sent, int(other_attempts or 0), cpu, ran)
-
-
-async def healthy_p99(url: str, port: int, other: str | None, seconds: float,
-                      rate: float, config: DeliveryConfig) -> Latency:
-    """p99 of created -> success for a healthy endpoint under ``rate`` events/s; with
-    ``other`` (a URL), every event also goes there (a second healthy or a hanging one)."""
-    urls = [f"http://127.0.0.1:{port}/ok"]
-    if other is not None:
-        urls.append(other)
-    run = await healthy_run(url, urls, seconds, rate, config)
-    if other is not None and other.endswith("/hang"):
-        print(f"  (hanging endpoint: {run.other_attempts} timed-out attempts during the run)")
-    elif other is not None and not other.endswith("/ok"):
-        print(f"  ({other.rsplit('/', 1)[-1]} endpoint: {run.other_attempts} attempts during "
-              "the run)")
-    latencies: list[float] = sorted(r["latency"] * 1000 for r in run.rows)
-    return Latency(statistics.quantiles(latencies, n=100)[98], run.cpu_seconds / run.sent * 1e6,
-                   run.cycles / run.sent)
-
-
-CREATED: list[tuple[str, str]] = []
-
-
-async def fresh_url(base: str | None, tmp: Path) -> str:
-    """An empty database per run: a SQLite file, or a new database on the given server."""
-    if not base:
-        return f"sqlite:///{tmp / (uuid.uuid4().hex + '.db')}"
-    import asyncpg
-
-    name = f"bench_delivery_{uuid.uuid4().hex[:10]}"
-    admin = await asyncpg.connect(base)
-    try:
-        await admin.execute(f'CREATE DATABASE "{name}"')
-    finally:
-        await admin.close()
-    CREATED.append((base, name))
-    return f"{base.rsplit('/', 1)[0]}/{name}"
-
-
-async def drop_created() -> None:
-    import asyncpg
-
-    for base, name in CREATED:
-        admin = await asyncpg.connect(base)
-        try:
-            await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        finally:
-            await admin.close()
-
-
-#: Neighbours of the healthy endpoint in the isolation runs: (receiver path, the
-#: adjective that names it, what the row adds about it). "hang" was the only one; the
-#: others are the receivers a subscriber more often has: one down behind a proxy (503 at
-#: once, so every event brings retries and their history rows), and one that answers
-#: after a second; "flap" one that fails every other request (a flaky proxy or a
-#: deploy in progress), which moves it in and out of the dispatcher's probe, and "flaky"
-#: one that fails a third of its requests at random (often two successes in a row);
-#: "slowflaky" answers after two event intervals (0.2 s at ``--rate 10``, 0.04 s at the
-#: default 50) and fails a fifth at random: what the probe costs a receiver that needs
-#: its slots (at any rate its 1.25 attempts per event need ~2.5 sends in flight; probed
-#: after a failure it has one). "busy" is the same receiver never failing: what a
-#: neighbour that keeps ~2 sends in flight costs it, probe or not. Its answers come back
-#: in step with the events (two intervals after its send); "offbeat" answers after 2.35
-#: intervals instead, between them: the two side by side say how much of "busy"'s cost
-#: is that timing (docs/performance.md, forty-second pass). ``{after}`` and
-#: ``{offbeat}`` in a path or description are those delays (:func:`delays`).
-NEIGHBOURS = {"hang": ("hang", "hanging", ""), "fail": ("fail", "failing", " (503 at once)"),
-              "slow": ("slow", "slow", " (answers after 1 s)"),
-              "flap": ("flap", "flapping", " (503 and 200 in turn)"),
-              "flaky": ("flaky", "flaky", " (503 to a third of requests, at random)"),
-              "slowflaky": ("slowflaky?after={after}", "slow flaky",
-                            " (answers after {after} s, 503 to a fifth, at random)"),
-              "busy": ("slowflaky?after={after}&fail=0", "busy",
-                       " (answers after {after} s, never fails)"),
-              "offbeat": ("slowflaky?after={offbeat}&fail=0", "off-beat busy",
-                          " (answers after {offbeat} s, between events, never fails)")}
-
-
-def delays(rate: float) -> dict[str, str]:
-    """The neighbours' answer delays at ``rate`` events/s, by placeholder: ``after`` two
-    event intervals, ``offbeat`` 2.35."""
-    return {"after": f"{2 / rate:g}", "offbeat": f"{2.35 / rate:g}"}
-
-
-def neighbour_url(port: int, kind: str, rate: float) -> str:
-    """The receiver ``kind`` (a key of NEIGHBOURS) answers at, for ``rate`` events/s."""
-    return f"http://127.0.0.1:{port}/" + NEIGHBOURS[kind][0].format(**delays(rate))
-
-
-def worker_config() -> DeliveryConfig:
-    """The benchmarks' worker: loopback receivers, a 2 s timeout, retries after 0.5-2 s.
-    ``poll_interval_seconds`` is left at its default: new deliveries wake the worker (as
-    the intake does), so the poll only finds retries coming due."""
-    return DeliveryConfig(allow_loopback=True, secret_encryption_key=KEY, timeout_seconds=2.0,
-                          backoff_base_seconds=0.5, backoff_max_seconds=2.0)
-
-
-def neighbour_kinds(value: str) -> list[str]:
-    kinds = [k for k in value.split(",") if k]
-    unknown = sorted(set(kinds) - set(NEIGHBOURS))
-    if unknown or not kinds:
-        raise argparse.ArgumentTypeError(
-            f"unknown neighbour {', '.join(unknown) or '(none given)'}: choose from "
-            + ", ".join(NEIGHBOURS))
-    return list(dict.fromkeys(kinds))
 
 
 async def isolation(args: argparse.Namespace, ports: list[int], tmp: Path,
@@ -660,9 +292,4 @@ if __name__ == "__main__":
     parser.add_argument("--log-format", default="json", choices=["console", "json"],
                         help="the worker's log format (default json: as a deployed worker "
                              "writes it, not to a terminal)")
-    parser.add_argument("--serve", type=int, help=argparse.SUPPRESS)
-    ns = parser.parse_args()
-    if ns.serve:
-        asyncio.run(_serve(ns.serve))
-    else:
-        asyncio.run(main(ns))
+    asyncio.run(main(parser.parse_args()))

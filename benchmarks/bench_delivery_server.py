@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench_delivery import (
+from delivery_worker import (
     KEY,
     any_waiting,
     backend_cpu,

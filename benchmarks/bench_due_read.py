@@ -28,7 +28,7 @@ import time
 import uuid
 from pathlib import Path
 
-from bench_delivery import drop_created, event, fresh_url, setup
+from delivery_worker import drop_created, event, fresh_url, setup
 
 from monitor.config import DeliveryConfig
 from monitor.records import EVENT_TYPE, encode

@@ -23,8 +23,9 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-import bench_delivery as bench
+import delivery_worker as worker
 from common import machine_line, quantile
+from delivery_receivers import neighbour_url, start_receivers
 
 import monitor.webhooks.dispatcher as dispatcher_module
 from monitor.logs import configure_logging
@@ -53,11 +54,11 @@ async def one_run(args: argparse.Namespace, ports: list[int], tmp: Path) -> floa
     counter = GiveBacks()
     setattr(dispatcher_module, "release_unsent", counter)  # noqa: B010 (not exported)
     try:
-        run = await bench.healthy_run(
-            await bench.fresh_url(args.storage_url, tmp),
+        run = await worker.healthy_run(
+            await worker.fresh_url(args.storage_url, tmp),
             [f"http://127.0.0.1:{ports[1]}/ok",
-             bench.neighbour_url(ports[0], "slowflaky", args.rate)],
-            args.seconds, args.rate, bench.worker_config())
+             neighbour_url(ports[0], "slowflaky", args.rate)],
+            args.seconds, args.rate, worker.worker_config())
     finally:
         setattr(dispatcher_module, "release_unsent", release_unsent)  # noqa: B010
     latencies = sorted(r["latency"] * 1000 for r in run.rows)
@@ -75,7 +76,7 @@ async def one_run(args: argparse.Namespace, ports: list[int], tmp: Path) -> floa
 
 async def main(args: argparse.Namespace) -> None:
     configure_logging(level="warning", fmt="json")
-    proc, ports = bench.start_receivers(2)
+    proc, ports = start_receivers(2)
     try:
         with tempfile.TemporaryDirectory() as tmp:
             print(machine_line())
@@ -86,7 +87,7 @@ async def main(args: argparse.Namespace) -> None:
     finally:
         proc.kill()
         if args.storage_url:
-            await bench.drop_created()
+            await worker.drop_created()
 
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:

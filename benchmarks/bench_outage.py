@@ -26,8 +26,9 @@ import statistics
 import tempfile
 from pathlib import Path
 
-from bench_delivery import drop_created, fresh_url, healthy_run, start_receivers, worker_config
 from common import fail_on_errors, machine_line
+from delivery_receivers import start_receivers
+from delivery_worker import drop_created, fresh_url, healthy_run, worker_config
 
 from monitor.logs import configure_logging
 

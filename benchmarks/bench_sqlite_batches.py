@@ -27,8 +27,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench_delivery import KEY, fresh_url, start_receivers, throughput
 from common import fail_on_errors, machine_line, show
+from delivery_receivers import start_receivers
+from delivery_worker import KEY, fresh_url, throughput
 
 import monitor.storage.delivery_batches as batches
 from monitor.config import DeliveryConfig
