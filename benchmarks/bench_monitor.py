@@ -35,7 +35,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import functools
 import math
 import os
 import random
@@ -45,7 +44,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +52,8 @@ import msgspec
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+from monitor_bytes import bytes_row, topic_records
+from monitor_peer import quix_available, quix_round
 
 from monitor.chains import CHAINS
 from monitor.config import Config, KafkaConfig, ModelConfig
@@ -160,6 +160,11 @@ async def monitor(config: Config, total: int,
     await until(warm)
     with gc_time or contextlib.nullcontext():
         started, cpu_started, at = time.perf_counter(), time.process_time(), daemon.stats.ticks
+        if at >= total:  # one batch took the warm-up's end and every timed tick with it
+            stop.set()
+            await task
+            raise RuntimeError(f"the monitor had taken all {total:,} ticks when the warm-up "
+                               "ended: nothing left to time (use more --ticks)")
         await until(total)
         elapsed = time.perf_counter() - started
         cpu = time.process_time() - cpu_started
@@ -213,153 +218,6 @@ class Row(msgspec.Struct):
     @property
     def total(self) -> int:
         return self.warm + self.ticks
-
-
-async def topic_records(bootstrap: str, topic: str, partitions: int) -> list[bytes]:
-    """Every record of ``topic`` (key + value, as a consumer sees them), to its true end."""
-    from monitor.kafka.readall import read_whole_topic
-
-    records: list[bytes] = []
-
-    def keep(tp: TopicPartition, batch: list[Any]) -> None:
-        records.extend((rec.key or b"") + (rec.value or b"") for rec in batch)
-
-    await read_whole_topic(bootstrap, topic, partitions, keep)
-    return records
-
-
-def batched_size(records: list[bytes], per_batch: int, codec: str) -> float:
-    """Estimated bytes per record on the broker when the producer sends ``per_batch``
-    records per batch with ``codec``: each group compressed with the codec library aiokafka
-    uses (cramjam), plus a v2 batch header (61 B) and ~8 B of per-record framing."""
-    import cramjam
-
-    codecs: dict[str, Callable[[bytes], Any]] = {
-        "zstd": cramjam.zstd.compress, "lz4": cramjam.lz4.compress,
-        "snappy": cramjam.snappy.compress, "gzip": cramjam.gzip.compress}
-    compress = codecs.get(codec, bytes)  # "none": the records as they are
-    per_batch = max(per_batch, 1)
-    total = 0
-    for i in range(0, len(records), per_batch):
-        group = records[i:i + per_batch]
-        total += len(bytes(compress(b"".join(group)))) + 61 + 8 * len(group)
-    return total / max(len(records), 1)
-
-
-def simulate_states(tokens: int, spacing: float, partitions: int, interval: float,
-                    every_ticks: int, max_age: float, seed: int = 1) -> tuple[float, float]:
-    """(ticks per state record, state records per partition batch) in real time, from the
-    daemon's own due policy (``monitor/daemon/coverage.py``) driven by a simulated clock:
-    each token ticks every ``spacing`` seconds at its own random phase, a checkpoint every
-    ``interval`` seconds writes the due tokens' states, one batch per partition.
-    ``every_ticks=1, max_age=0`` is the policy before it (every token that ticked, at
-    every checkpoint)."""
-    from monitor.daemon.coverage import Uncovered
-
-    rng = random.Random(seed)
-    phases = sorted((rng.uniform(0, spacing), j) for j in range(tokens))
-    # Warm up for one full cycle of the slowest rule, then count over several.
-    cycle = min(max_age + interval, every_ticks * spacing, 1e12) + interval + spacing
-    warm, end = 2 * cycle, 8 * cycle
-    parts = [Uncovered() for _ in range(partitions)]
-    offsets = [0] * partitions
-    # Start mid-cycle, each token at its own point: tokens that all started together would
-    # stay due together, in bursts that compress better than a long-running service's.
-    span = min(max_age, (every_ticks - 1) * spacing)
-    for _, j in phases:
-        age = rng.uniform(0, span)
-        held = int(age // spacing)
-        if held:
-            p = j % partitions
-            parts[p].took(str(j), offsets[p], -age)
-            parts[p].count[str(j)] = held
-    ticks = states = batches = 0
-    next_checkpoint = interval
-    period = 0
-    while next_checkpoint < end:
-        for phase, j in phases:
-            t = period * spacing + phase
-            while t >= next_checkpoint:
-                for part in parts:
-                    due = part.due(next_checkpoint, every_ticks, max_age)
-                    part.written(due)
-                    if due and next_checkpoint >= warm:
-                        states += len(due)
-                        batches += 1
-                next_checkpoint += interval
-            p = j % partitions
-            parts[p].took(str(j), offsets[p], t)
-            offsets[p] += 1
-            ticks += t >= warm
-        period += 1
-    return ticks / max(states, 1), states / max(batches, 1)
-
-
-def real_time_bytes(state_records: list[bytes], rating_share: float, *, interval: float,
-                    every_ticks: int, max_age: float, spacing: int, tokens: int,
-                    partitions: int, tick_size: float, codec: str) -> tuple[float, float, float]:
-    """(bytes out per byte of ticks in, state bytes per record, ticks per state record) in
-    real time with this checkpoint interval and due policy (``simulate_states``): this
-    run's state records recompressed in batches of the simulated size."""
-    per_state, per_batch = simulate_states(tokens, spacing, partitions, interval,
-                                           every_ticks, max_age)
-    state_each = batched_size(state_records, round(per_batch), codec)
-    return state_each / (per_state * tick_size) + rating_share, state_each, per_state
-
-
-QUIX_CHILD = """
-import json, sys, time
-from datetime import timedelta
-from quixstreams import Application
-bootstrap, topic, group, total, warm, state_dir = sys.argv[1:7]
-total, warm = int(total), int(warm)
-app = Application(broker_address=bootstrap, consumer_group=group,
-                  auto_offset_reset="earliest", state_dir=state_dir, loglevel="WARNING")
-seen = {"n": 0, "start": None, "end": None, "at": 0}
-def tick_time(value, headers, timestamp, timestamp_type):
-    from datetime import datetime
-    return int(datetime.fromisoformat(value["ts"].replace("Z", "+00:00")).timestamp() * 1000)
-def count(value):
-    if seen["start"] is None and seen["n"] >= warm:
-        seen["start"], seen["at"] = time.perf_counter(), seen["n"]
-    seen["n"] += 1
-    if seen["n"] >= total:
-        seen["end"] = time.perf_counter()
-        app.stop()
-    return value
-sdf = app.dataframe(app.topic(topic, value_deserializer="json", timestamp_extractor=tick_time))
-sdf = sdf.update(count).apply(lambda v: float(v["price_usd"]))
-sdf = sdf.tumbling_window(timedelta(minutes=5)).mean().final()
-app.run()
-print(json.dumps({"seen": seen["n"],
-                  "rate": (seen["n"] - seen["at"]) / (seen["end"] - seen["start"])}))
-"""
-
-
-def quix_available() -> bool:
-    import importlib.util
-
-    return importlib.util.find_spec("quixstreams") is not None
-
-
-def quix_round(bootstrap: str, topic: str, group: str, total: int, warm: int = 0) -> float:
-    """Quix Streams (optional, ``pip install quixstreams``): one tumbling 5-minute mean of
-    the price per token over the same topic, in a child process (its own event loop and
-    RocksDB state). Timed from its record past ``warm`` to its last."""
-    import json
-    import subprocess
-    import tempfile
-
-    with tempfile.TemporaryDirectory() as state_dir:
-        done = subprocess.run([sys.executable, "-c", QUIX_CHILD, bootstrap, topic, group,
-                               str(total), str(warm), state_dir], capture_output=True, text=True,
-                              timeout=1800, check=False)
-    if done.returncode != 0:
-        raise RuntimeError(f"quix peer failed: {done.stderr[-2000:]}")
-    result = json.loads(done.stdout.strip().splitlines()[-1])
-    if result["seen"] < total:
-        raise RuntimeError(f"quix peer saw {result['seen']} of {total} records")
-    return float(result["rate"])
 
 
 async def table_rounds(rows: list[Row], n_tokens: int, partitions: int, rounds: int,
@@ -476,61 +334,10 @@ async def table_rounds(rows: list[Row], n_tokens: int, partitions: int, rounds: 
                  target="peer (no target)", met=True)
         if compiled:
             continue
-        # Real time (not this replay-speed run): each checkpoint interval the tokens that
-        # are due write one state record each, in one batch per partition (simulated with
-        # the daemon's own policy); rating snapshots trickle out a few per monitor batch.
-        # Batches that small compress less, so the estimate recompresses this run's
-        # records in groups of the real-time batch size.
-        tick_size = ticks_bytes / row.total
-        codec = config.kafka.compression
-        rating_batch = round(n_tokens / config.model.refresh_seconds
-                             * config.kafka.batch_timeout_ms / 1000 / partitions)
-        rating_share = (len(rating_records[-1]) / row.total
-                        * batched_size(rating_records[-1], rating_batch, codec) / tick_size)
-
-        real_time = functools.partial(real_time_bytes, state_records[-1], rating_share,
-                                      spacing=row.spacing, tokens=n_tokens,
-                                      partitions=partitions, tick_size=tick_size, codec=codec)
-        interval = config.kafka.checkpoint_interval_seconds
-        # Code before the due policy has neither key: it wrote at every checkpoint.
-        every = getattr(config.kafka, "state_every_ticks", 1)
-        max_age = getattr(config.kafka, "state_max_age_seconds", 0.0)
-        policy = (f"checkpoint_interval_seconds={interval:g}, state_every_ticks={every}, "
-                  f"state_max_age_seconds={max_age:g}")
-        live, state_each, per_state = real_time(interval=interval, every_ticks=every,
-                                                max_age=max_age)
-        print(f"bytes to state + ratings per byte of ticks in: median "
-              f"{statistics.median(ratios):.3f} in this run; in real time with {policy}, "
-              f"compression {codec}: ~{live:.2f} (a token's state record ~{state_each:,.0f} "
-              f"B on the broker per {per_state:.1f} ticks of {tick_size:.0f} B; ratings "
-              f"{rating_share:.2f})", flush=True)
-        variants = {"every checkpoint (before the due policy)": (1, 0.0)}
-        variants.update({f"max age {age:g} s": (every, age) for age in (300.0, 600.0, 1800.0)
-                         if age != max_age})
-        others = "; ".join(
-            f"{name}: ~{real_time(interval=interval, every_ticks=n, max_age=age)[0]:.2f}"
-            for name, (n, age) in variants.items() if (n, age) != (every, max_age))
-        print(f"  real time with other policies: {others}", flush=True)
-        young = bool(full_states) and (statistics.median(map(len, state_records[-1]))
-                                       < 0.8 * statistics.median(map(len, full_states)))
-        if young:
-            fuller = functools.partial(real_time_bytes, full_states, rating_share,
-                                       spacing=row.spacing, tokens=n_tokens,
-                                       partitions=partitions, tick_size=tick_size, codec=codec)
-            now_full = fuller(interval=interval, every_ticks=every, max_age=max_age)
-            before_full = fuller(interval=interval, every_ticks=1, max_age=0.0)
-            print(f"  with the fuller state records of the previous row (~{now_full[1]:,.0f} "
-                  f"B each; this run's tokens are young): ~{now_full[0]:.2f}; every "
-                  f"checkpoint (before the due policy): ~{before_full[0]:.2f}", flush=True)
-            others += (f"; with full-ring states ~{now_full[0]:.2f}, every checkpoint "
-                       f"~{before_full[0]:.2f}")
+        bytes_row(row.name, row.total, row.spacing, n_tokens, partitions, config,
+                  ticks_bytes, state_records[-1], rating_records[-1], ratios, full_states)
         if not full_states:
             full_states = state_records[-1]
-        emit(f"bytes to state + ratings topics per byte of ticks in, 1 tick per token per "
-             f"{row.name}", unit="B/B", limit_name="", limit=None, project=ratios,
-             ratio=statistics.median(ratios), target="<= 1", met=max(ratios) <= 1.0,
-             note=f"on the broker, compression {codec}; real time with {policy}: "
-                  f"~{live:.2f} ({others})")
     return errors
 
 
