@@ -5,7 +5,11 @@ Optional (``pip install -e '.[bench]'``); bench_monitor.py's peer row. Imported,
 
 from __future__ import annotations
 
+import importlib.util
+import json
+import subprocess
 import sys
+import tempfile
 
 QUIX_CHILD = """
 import json, sys, time
@@ -37,8 +41,6 @@ print(json.dumps({"seen": seen["n"],
 
 
 def quix_available() -> bool:
-    import importlib.util
-
     return importlib.util.find_spec("quixstreams") is not None
 
 
@@ -46,10 +48,6 @@ def quix_round(bootstrap: str, topic: str, group: str, total: int, warm: int = 0
     """Quix Streams (optional, ``pip install quixstreams``): one tumbling 5-minute mean of
     the price per token over the same topic, in a child process (its own event loop and
     RocksDB state). Timed from its record past ``warm`` to its last."""
-    import json
-    import subprocess
-    import tempfile
-
     with tempfile.TemporaryDirectory() as state_dir:
         done = subprocess.run([sys.executable, "-c", QUIX_CHILD, bootstrap, topic, group,
                                str(total), str(warm), state_dir], capture_output=True, text=True,

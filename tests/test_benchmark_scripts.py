@@ -10,8 +10,8 @@ import pytest
 
 from tests.conftest import REPO
 
-#: The commands: every module with a main guard (common.py and delivery_worker.py are the
-#: scripts' shared code, imported, never run).
+#: The commands: every module with a main guard (the others, such as common.py, are the
+#: scripts' shared code: imported, never run).
 SCRIPTS = sorted(p.name for p in (REPO / "benchmarks").glob("*.py")
                  if 'if __name__ == "__main__":' in p.read_text())
 
