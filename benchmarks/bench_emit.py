@@ -4,7 +4,7 @@ the record batch, compression.
     python benchmarks/bench_emit.py [--tokens 1000] [--ticks 30000] [--rounds 5]
 
 The snapshots are the live-monitor table's at 1 tick per token per minute (the ticks of
-``bench_monitor.synthetic`` through ``Engine.take``, a snapshot every 5 minutes of event
+``monitor_ticks.synthetic`` through ``Engine.take``, a snapshot every 5 minutes of event
 time per token). Then, alternately for ``--rounds`` rounds, CPU µs per snapshot of:
 
 - ``encode``: ``records.ENCODER.encode`` (the exact bytes the daemon publishes);
@@ -29,8 +29,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from aiokafka.producer.message_accumulator import BatchBuilder
 from aiokafka.record.memory_records import MemoryRecords
-from bench_monitor import synthetic
 from common import fail_on_errors, machine_line, show, spread
+from monitor_ticks import synthetic
 
 from monitor.config import ModelConfig
 from monitor.engine import Engine, Output

@@ -17,17 +17,17 @@ per second) published once, then for ``--rounds`` rounds in rotating order:
    mean of the price per token over the same topic, in a child process: the peer.
 
 Every side first reads a warm-up of ``--warmup-seconds`` of event time per token
-(:func:`warmup_seconds`), untimed, and is then timed over the row's ticks, to its last
-(the rate and this process's CPU per tick): what the ticks cost a monitor that has been
-running, every tick taken also applied. Printed: min/median/
-max per side, the ratio of the medians (targets 0.5 at 1/min, 0.7 at 1/s), and the bytes
-the monitor wrote to its state and ratings topics per byte of ticks in (target <= 1), for
-this replay-speed run and as estimated for real time with the configured checkpoint interval
-and due policy (``kafka.state_every_ticks``, ``state_max_age_seconds``: the daemon's own
+(``monitor_ticks.warmup_seconds``), untimed, and is then timed over the row's ticks, to
+its last (the rate and this process's CPU per tick): what the ticks cost a monitor that
+has been running, every tick taken also applied. Printed: min/median/max per side, the
+ratio of the medians (targets 0.5 at 1/min, 0.7 at 1/s), and the bytes the monitor wrote
+to its state and ratings topics per byte of ticks in (target <= 1), for this replay-speed
+run and as estimated for real time with the configured checkpoint interval and due policy
+(``kafka.state_every_ticks``, ``state_max_age_seconds``: the daemon's own
 ``monitor/daemon/coverage.py`` driven by a simulated clock decides which tokens write a
-state at each checkpoint). Dead letters of these
-valid ticks count as errors (exit 1). Without ``--table``: one quick run per token count
-with ``engine/s`` (decode + ``Engine.process`` alone, no Kafka: the daemon's ceiling).
+state at each checkpoint). Dead letters of these valid ticks count as errors (exit 1).
+Without ``--table``: one quick run per token count with ``engine/s`` (decode +
+``Engine.process`` alone, no Kafka: the daemon's ceiling).
 """
 
 from __future__ import annotations
@@ -37,7 +37,6 @@ import asyncio
 import contextlib
 import math
 import os
-import random
 import signal
 import statistics
 import subprocess
@@ -51,54 +50,18 @@ import msgspec
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+from aiokafka import AIOKafkaConsumer, TopicPartition
 from monitor_bytes import bytes_row, topic_records
 from monitor_peer import quix_available, quix_round
+from monitor_ticks import produce, synthetic, warmup_seconds
 
-from monitor.chains import CHAINS
 from monitor.config import Config, KafkaConfig, ModelConfig
 from monitor.daemon import MonitorDaemon
 from monitor.kafka.batches import stored_batches
 from monitor.kafka.embedded import EmbeddedBroker
 from monitor.kafka.topics import ensure_topics
 from monitor.logs import configure_logging
-from monitor.ticks import decode_tick, encode_tick, make_tick
-
-
-def synthetic(n_ticks: int, n_tokens: int, seed: int = 7,
-              spacing: int = 60) -> list[tuple[bytes, bytes]]:
-    rng = random.Random(seed)
-    tokens = [(CHAINS[i % len(CHAINS)], f"0x{i:040x}") for i in range(n_tokens)]
-    prices = [1.0] * n_tokens
-    out = []
-    t0 = 1_700_000_000
-    for i in range(n_ticks):
-        j = i % n_tokens
-        step = i // n_tokens
-        drift = -0.002 if j % 50 == 0 and step > 20 else 0.0  # some tokens depeg
-        prices[j] = max(0.5, prices[j] + drift + rng.gauss(0, 0.0004))
-        chain, token = tokens[j]
-        tick = make_tick(t0 + spacing * step, chain, token, f"T{j}", f"{prices[j]:.6f}", "1")
-        out.append((tick.key.encode(), encode_tick(tick)))
-    return out
-
-
-async def produce(bootstrap: str, topic: str, records: list[tuple[bytes, bytes]]) -> float:
-    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=20,
-                                enable_idempotence=False, max_batch_size=256 * 1024)
-    await producer.start()
-    started = time.perf_counter()
-    try:
-        futures = []
-        for key, value in records:
-            futures.append(await producer.send(topic, value, key=key))
-            if len(futures) >= 20000:
-                await asyncio.gather(*futures)
-                futures.clear()
-        await asyncio.gather(*futures)
-    finally:
-        await producer.stop()
-    return len(records) / (time.perf_counter() - started)
+from monitor.ticks import decode_tick
 
 
 class Timed(msgspec.Struct):
@@ -339,24 +302,6 @@ async def table_rounds(rows: list[Row], n_tokens: int, partitions: int, rounds: 
         if not full_states:
             full_states = state_records[-1]
     return errors
-
-
-def warmup_seconds(model: ModelConfig, spacing: int) -> float:
-    """Event seconds per token a row reads before its timing starts, so the timed ticks
-    cost what they cost a monitor that has been running (live, every tick taken is also
-    applied; read from an empty start, the first ``lateness_seconds`` of ticks are only
-    held: timed from the start, 300,000 ticks at one a second read 0.73 of the bare
-    consumer, against 0.57 past this warm-up, in one session, docs/performance.md).
-
-    The lateness, then: at one tick a minute the longest window (the rings full, so a
-    refresh reads as many buckets as it ever will); at one a second one refresh period
-    (the rings fill only after an hour, 3.6 M ticks for 1,000 tokens, too many to publish
-    here; a refresh's reads there are spread over 300 ticks)."""
-    longest = max(model.deviation_window_seconds, model.persistence_window_seconds,
-                  model.volatility_window_seconds, model.calm_window_seconds,
-                  model.floor_window_seconds)
-    fill = longest if spacing >= 60 else model.refresh_seconds
-    return float(model.lateness_seconds + fill)
 
 
 def engine_compiled() -> bool:

@@ -26,7 +26,8 @@ import tempfile
 import time
 import uuid
 
-from bench_api import add_load_args, hammer, serve_app, server_process
+from api_load import add_load_args, hammer
+from api_servers import serve_app, server_process
 from common import add_backend_args, on_each_backend
 
 from consumers.vault_store import fold_facts, rating_row

@@ -6,7 +6,7 @@
 
 Wall-clock rates of ``bench_monitor.py`` move by more than a per-tick change of a few
 percent on a shared machine; instruction counts do not. This feeds the records of
-``bench_monitor.synthetic`` (the table's ticks: ``--tokens`` tokens, one tick each every
+``monitor_ticks.synthetic`` (the table's ticks: ``--tokens`` tokens, one tick each every
 ``--spacing`` seconds, keyed ``chain:token``), partitioned as the producer would (murmur2
 over ``--partitions``) and handed out in batches of ``--batch`` records of one partition
 at a time, as aiokafka's ``getmany`` drains its fetched partitions, through
@@ -45,7 +45,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from aiokafka import AIOKafkaProducer, TopicPartition
 from aiokafka.partitioner import DefaultPartitioner
 from aiokafka.structs import ConsumerRecord
-from bench_monitor import synthetic
+from monitor_ticks import synthetic
 
 from monitor.config import Config, KafkaConfig, ModelConfig
 from monitor.daemon import MonitorDaemon, checkpoint
