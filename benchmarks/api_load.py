@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import aiohttp
+from common import quantile
 
 
 async def hammer(base: str, paths: list[str], seconds: float, concurrency: int,
@@ -52,7 +53,7 @@ async def hammer(base: str, paths: list[str], seconds: float, concurrency: int,
         await asyncio.gather(*(client(n, s) for n in range(concurrency)))
         elapsed = time.perf_counter() - start
     latencies.sort()
-    p99 = latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))]
+    p99 = quantile(latencies, 0.99)
     return (len(latencies) / elapsed, statistics.median(latencies), p99, len(latencies),
             errors)
 

@@ -11,11 +11,12 @@ from __future__ import annotations
 import asyncio
 import base64
 import os
-import statistics
 import time
 import uuid
 from pathlib import Path
 from typing import Any, NamedTuple
+
+from common import quantile
 
 from monitor.config import DeliveryConfig
 from monitor.records import EVENT_TYPE, TierChangeData, TierChangeEvent, encode
@@ -235,7 +236,7 @@ async def healthy_p99(url: str, port: int, other: str | None, seconds: float,
         print(f"  ({other.rsplit('/', 1)[-1]} endpoint: {run.other_attempts} attempts during "
               "the run)")
     latencies: list[float] = sorted(r["latency"] * 1000 for r in run.rows)
-    return Latency(statistics.quantiles(latencies, n=100)[98], run.cpu_seconds / run.sent * 1e6,
+    return Latency(quantile(latencies, 0.99), run.cpu_seconds / run.sent * 1e6,
                    run.cycles / run.sent)
 
 
