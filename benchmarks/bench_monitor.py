@@ -184,17 +184,19 @@ class Row(msgspec.Struct):
 
 
 async def table_rounds(rows: list[Row], n_tokens: int, partitions: int, rounds: int,
-                       config: Config, no_peer: bool = False) -> int:
+                       config: Config, no_peer: bool = False, variant: str = "") -> int:
     """The README table's rows: per row one broker, its ticks published once, then the
     bare consumer, the monitor (and Quix Streams when installed) in rotating order for
     ``rounds`` rounds; each monitor round gets its own group and output/state topics, so
-    none restores another's state. Returns the error count."""
+    none restores another's state. ``variant`` (:func:`settings_variant`) names the
+    monitor's settings in the rows when they are not the table's. Returns the error
+    count."""
     from common import GcTimer, emit, machine_line, show
 
     print(machine_line())
     errors = 0
     compiled = engine_compiled()
-    label = " (mypyc build)" if compiled else ""
+    label = (" (mypyc build)" if compiled else "") + (f" ({variant})" if variant else "")
     # The peer and the bytes rows do not depend on the build: the pure run gives them.
     peer = quix_available() and not compiled and not no_peer
     # The slowest row's state records: its tokens' rings are the fullest (a short run at one
@@ -297,11 +299,28 @@ async def table_rounds(rows: list[Row], n_tokens: int, partitions: int, rounds: 
                  target="peer (no target)", met=True)
         if compiled:
             continue
-        bytes_row(row.name, row.total, row.spacing, n_tokens, partitions, config,
+        bytes_row(row.name + label, row.total, row.spacing, n_tokens, partitions, config,
                   ticks_bytes, state_records[-1], rating_records[-1], ratios, full_states)
         if not full_states:
             full_states = state_records[-1]
     return errors
+
+
+def settings_variant(config: Config) -> str:
+    """The monitor's settings that differ from the defaults the table's rows are taken
+    with, as words for the rows' names ("" when none): a row measured with a rating
+    snapshot every 15 minutes, say, must not read as the row of the table."""
+    model, kafka = ModelConfig(), KafkaConfig()
+    parts = []
+    if config.model.snapshot_seconds != model.snapshot_seconds:
+        parts.append(f"a rating snapshot every {config.model.snapshot_seconds} s")
+    for name in ("checkpoint_interval_seconds", "state_every_ticks", "state_max_age_seconds",
+                 "compression"):
+        if getattr(config.kafka, name) != getattr(kafka, name):
+            parts.append(f"kafka.{name} {getattr(config.kafka, name)}")
+    if not config.gc.enabled:
+        parts.append("gc policy off")
+    return ", ".join(parts)
 
 
 def engine_compiled() -> bool:
@@ -409,7 +428,7 @@ def main() -> int:
                  "second": row("second", 1, args.ticks_per_second_row or args.ticks)}
         rows = [known[name] for name in args.rows.split(",")]
         errors = asyncio.run(table_rounds(rows, n_tokens, args.partitions, args.rounds,
-                                          config, args.no_peer))
+                                          config, args.no_peer, settings_variant(config)))
         from common import fail_on_errors
 
         fail_on_errors(errors, "the monitor rounds (dead letters of valid ticks)")
