@@ -2,6 +2,7 @@
 the record batch, compression.
 
     python benchmarks/bench_emit.py [--tokens 1000] [--ticks 30000] [--rounds 5]
+                                    [--batch-bytes 524288]
 
 The snapshots are the live-monitor table's at 1 tick per token per minute (the ticks of
 ``monitor_ticks.synthetic`` through ``Engine.take``, a snapshot every 5 minutes of event
@@ -9,7 +10,9 @@ time per token). Then, alternately for ``--rounds`` rounds, CPU µs per snapshot
 
 - ``encode``: ``records.ENCODER.encode`` (the exact bytes the daemon publishes);
 - ``batch``: aiokafka's ``BatchBuilder``, each encoded snapshot appended with its
-  ``chain:token`` key, every batch built uncompressed (what ``Publisher.send_all`` does);
+  ``chain:token`` key, every batch built uncompressed (what ``Publisher.send_all`` does),
+  batches of at most ``--batch-bytes`` (default: the daemon's
+  ``kafka.producer_batch_bytes``);
 - ``batch zstd``: the same with zstd (the daemon's default ``kafka.compression``; aiokafka
   compresses at level 3).
 
@@ -32,15 +35,13 @@ from aiokafka.record.memory_records import MemoryRecords
 from common import fail_on_errors, machine_line, show, spread
 from monitor_ticks import synthetic
 
-from monitor.config import ModelConfig
+from monitor.config import KafkaConfig, ModelConfig
 from monitor.engine import Engine, Output
 from monitor.records import ENCODER, RatingSnapshot
 from monitor.ticks import decode_tick
 
 #: aiokafka's compression codes.
 NONE, ZSTD = 0, 4
-#: The daemon's ``kafka.producer_batch_bytes`` default order of size.
-BATCH_BYTES = 1 << 20
 
 
 def snapshots(ticks: int, tokens: int) -> list[RatingSnapshot]:
@@ -52,14 +53,16 @@ def snapshots(ticks: int, tokens: int) -> list[RatingSnapshot]:
     return [o for o in out if isinstance(o, RatingSnapshot)]
 
 
-def built(records: list[tuple[bytes, bytes]], compression: int) -> list[bytes]:
-    """The records in as few batches as they fit in, each built."""
+def built(records: list[tuple[bytes, bytes]], compression: int, batch_bytes: int
+          ) -> list[bytes]:
+    """The records in as few batches of at most ``batch_bytes`` as they fit in, each
+    built."""
     batches: list[bytes] = []
-    builder = BatchBuilder(BATCH_BYTES, compression)
+    builder = BatchBuilder(batch_bytes, compression)
     for key, value in records:
         if builder.append(timestamp=None, key=key, value=value, headers=[]) is None:
             batches.append(bytes(builder._build()))
-            builder = BatchBuilder(BATCH_BYTES, compression)
+            builder = BatchBuilder(batch_bytes, compression)
             builder.append(timestamp=None, key=key, value=value, headers=[])
     batches.append(bytes(builder._build()))
     return batches
@@ -82,6 +85,8 @@ def main() -> int:
     parser.add_argument("--tokens", type=int, default=1000)
     parser.add_argument("--ticks", type=int, default=30_000)
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--batch-bytes", type=int, default=KafkaConfig().producer_batch_bytes,
+                        help="largest record batch (default: kafka.producer_batch_bytes's)")
     args = parser.parse_args()
     print(machine_line())
     snaps = snapshots(args.ticks, args.tokens)
@@ -92,7 +97,8 @@ def main() -> int:
     records = [(f"{s.chain}:{s.token_address}".encode(), encode(s)) for s in snaps]
     size = sum(len(v) for _, v in records) / len(records)
     print(f"{len(snaps):,} snapshots of {size:,.0f} B on average")
-    errors = sum(read_back(built(records, c)) != records for c in (NONE, ZSTD))
+    size_cap = args.batch_bytes
+    errors = sum(read_back(built(records, c, size_cap)) != records for c in (NONE, ZSTD))
     n = len(snaps)
     encode_us: list[float] = []
     batch_us: list[float] = []
@@ -103,17 +109,19 @@ def main() -> int:
             encode(s)
         encode_us.append((time.process_time() - started) / n * 1e6)
         started = time.process_time()
-        built(records, NONE)
+        built(records, NONE, size_cap)
         batch_us.append((time.process_time() - started) / n * 1e6)
         started = time.process_time()
-        built(records, ZSTD)
+        built(records, ZSTD, size_cap)
         zstd_us.append((time.process_time() - started) / n * 1e6)
     print(show("encode", encode_us, "CPU us/snapshot"))
     print(show("batch (append + build)", batch_us, "CPU us/snapshot"))
     print(show("batch zstd (append + build)", zstd_us, "CPU us/snapshot"))
-    compressed = sum(map(len, built(records, ZSTD))) / sum(len(v) for _, v in records)
+    batches = built(records, ZSTD, size_cap)
+    compressed = sum(map(len, batches)) / sum(len(v) for _, v in records)
     print(f"zstd alone {spread(zstd_us)['median'] - spread(batch_us)['median']:.2f} us a "
-          f"snapshot (medians); batches {compressed:.3f} of the values' bytes")
+          f"snapshot (medians); {len(batches)} batches of at most {size_cap:,} B, "
+          f"{compressed:.3f} of the values' bytes")
     fail_on_errors(errors, "batches whose records differ from the encoded snapshots")
     return 0
 

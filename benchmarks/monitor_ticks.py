@@ -8,14 +8,12 @@ the tests of the warm-up; not a command itself.
 
 from __future__ import annotations
 
-import asyncio
 import random
 import time
 
-from aiokafka import AIOKafkaProducer
-
 from monitor.chains import CHAINS
 from monitor.config import ModelConfig
+from monitor.testing import publish
 from monitor.ticks import encode_tick, make_tick
 
 
@@ -44,20 +42,9 @@ def synthetic(n_ticks: int, n_tokens: int, seed: int = 7,
 async def produce(bootstrap: str, topic: str, records: list[tuple[bytes, bytes]]) -> float:
     """Publish ``records`` to ``topic`` once, in order (acks=all: every side reads them all
     from the broker); returns the records published per second."""
-    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=20,
-                                enable_idempotence=False, max_batch_size=256 * 1024)
-    await producer.start()
     started = time.perf_counter()
-    try:
-        futures = []
-        for key, value in records:
-            futures.append(await producer.send(topic, value, key=key))
-            if len(futures) >= 20000:
-                await asyncio.gather(*futures)
-                futures.clear()
-        await asyncio.gather(*futures)
-    finally:
-        await producer.stop()
+    await publish(bootstrap, topic, records, linger_ms=20, max_batch_size=256 * 1024,
+                  window=20000)
     return len(records) / (time.perf_counter() - started)
 
 

@@ -10,13 +10,14 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.partitioner import DefaultPartitioner
 
 from monitor.config import Config, KafkaConfig
 from monitor.engine import Engine
 from monitor.kafka.readall import READER_FETCH_WAIT_MS, true_end_offsets
 from monitor.records import TierChangeEvent
+from monitor.testing import publish
 from monitor.tickfiles import BadRow, read_file
 from monitor.ticks import Tick, encode_tick
 
@@ -79,23 +80,9 @@ def partition_of(key: str, partitions: int) -> int:
     return int(DefaultPartitioner()(key.encode(), all_parts, all_parts))
 
 
-async def produce(bootstrap: str, topic: str, items: Iterable[tuple[bytes | None, bytes]]) -> int:
-    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=5,
-                                enable_idempotence=False)
-    await producer.start()
-    n = 0
-    try:
-        futures = []
-        for key, value in items:
-            futures.append(await producer.send(topic, value, key=key))
-            n += 1
-            if len(futures) >= 5000:
-                await asyncio.gather(*futures)
-                futures.clear()
-        await asyncio.gather(*futures)
-    finally:
-        await producer.stop()
-    return n
+#: Publish ``(key, value)`` records once, in order, every one acknowledged: the helper
+#: integrators use too.
+produce = publish
 
 
 def tick_records(ticks: Iterable[Tick]) -> list[tuple[bytes | None, bytes]]:

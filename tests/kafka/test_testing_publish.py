@@ -1,0 +1,47 @@
+"""``monitor.testing.publish`` on a real broker: every record once, each key's records in
+their order, in the partition aiokafka's default partitioner gives its key.
+
+The expectation is worked out apart from the helper: the records as made here, and the
+partition from murmur2 over the topic's partitions (``kafkatools.partition_of``).
+"""
+
+from __future__ import annotations
+
+import pytest
+from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+
+from monitor.kafka.embedded import EmbeddedBroker
+from monitor.testing import publish
+
+from .kafkatools import TopicReader, by_partition, partition_of
+
+pytestmark = pytest.mark.broker
+
+PARTITIONS = 4
+
+
+@pytest.mark.parametrize("window", [1, 7, 5000])
+async def test_publish_puts_every_record_once_in_order_on_its_keys_partition(
+        broker: EmbeddedBroker, window: int) -> None:
+    topic = f"publish-{window}"
+    admin = AIOKafkaAdminClient(bootstrap_servers=broker.bootstrap_servers)
+    await admin.start()
+    try:
+        await admin.create_topics([NewTopic(topic, PARTITIONS, 1)])
+    finally:
+        await admin.close()
+    keys = [f"eth:0x{n:040x}" for n in range(9)]
+    records = [(keys[i % len(keys)].encode(), f'{{"seq":{i}}}'.encode()) for i in range(250)]
+
+    # A generator: the helper must not need a sized input.
+    assert await publish(broker.bootstrap_servers, topic, iter(records), window=window) \
+        == len(records)
+
+    expected: dict[int, list[tuple[bytes, bytes]]] = {}
+    for key, value in records:
+        expected.setdefault(partition_of(key.decode(), PARTITIONS), []).append((key, value))
+    async with TopicReader(broker.bootstrap_servers, topic) as reader:
+        got = await reader.until(lambda recs: len(recs) >= len(records), within=30,
+                                 what=f"{len(records)} records")
+    assert len(got) == len(records)
+    assert by_partition(got) == expected
