@@ -4,8 +4,8 @@
 time per token. Its rows are meant to price a running monitor, where each tick taken
 releases one held tick; before the warm-up existed, the first ``lateness_seconds`` of
 ticks were only held and the one-a-second row read 0.73 where a running monitor reads
-0.57. The engine's
-own counters over the timed ticks are the truth checked here (not a figure of the script).
+0.57. The engine's own counters over the timed ticks are the truth checked here (not a
+figure of the script).
 """
 
 from __future__ import annotations

@@ -28,6 +28,7 @@ from monitor.registry import load_registry
 from monitor.storage import connect
 from monitor.storage import vaults_read as reads
 from monitor.storage.ratings import RatingsStore
+from monitor.testing import publish
 from monitor.timefmt import parse_ts
 from monitor.vaults.daemon import VaultDaemon
 from monitor.vaults.records import decode_rating
@@ -38,7 +39,6 @@ from tests.kafka.kafkatools import (
     engine_transitions,
     fast_kafka,
     load_ticks,
-    produce,
     tick_records,
     wait_for,
 )
@@ -87,7 +87,7 @@ async def test_usdc_vault_follows_the_march_2023_depeg(
         "underlying_risk": "battle_tested", "tvl_usd": 2.5e8, "owner_kind": "multisig",
         "timelock_seconds": 172800, "redemption_open": True, "source_verified": True,
         "audit_count": 4, "event_count": 90000, "deployed_at": "2021-01-01T00:00:00Z"})
-    await produce(broker.bootstrap_servers, config.vaults.facts_topic,
+    await publish(broker.bootstrap_servers, config.vaults.facts_topic,
                   [(f"eth:{VAULT}".encode(), fact)])
 
     db = await connect(f"sqlite:///{tmp_path / 'store.db'}")
@@ -99,7 +99,7 @@ async def test_usdc_vault_follows_the_march_2023_depeg(
     writing = asyncio.create_task(writer.run(stop))
     monitor = MonitorProcess(config.kafka, tmp_path / "monitor.log")
     try:
-        await produce(broker.bootstrap_servers, config.kafka.ticks_topic, tick_records(ticks))
+        await publish(broker.bootstrap_servers, config.kafka.ticks_topic, tick_records(ticks))
         last_change = changes[-1][0]
         async with TopicReader(broker.bootstrap_servers, config.vaults.ratings_topic) as topic:
             await topic.until(

@@ -17,7 +17,6 @@ from monitor.config import Config, KafkaConfig
 from monitor.engine import Engine
 from monitor.kafka.readall import READER_FETCH_WAIT_MS, true_end_offsets
 from monitor.records import TierChangeEvent
-from monitor.testing import publish
 from monitor.tickfiles import BadRow, read_file
 from monitor.ticks import Tick, encode_tick
 
@@ -78,11 +77,6 @@ def by_partition(records: list[Any]) -> dict[int, list[tuple[bytes, bytes]]]:
 def partition_of(key: str, partitions: int) -> int:
     all_parts = list(range(partitions))
     return int(DefaultPartitioner()(key.encode(), all_parts, all_parts))
-
-
-#: Publish ``(key, value)`` records once, in order, every one acknowledged: the helper
-#: integrators use too.
-produce = publish
 
 
 def tick_records(ticks: Iterable[Tick]) -> list[tuple[bytes | None, bytes]]:

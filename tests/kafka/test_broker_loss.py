@@ -20,6 +20,7 @@ from aiokafka import AIOKafkaProducer
 
 from monitor.config import Config
 from monitor.kafka.embedded import EmbeddedBroker
+from monitor.testing import publish
 from monitor.ticks import Tick
 from producers.kafka_out import ProduceError, TickSender, open_sender
 from producers.synthetic import generate, make_tokens
@@ -29,7 +30,6 @@ from .kafkatools import (
     TopicReader,
     fast_kafka,
     group_caught_up,
-    produce,
     tick_records,
     wait_for,
 )
@@ -53,13 +53,13 @@ async def test_monitor_exits_with_an_error_when_the_broker_comes_back_empty(
     try:
         await wait_for(lambda: _has(monitor, "monitor.partitions_assigned"), 60, "assignment")
         ticks = _ticks(10, 3)
-        await produce(broker.bootstrap_servers, kafka.ticks_topic, tick_records(ticks))
+        await publish(broker.bootstrap_servers, kafka.ticks_topic, tick_records(ticks))
         await wait_for(lambda: group_caught_up(broker.bootstrap_servers, kafka.monitor_group,
                                                kafka.ticks_topic), 60, "every tick committed")
         broker.stop()
         broker.start()  # same port, nothing in it
         # A producer feeds the new broker (its topics are created again, offsets from 0).
-        await produce(broker.bootstrap_servers, kafka.ticks_topic,
+        await publish(broker.bootstrap_servers, kafka.ticks_topic,
                       tick_records(_ticks(10, 0.5, start=1_700_100_000.0)))
         await wait_for(lambda: _exited(monitor), 90, "the monitor to exit")
         assert monitor.proc.returncode == 3

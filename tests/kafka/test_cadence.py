@@ -18,6 +18,7 @@ import pytest
 
 from monitor.kafka.embedded import EmbeddedBroker
 from monitor.kafka.topics import ensure_topics
+from monitor.testing import publish
 
 from . import replaytruth
 from .faultrun import Progress, finish, matrix_files, published
@@ -25,7 +26,6 @@ from .kafkatools import (
     MonitorProcess,
     fast_kafka,
     load_ticks,
-    produce,
     tick_records,
     wait_for,
 )
@@ -50,7 +50,7 @@ async def test_snapshot_cadence_equals_replay_across_kill9_and_restart(
     kafka = fast_kafka(broker.bootstrap_servers, batch_max_records=200, partitions=4,
                        checkpoint_interval_seconds=1.5)
     await ensure_topics(kafka)
-    await produce(broker.bootstrap_servers, kafka.ticks_topic, tick_records(ticks))
+    await publish(broker.bootstrap_servers, kafka.ticks_topic, tick_records(ticks))
     progress = Progress(broker, kafka, sum(1 for kind, _, _ in owed if kind == "rating"))
 
     def start(name: str) -> MonitorProcess:

@@ -19,9 +19,10 @@ from monitor.kafka.embedded import EmbeddedBroker
 from monitor.kafka.topics import ensure_topics
 from monitor.records import encode
 from monitor.replay import run_replay
+from monitor.testing import publish
 from monitor.ticks import Tick, make_tick
 
-from .kafkatools import TopicReader, fast_kafka, group_caught_up, produce, tick_records, wait_for
+from .kafkatools import TopicReader, fast_kafka, group_caught_up, tick_records, wait_for
 
 pytestmark = pytest.mark.broker
 
@@ -54,7 +55,7 @@ async def test_outputs_are_compressed_as_configured_and_equal_replay(
     events, snapshots, _ = run_replay(iter(ticks), config.model, now=1_700_000_000 + 90 * 60)
     assert events, "the sliding token must change tier"
     await ensure_topics(k)
-    await produce(broker.bootstrap_servers, k.ticks_topic, tick_records(ticks))
+    await publish(broker.bootstrap_servers, k.ticks_topic, tick_records(ticks))
     stop = asyncio.Event()
     task = asyncio.create_task(MonitorDaemon(config).run(stop))
     try:

@@ -11,6 +11,7 @@ import pytest
 from monitor.config import KafkaConfig
 from monitor.kafka.embedded import EmbeddedBroker
 from monitor.records import TierChangeEvent
+from monitor.testing import publish
 from tests.conftest import data_file
 
 from .kafkatools import (
@@ -22,7 +23,6 @@ from .kafkatools import (
     group_caught_up,
     load_ticks,
     partition_of,
-    produce,
     tick_records,
     wait_for,
 )
@@ -75,12 +75,12 @@ async def test_kill9_then_restart_publishes_every_transition_once(
         # reader of its ratings could otherwise finish every tick before it is killed.
         records = tick_records(ticks)
         cut = len(records) * 7 // 10
-        await produce(broker.bootstrap_servers, kafka.ticks_topic, records[:cut])
+        await publish(broker.bootstrap_servers, kafka.ticks_topic, records[:cut])
         # After the SVB weekend started (the first transitions are out), before the end.
         seen = await _kill_when_mid_stream(broker.bootstrap_servers, kafka.ratings_topic,
                                            total_ratings, first, 0.45, kafka.state_topic)
         assert seen < total_ratings
-        await produce(broker.bootstrap_servers, kafka.ticks_topic, records[cut:])
+        await publish(broker.bootstrap_servers, kafka.ticks_topic, records[cut:])
         assert not await group_caught_up(broker.bootstrap_servers, kafka.monitor_group,
                                          kafka.ticks_topic)
     finally:
@@ -109,7 +109,7 @@ async def test_two_instances_survivor_takes_over_with_state(
     b: MonitorProcess | None = None
     try:
         await wait_for(lambda: _has(a, "monitor.partitions_assigned"), 60, "A assigned")
-        await produce(broker.bootstrap_servers, kafka.ticks_topic, tick_records(ticks))
+        await publish(broker.bootstrap_servers, kafka.ticks_topic, tick_records(ticks))
         async with TopicReader(broker.bootstrap_servers, kafka.ratings_topic) as ratings:
             await ratings.until(lambda r: len(r) >= 0.15 * total_ratings, 120, "15% ratings")
         b = MonitorProcess(kafka, tmp_path / "b.log")

@@ -13,6 +13,7 @@ from monitor.kafka.embedded import EmbeddedBroker
 from monitor.kafka.topics import ensure_topics
 from monitor.records import decode_event, decode_snapshot
 from monitor.replay import run_replay
+from monitor.testing import publish
 from monitor.tickfiles import read_file
 from tests.conftest import data_file
 
@@ -22,7 +23,6 @@ from .kafkatools import (
     fast_kafka,
     group_caught_up,
     load_ticks,
-    produce,
     tick_records,
     wait_for,
 )
@@ -46,13 +46,13 @@ async def test_usdc_march_2023_matches_in_process_engine(broker: EmbeddedBroker)
     # Half the file is waiting in the topic before the monitor starts (its fetcher races
     # the partition assignment), the other half arrives while it runs.
     await ensure_topics(k)
-    await produce(broker.bootstrap_servers, k.ticks_topic, records[:len(records) // 2])
+    await publish(broker.bootstrap_servers, k.ticks_topic, records[:len(records) // 2])
     stop = asyncio.Event()
     daemon = MonitorDaemon(config)
     task = asyncio.create_task(daemon.run(stop))
     try:
         await wait_for(daemon_ready(daemon), 30, "monitor ready")
-        await produce(broker.bootstrap_servers, k.ticks_topic, records[len(records) // 2:])
+        await publish(broker.bootstrap_servers, k.ticks_topic, records[len(records) // 2:])
         async with TopicReader(broker.bootstrap_servers, k.tier_changes_topic) as reader:
             await reader.until(lambda recs: len(recs) >= len(expected), 60, "transitions")
             await wait_for(lambda: group_caught_up(broker.bootstrap_servers, k.monitor_group,

@@ -16,6 +16,7 @@ import pytest
 from monitor.config import KafkaConfig
 from monitor.kafka.embedded import EmbeddedBroker
 from monitor.kafka.topics import ensure_topics
+from monitor.testing import publish
 from monitor.ticks import Tick
 
 from . import replaytruth
@@ -24,7 +25,6 @@ from .kafkatools import (
     MonitorProcess,
     fast_kafka,
     load_ticks,
-    produce,
     tick_records,
     wait_for,
 )
@@ -143,7 +143,7 @@ async def test_every_published_byte_matches_replay(
                        session_timeout_ms=4000, heartbeat_interval_ms=800)
     owed_ratings = sum(1 for kind, _, _ in owed if kind == "rating")
     await ensure_topics(kafka)
-    await produce(broker.bootstrap_servers, kafka.ticks_topic, tick_records(ticks))
+    await publish(broker.bootstrap_servers, kafka.ticks_topic, tick_records(ticks))
     await SCENARIOS[scenario](broker, kafka, tmp_path, Progress(broker, kafka, owed_ratings))
 
     verdict = replaytruth.judge(await published(broker, kafka), truth, owed)

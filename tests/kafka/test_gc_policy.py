@@ -19,9 +19,10 @@ from monitor.config import Config, GcConfig
 from monitor.daemon import MonitorDaemon
 from monitor.gcpolicy import apply_gc_policy
 from monitor.kafka.embedded import EmbeddedBroker
+from monitor.testing import publish
 from monitor.ticks import make_tick
 
-from .kafkatools import fast_kafka, produce, tick_records, wait_for
+from .kafkatools import fast_kafka, tick_records, wait_for
 
 pytestmark = pytest.mark.broker
 
@@ -80,7 +81,7 @@ async def test_daemon_start_freezes_startup_heap_and_cycles_are_still_collected(
             ticks = [make_tick(1_700_000_000 + 60 * (step * 50 + i), "eth", token, "T",
                                f"{1 + 0.0001 * i:.6f}", "1")
                      for i in range(50) for token in tokens]
-            total += await produce(broker.bootstrap_servers, k.ticks_topic,
+            total += await publish(broker.bootstrap_servers, k.ticks_topic,
                                    tick_records(ticks))
             refs += cycles(policy.threshold0)
 

@@ -13,9 +13,10 @@ from monitor.config import Config, ModelConfig
 from monitor.daemon import MonitorDaemon
 from monitor.kafka.embedded import EmbeddedBroker
 from monitor.records import decode_snapshot
+from monitor.testing import publish
 from monitor.ticks import make_tick
 
-from .kafkatools import TopicReader, fast_kafka, produce, tick_records, wait_for
+from .kafkatools import TopicReader, fast_kafka, tick_records, wait_for
 
 pytestmark = pytest.mark.broker
 
@@ -39,7 +40,7 @@ async def test_quiet_token_is_refreshed_in_extrapolated_event_time(broker: Embed
     task = asyncio.create_task(daemon.run(stop))
     try:
         await daemon.joined.wait()
-        await produce(broker.bootstrap_servers, k.ticks_topic, tick_records(ticks))
+        await publish(broker.bootstrap_servers, k.ticks_topic, tick_records(ticks))
         async with TopicReader(broker.bootstrap_servers, k.ratings_topic) as ratings:
             def refreshed(recs: list[Any]) -> bool:
                 return any(decode_snapshot(r.value).timestamp.startswith(_iso(BOUNDARY))

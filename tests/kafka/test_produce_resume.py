@@ -14,11 +14,12 @@ import pytest
 
 from monitor.kafka.embedded import EmbeddedBroker
 from monitor.kafka.topics import ensure_topics
+from monitor.testing import publish
 from monitor.ticks import encode_tick
 from producers.csvout import write_ticks_file
 from producers.synthetic import generate, make_tokens
 
-from .kafkatools import TopicReader, fast_kafka, load_ticks, produce, tick_records
+from .kafkatools import TopicReader, fast_kafka, load_ticks, tick_records
 
 pytestmark = [pytest.mark.broker]
 
@@ -39,7 +40,7 @@ async def test_resume_publishes_the_rest_once(broker: EmbeddedBroker, tmp_path: 
         seen[t.key] += 1
         if seen[t.key] <= cut[t.key]:
             prefix.append(t)
-    await produce(broker.bootstrap_servers, kafka.ticks_topic, tick_records(prefix))
+    await publish(broker.bootstrap_servers, kafka.ticks_topic, tick_records(prefix))
 
     env = {**os.environ, "DEPEG_KAFKA__PARTITIONS": "3"}
     done = await asyncio.to_thread(

@@ -12,10 +12,11 @@ from pathlib import Path
 import pytest
 
 from monitor.kafka.embedded import free_port
+from monitor.testing import publish
 from monitor.ticks import make_tick
 from tests.process_support import reap
 
-from .kafkatools import TopicReader, log_events, produce, tick_records, wait_for
+from .kafkatools import TopicReader, log_events, tick_records, wait_for
 
 pytestmark = pytest.mark.broker
 
@@ -48,7 +49,7 @@ async def test_run_starts_embedded_broker_and_stops_cleanly(tmp_path: Path) -> N
         assert "run.embedded_broker" in names and "kafka.topics_created" in names
         ticks = [make_tick(1_678_000_000 + 60 * i, "eth", TOKEN, "USDT", "1.0001", "1")
                  for i in range(12)]
-        await produce(bootstrap, "depeg.ticks", tick_records(ticks))
+        await publish(bootstrap, "depeg.ticks", tick_records(ticks))
         async with TopicReader(bootstrap, "depeg.ratings") as ratings:
             await ratings.until(lambda r: len(r) >= 1, 30, "a rating snapshot")
         proc.send_signal(signal.SIGTERM)

@@ -21,6 +21,7 @@ import pytest
 
 from monitor.kafka.embedded import free_port
 from monitor.kafka.journal import FILE_NAME
+from monitor.testing import publish
 from monitor.tickfiles import BadRow, read_file
 from producers.csvout import write_ticks_file
 from producers.synthetic import generate, make_tokens
@@ -31,7 +32,6 @@ from .kafkatools import (
     TopicReader,
     group_caught_up,
     load_ticks,
-    produce,
     tick_records,
     wait_for,
 )
@@ -122,7 +122,7 @@ async def test_run_continues_exactly_after_sigterm_and_kill9(tmp_path: Path) -> 
     run = Run(data, tmp_path / "run1.log")
     try:
         await wait_for(lambda: run.has("monitor.partitions_assigned"), 60, "run 1 assigned")
-        await produce(run.bootstrap, "depeg.ticks", tick_records(first))
+        await publish(run.bootstrap, "depeg.ticks", tick_records(first))
         async with TopicReader(run.bootstrap, "depeg.ratings") as ratings:
             await ratings.until(lambda r: len(r) >= 0.3 * owed_ratings, 120, "30% of ratings")
         assert run.sigterm() == 0, run.log.read_text()[-3000:]
@@ -154,7 +154,7 @@ async def test_run_continues_exactly_after_sigterm_and_kill9(tmp_path: Path) -> 
     run = Run(data, tmp_path / "run3.log")
     try:
         await wait_for(lambda: run.has("monitor.partitions_assigned"), 60, "run 3 assigned")
-        await produce(run.bootstrap, "depeg.ticks", tick_records(rest))
+        await publish(run.bootstrap, "depeg.ticks", tick_records(rest))
         await wait_for(lambda: group_caught_up(run.bootstrap, "depeg-monitor", "depeg.ticks"),
                        120, "run 3 to commit every tick")
         published: list[tuple[str, bytes]] = []

@@ -23,10 +23,11 @@ from monitor.kafka.embedded import free_port
 from monitor.logs import get_logger
 from monitor.run import _supervise
 from monitor.services import Service
+from monitor.testing import publish
 from monitor.ticks import make_tick
 from tests.process_support import reap
 
-from .kafkatools import log_events, produce, tick_records, wait_for
+from .kafkatools import log_events, tick_records, wait_for
 
 pytestmark = pytest.mark.broker
 
@@ -75,7 +76,7 @@ async def test_readyz_lists_idle_spread_and_chain_and_the_journal_save_counts(
         # journal must hold exactly these.
         ticks = [make_tick(1_678_000_000 + 60 * i, "eth", TOKEN, "USDT", "1", "1")
                  for i in range(7)]
-        await produce(f"127.0.0.1:{broker_port}", "depeg.ticks", tick_records(ticks))
+        await publish(f"127.0.0.1:{broker_port}", "depeg.ticks", tick_records(ticks))
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(60) == 0, log.read_text()[-3000:]
     finally:

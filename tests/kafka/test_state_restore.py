@@ -21,13 +21,13 @@ from monitor.engine import Engine
 from monitor.kafka.embedded import EmbeddedBroker
 from monitor.kafka.readall import true_end_offsets
 from monitor.kafka.topics import ensure_topics, make_reader
+from monitor.testing import publish
 from producers.synthetic import generate, make_tokens
 
 from .kafkatools import (
     fast_kafka,
     group_caught_up,
     partition_of,
-    produce,
     tick_records,
     wait_for,
 )
@@ -96,7 +96,7 @@ async def test_daemon_checkpoints_restore_exactly_what_an_engine_holds(
     tasks = [asyncio.create_task(first.run(stop))]
     try:
         await asyncio.wait_for(first.joined.wait(), 60)
-        await produce(broker.bootstrap_servers, kafka.ticks_topic, tick_records(ticks))
+        await publish(broker.bootstrap_servers, kafka.ticks_topic, tick_records(ticks))
         await wait_for(lambda: group_caught_up(broker.bootstrap_servers, kafka.monitor_group,
                                                kafka.ticks_topic), 180, "every tick committed")
         assert first.stats.restored_tokens == 0  # started on an empty state topic

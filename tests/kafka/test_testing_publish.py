@@ -8,10 +8,10 @@ partition from murmur2 over the topic's partitions (``kafkatools.partition_of``)
 from __future__ import annotations
 
 import pytest
-from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
 from monitor.kafka.embedded import EmbeddedBroker
 from monitor.testing import publish
+from tests.webhook_support import create_topic
 
 from .kafkatools import TopicReader, by_partition, partition_of
 
@@ -24,12 +24,7 @@ PARTITIONS = 4
 async def test_publish_puts_every_record_once_in_order_on_its_keys_partition(
         broker: EmbeddedBroker, window: int) -> None:
     topic = f"publish-{window}"
-    admin = AIOKafkaAdminClient(bootstrap_servers=broker.bootstrap_servers)
-    await admin.start()
-    try:
-        await admin.create_topics([NewTopic(topic, PARTITIONS, 1)])
-    finally:
-        await admin.close()
+    await create_topic(broker.bootstrap_servers, topic, PARTITIONS)
     keys = [f"eth:0x{n:040x}" for n in range(9)]
     records = [(keys[i % len(keys)].encode(), f'{{"seq":{i}}}'.encode()) for i in range(250)]
 

@@ -15,6 +15,7 @@ from monitor.daemon import MonitorDaemon
 from monitor.kafka.embedded import EmbeddedBroker
 from monitor.records import RatingSnapshot
 from monitor.replay import run_replay
+from monitor.testing import publish
 from monitor.ticks import Tick, make_tick
 
 from .kafkatools import (
@@ -22,7 +23,6 @@ from .kafkatools import (
     engine_outputs,
     fast_kafka,
     group_caught_up,
-    produce,
     tick_records,
     wait_for,
 )
@@ -60,7 +60,7 @@ async def test_future_and_late_ticks_are_dead_lettered(broker: EmbeddedBroker) -
     task = asyncio.create_task(daemon.run(stop))
     try:
         await asyncio.wait_for(daemon.joined.wait(), 30)
-        await produce(broker.bootstrap_servers, k.ticks_topic, tick_records(stream))
+        await publish(broker.bootstrap_servers, k.ticks_topic, tick_records(stream))
         await wait_for(lambda: group_caught_up(broker.bootstrap_servers, k.monitor_group,
                                                k.ticks_topic), 60, "every tick committed")
         async with TopicReader(broker.bootstrap_servers, k.dlq_topic) as dlq:

@@ -32,6 +32,7 @@ from monitor.config import KafkaConfig
 from monitor.daemon.state import read_states
 from monitor.kafka.embedded import EmbeddedBroker
 from monitor.kafka.topics import ensure_topics, make_reader
+from monitor.testing import publish
 from monitor.ticks import Tick, replace_tick
 from producers.csvout import write_ticks_file
 
@@ -44,7 +45,6 @@ from .kafkatools import (
     group_caught_up,
     load_ticks,
     partition_of,
-    produce,
     tick_records,
     wait_for,
 )
@@ -108,7 +108,7 @@ async def test_kill9_with_tokens_in_different_due_states_then_sigterm(
     parts = [ticks[cuts[i]:cuts[i + 1]] for i in range(3)]
 
     async def feed(upto: int, proc: MonitorProcess) -> None:
-        await produce(bootstrap, kafka.ticks_topic, tick_records(parts[upto]))
+        await publish(bootstrap, kafka.ticks_topic, tick_records(parts[upto]))
         owed = replaytruth.owed(truth, ticks[:cuts[upto + 1]])
 
         async def out() -> bool:

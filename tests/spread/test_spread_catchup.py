@@ -20,8 +20,9 @@ from monitor.kafka.embedded import EmbeddedBroker
 from monitor.kafka.topics import ensure_topics
 from monitor.spread.feed import SpreadFeed
 from monitor.spread.service import SpreadDaemon
+from monitor.testing import publish
 from monitor.ticks import decode_tick, make_tick
-from tests.kafka.kafkatools import TopicReader, fast_kafka, produce, tick_records
+from tests.kafka.kafkatools import TopicReader, fast_kafka, tick_records
 
 pytestmark = pytest.mark.broker
 
@@ -51,7 +52,7 @@ async def test_the_last_boundary_is_published_when_other_tokens_end_the_input(
     assert expected == {(float(t0 - t0 % 300 + 300), f"eth:{ETH}", None, 1)}
 
     await ensure_topics(config.kafka)
-    await produce(broker.bootstrap_servers, config.kafka.ticks_topic, tick_records(ticks))
+    await publish(broker.bootstrap_servers, config.kafka.ticks_topic, tick_records(ticks))
     stop = asyncio.Event()
     spread = SpreadDaemon(config)
     task = asyncio.create_task(spread.run(stop))

@@ -24,9 +24,10 @@ from monitor.kafka.topics import ensure_topics
 from monitor.records import RatingSnapshot, TierChangeEvent, encode
 from monitor.spread.feed import SpreadFeed
 from monitor.spread.service import SpreadDaemon
+from monitor.testing import publish
 from monitor.tickfiles import merge_by_time, read_file
 from monitor.ticks import Tick, decode_tick
-from tests.kafka.kafkatools import TopicReader, fast_kafka, produce, tick_records, wait_for
+from tests.kafka.kafkatools import TopicReader, fast_kafka, tick_records, wait_for
 
 from . import multichain
 
@@ -52,7 +53,7 @@ async def test_daemons_publish_exactly_the_replay_order_outputs(
     await ensure_topics(k)
     records = tick_records(ticks)
     half = len(records) // 2
-    await produce(broker.bootstrap_servers, k.ticks_topic, records[:half])
+    await publish(broker.bootstrap_servers, k.ticks_topic, records[:half])
     stop = asyncio.Event()
     monitor = MonitorDaemon(config)
     monitor_task = asyncio.create_task(monitor.run(stop))
@@ -66,7 +67,7 @@ async def test_daemons_publish_exactly_the_replay_order_outputs(
         await wait_for(lambda: _published(first, 40), 60, "first spread observations")
         first_stop.set()  # clean stop: outputs acknowledged, state written
         await asyncio.wait_for(spread_task, 30)
-        await produce(broker.bootstrap_servers, k.ticks_topic, records[half:])
+        await publish(broker.bootstrap_servers, k.ticks_topic, records[half:])
         crashing = SpreadDaemon(rare)
         spread_task = asyncio.create_task(crashing.run(stop))
         async with TopicReader(broker.bootstrap_servers, k.ticks_topic) as before_crash:
@@ -149,7 +150,7 @@ async def test_without_the_stage_ratings_go_on_after_the_gate_timeout(
                 if isinstance(o, TierChangeEvent)]
     assert len(expected) >= 3
     await ensure_topics(gated.kafka)
-    await produce(broker.bootstrap_servers, gated.kafka.ticks_topic, tick_records(ticks))
+    await publish(broker.bootstrap_servers, gated.kafka.ticks_topic, tick_records(ticks))
     stop = asyncio.Event()
     monitor = MonitorDaemon(gated)
     task = asyncio.create_task(monitor.run(stop))

@@ -17,6 +17,7 @@ from monitor.config import Config
 from monitor.kafka.embedded import EmbeddedBroker
 from monitor.kafka.topics import ensure_topics, ensure_vault_topics
 from monitor.records import TierChangeEvent, encode
+from monitor.testing import publish
 from monitor.vaults.config import VaultsConfig
 from monitor.vaults.daemon import VaultDaemon
 from monitor.vaults.facts import FactUpdate, encode_update
@@ -27,7 +28,6 @@ from tests.kafka.kafkatools import (
     TopicReader,
     fast_kafka,
     group_caught_up,
-    produce,
     wait_for,
 )
 
@@ -103,12 +103,12 @@ async def test_daemon_publishes_what_replay_writes(broker: EmbeddedBroker, tmp_p
     tokens = linked_tokens(updates)
     early = depeg_episode(*tokens[0], START + 3600)
     # Known before the daemon starts (read whole at start), and facts already waiting.
-    await produce(broker.bootstrap_servers, kafka.tier_changes_topic,
+    await publish(broker.bootstrap_servers, kafka.tier_changes_topic,
                   [(f"{e.data.chain}:{e.data.token_address}".encode(), encode(e))
                    for e in early])
     bad = [(b"eth:0x" + b"1" * 40, b"{not json"),
            (b"eth:0x" + b"2" * 40, encode_update(updates[0]))]  # key of another vault
-    await produce(broker.bootstrap_servers, config.vaults.facts_topic,
+    await publish(broker.bootstrap_servers, config.vaults.facts_topic,
                   [*fact_records(updates), *bad])
     stop = asyncio.Event()
     daemon = VaultDaemon(config)
@@ -121,7 +121,7 @@ async def test_daemon_publishes_what_replay_writes(broker: EmbeddedBroker, tmp_p
             # Live: a token goes critical after every fact; its holders re-rate at once.
             late = tier_change(START + 7 * 3600, *tokens[-1], "ok", "critical")
             expected = replay_records(tmp_path, updates, [*early, late])
-            await produce(broker.bootstrap_servers, kafka.tier_changes_topic,
+            await publish(broker.bootstrap_servers, kafka.tier_changes_topic,
                           [(f"{tokens[-1][0]}:{tokens[-1][1]}".encode(), encode(late))])
             await out.until(lambda r: len(r) >= len(expected), 30, "the live re-rating")
             live = per_vault([r.value for r in out.records])
@@ -150,10 +150,10 @@ async def test_kill9_mid_stream_loses_nothing_and_invents_nothing(
     events: list[TierChangeEvent] = []
     for n, token in enumerate(linked_tokens(updates)[:3]):
         events += depeg_episode(*token, START + (2 + 5 * n) * 3600)
-    await produce(broker.bootstrap_servers, kafka.tier_changes_topic,
+    await publish(broker.bootstrap_servers, kafka.tier_changes_topic,
                   [(f"{e.data.chain}:{e.data.token_address}".encode(), encode(e))
                    for e in events])
-    await produce(broker.bootstrap_servers, config.vaults.facts_topic, fact_records(updates))
+    await publish(broker.bootstrap_servers, config.vaults.facts_topic, fact_records(updates))
     expected = replay_records(tmp_path, updates, events)
     env = {"DEPEG_VAULTS__GROUP": "vaults-kill9"}
     first = MonitorProcess(kafka, tmp_path / "first.log", "vaults", env)
@@ -196,11 +196,11 @@ async def test_two_instances_split_the_vaults_and_agree_with_replay(
     await setup_topics(config)
     updates = synthetic_updates(vaults=24, hours=8)
     events = depeg_episode(*linked_tokens(updates)[0], START + 3600)
-    await produce(broker.bootstrap_servers, kafka.tier_changes_topic,
+    await publish(broker.bootstrap_servers, kafka.tier_changes_topic,
                   [(f"{e.data.chain}:{e.data.token_address}".encode(), encode(e))
                    for e in events])
     half = START + 4 * 3600
-    await produce(broker.bootstrap_servers, config.vaults.facts_topic,
+    await publish(broker.bootstrap_servers, config.vaults.facts_topic,
                   fact_records([u for u in updates if u.ts <= half]))
     expected = replay_records(tmp_path, updates, events)
     stop = asyncio.Event()
@@ -211,7 +211,7 @@ async def test_two_instances_split_the_vaults_and_agree_with_replay(
         await asyncio.wait_for(first.joined.wait(), 60)
         tasks.append(asyncio.create_task(second.run(stop)))
         await asyncio.wait_for(second.joined.wait(), 60)
-        await produce(broker.bootstrap_servers, config.vaults.facts_topic,
+        await publish(broker.bootstrap_servers, config.vaults.facts_topic,
                       fact_records([u for u in updates if u.ts > half]))
         await wait_for(lambda: group_caught_up(broker.bootstrap_servers, "vaults-two",
                                                config.vaults.facts_topic),
