@@ -117,6 +117,22 @@ class TopicReader:
         self.records.extend(new)
         return new
 
+    async def to_end(self, within: float) -> list[Any]:
+        """Everything on the topic when called: reads every partition up to the end
+        offset the broker gives for it now (a record written twice anywhere is seen)."""
+        assert self._consumer is not None
+        consumer = self._consumer
+        ends = await consumer.end_offsets(sorted(consumer.assignment()))
+        deadline = time.monotonic() + within
+        while True:
+            behind = [tp for tp, end in ends.items() if await consumer.position(tp) < end]
+            if not behind:
+                return self.records
+            if time.monotonic() > deadline:
+                raise AssertionError(f"timed out after {within}s reading {self.topic} to its"
+                                     f" end ({len(self.records)} records read)")
+            await self.poll()
+
     async def until(self, done: Callable[[list[Any]], bool], within: float,
                     what: str = "condition") -> list[Any]:
         deadline = time.monotonic() + within
