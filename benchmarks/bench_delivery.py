@@ -204,6 +204,7 @@ async def main(args: argparse.Namespace) -> None:
             own: list[float] = []
             cpu: dict[str, list[float]] = {"bare": [], "worker": [], "client": []}
             backend: list[float] = []  # the PostgreSQL backends' CPU per delivery
+            calls: list[float] = []  # the worker's file reads and writes per delivery
             errors = 0
             for n in range(args.rounds):
                 # Rotate which goes first, so none always meets the warmer machine.
@@ -219,17 +220,22 @@ async def main(args: argparse.Namespace) -> None:
                                                                  in_flight)
                         own.append(rate)
                     else:
-                        rate, bad, used, served = await throughput(
+                        drain = await throughput(
                             await fresh_url(args.storage_url, Path(tmp)), ports[:-1], subs,
                             deliveries, config)
+                        rate, bad, used = drain.rate, drain.failed, drain.cpu_us
                         worker.append(rate)
-                        if served is not None:
-                            backend.append(served)
+                        if drain.backend_us is not None:
+                            backend.append(drain.backend_us)
+                        if drain.file_calls is not None:
+                            calls.append(drain.file_calls)
                     errors += bad
                     cpu[which].append(used)
                     print(f"  round {n + 1} {which:<6} {rate:8.1f}/s  errors {bad}"
                           f"  cpu {used:6.1f} µs each"
                           + (f", backends {backend[-1]:6.1f}" if which == "worker" and backend
+                             else "")
+                          + (f", file calls {calls[-1]:.2f} each" if which == "worker" and calls
                              else ""), flush=True)
             print(show("bare POST loop", bare, "POSTs/s"))
             print(show("delivery worker", worker, "deliveries/s"))
@@ -241,6 +247,10 @@ async def main(args: argparse.Namespace) -> None:
             print(f"CPU µs per delivery (medians): worker {statistics.median(cpu['worker']):.1f}"
                   f", bare {statistics.median(cpu['bare']):.1f}; bare / worker {cpu_ratio:.2f}"
                   + (f"; PostgreSQL backends {statistics.median(backend):.1f}" if backend else ""))
+            if calls:
+                print(f"file reads and writes per delivery, worker process (median): "
+                      f"{statistics.median(calls):.2f}  (min {min(calls):.2f}, "
+                      f"max {max(calls):.2f})")
             fail_on_errors(errors, "the throughput rounds")
             db_name = "PostgreSQL" if args.storage_url else "SQLite"
             emit(f"webhook deliveries/s, one worker, loopback receiver ({db_name})",

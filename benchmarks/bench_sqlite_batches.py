@@ -76,13 +76,15 @@ async def main(args: argparse.Namespace) -> None:
                 for which in (("shipped", "loop") if n % 2 == 0 else ("loop", "shipped")):
                     # Every cycle on the loop: no cycle carries this many outcomes.
                     batches.SQLITE_THREAD_AT = shipped if which == "shipped" else 1 << 62
-                    per_s, failed, used, _ = await throughput(
+                    drain = await throughput(
                         await fresh_url(None, Path(tmp)), ports, 100, args.deliveries, config)
-                    rate[which].append(per_s)
-                    cpu[which].append(used)
-                    errors += failed
-                    print(f"  round {n + 1} {which:<7} {per_s:8.1f}/s  failed {failed}"
-                          f"  cpu {used:6.1f} µs each", flush=True)
+                    rate[which].append(drain.rate)
+                    cpu[which].append(drain.cpu_us)
+                    errors += drain.failed
+                    calls = ("" if drain.file_calls is None
+                             else f"  file calls {drain.file_calls:.2f} each")
+                    print(f"  round {n + 1} {which:<7} {drain.rate:8.1f}/s  failed {drain.failed}"
+                          f"  cpu {drain.cpu_us:6.1f} µs each{calls}", flush=True)
         finally:
             batches.SQLITE_THREAD_AT = shipped
             proc.terminate()

@@ -93,15 +93,42 @@ def process_cpu(pid: int) -> float | None:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime
 
 
+def file_calls() -> int | None:
+    """Read and write system calls this process has made so far (``syscr`` + ``syscw`` of
+    /proc/self/io: read, pread, write, pwrite and their vector forms, on files, pipes and
+    terminals; a socket's send and recv are not among them), or None without that file.
+
+    On SQLite they are the worker's database I/O: the log's frames (two writes each),
+    the checkpoints' copies, the pages read back. A count the machine's load does not
+    move, where CPU per delivery spreads by a fifth between drains of the same code on a
+    noisy machine, and each such call cost ~0.9 µs of CPU on an AMD EPYC
+    (docs/performance.md, forty-seventh pass): what an A/B of the SQLite cycle reads."""
+    try:
+        with open("/proc/self/io") as fh:
+            counts = dict(line.split(": ", 1) for line in fh.read().splitlines() if line)
+        return int(counts["syscr"]) + int(counts["syscw"])
+    except (OSError, KeyError, ValueError):
+        return None
+
+
+class Drain(NamedTuple):
+    """One worker's drain of a backlog (:func:`throughput`)."""
+
+    rate: float  # deliveries/s
+    failed: int  # failed attempts and deliveries not delivered
+    cpu_us: float  # this process's CPU per delivery
+    backend_us: float | None  # the PostgreSQL backends' CPU per delivery (None: SQLite)
+    file_calls: float | None  # this process's file reads and writes per delivery
+
+
 async def count_status(db: Database, status: str) -> int:
     return int(await db.fetchval(
         "SELECT COUNT(*) FROM webhook_deliveries WHERE status = $1", status) or 0)
 
 
 async def throughput(url: str, ports: list[int], subs: int, deliveries: int,
-                     config: DeliveryConfig) -> tuple[float, int, float, float | None]:
-    """(deliveries/s, failed attempts, CPU µs per delivery, that of the PostgreSQL
-    backends or None on SQLite) of one worker draining ``deliveries`` due rows."""
+                     config: DeliveryConfig) -> Drain:
+    """What one worker draining ``deliveries`` due rows achieved and cost."""
     urls = [f"http://127.0.0.1:{ports[i % len(ports)]}/ok" for i in range(subs)]
     db, active, dispatcher = await setup(url, urls, config)
     store = DeliveryStore(db)
@@ -113,6 +140,7 @@ async def throughput(url: str, ports: list[int], subs: int, deliveries: int,
     backends = await backend_cpu(db)
     started = time.perf_counter()
     cpu = time.process_time()
+    calls = file_calls()
     runner = asyncio.create_task(dispatcher.run(stop))
     dispatcher.wake.set()  # as the intake does after recording deliveries
     deadline = started + 300
@@ -124,6 +152,7 @@ async def throughput(url: str, ports: list[int], subs: int, deliveries: int,
         await asyncio.sleep(0.05)
     elapsed = time.perf_counter() - started
     cpu = time.process_time() - cpu
+    calls_now = file_calls()
     served = sum(t - backends.get(pid, 0.0) for pid, t in (await backend_cpu(db)).items())
     failed = int(await db.fetchval(
         "SELECT COUNT(*) FROM webhook_attempts WHERE status_code IS NULL"
@@ -133,8 +162,9 @@ async def throughput(url: str, ports: list[int], subs: int, deliveries: int,
     await runner
     await dispatcher.attempts.sender.close()
     await db.close()
-    return (total / elapsed, failed, cpu / total * 1e6,
-            served / total * 1e6 if db.dialect == "postgresql" else None)
+    return Drain(total / elapsed, failed, cpu / total * 1e6,
+                 served / total * 1e6 if db.dialect == "postgresql" else None,
+                 None if calls is None or calls_now is None else (calls_now - calls) / total)
 
 
 def worker_config() -> DeliveryConfig:
