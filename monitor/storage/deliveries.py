@@ -63,6 +63,9 @@ class DueDelivery(NamedTuple):
     previous_secret_sealed: str | None
     rotated_at: float | None
     payload: bytes
+    #: The delivery's sequence number (``webhook_deliveries.seq``): its history rows'
+    #: key (``webhook_attempts.delivery_seq``).
+    seq: int
 
 
 @dataclass(frozen=True)
@@ -76,7 +79,7 @@ class NewEvent:
 _DUE_COLUMNS = (
     "SELECT d.id, d.subscription_id, d.api_key_id, d.event_id, d.event_type, d.status,"
     " d.attempts, d.created_at, d.next_attempt_at, s.webhook_url, s.endpoint, s.secret_sealed,"
-    " s.previous_secret_sealed, s.rotated_at, e.payload"
+    " s.previous_secret_sealed, s.rotated_at, e.payload, d.seq"
 )
 _DUE_SELECT = (
     _DUE_COLUMNS + " FROM webhook_deliveries d"
@@ -100,10 +103,14 @@ def _due(row: Row) -> DueDelivery:
 #: connection itself, so in its own ``?n`` markers).
 _EVENT_INSERT = ("INSERT INTO webhook_events (event_id, event_type, payload, received_at)"
                  " VALUES (?1, ?2, ?3, ?4) ON CONFLICT (event_id) DO NOTHING")
+#: A new delivery's number is one past the highest (the ``webhook_deliveries_seq`` index's
+#: last entry), taken inside the intake's write transaction: SQLite has no sequences
+#: (webhooks_schema, version 5). A row the conflict leaves out uses no number.
 _DELIVERY_INSERT = (
     "INSERT INTO webhook_deliveries (id, subscription_id, api_key_id, event_id, event_type,"
-    " status, attempts, next_attempt_at, created_at, updated_at)"
-    " VALUES (?1, ?2, ?3, ?4, ?5, 'pending', 0, ?6, ?6, ?6) ON CONFLICT (id) DO NOTHING")
+    " status, attempts, next_attempt_at, created_at, updated_at, seq)"
+    " VALUES (?1, ?2, ?3, ?4, ?5, 'pending', 0, ?6, ?6, ?6,"
+    " (SELECT COALESCE(MAX(seq), 0) + 1 FROM webhook_deliveries)) ON CONFLICT (id) DO NOTHING")
 _LEDGER_INSERT = ("INSERT INTO cu_ledger (id, api_key_id, kind, ref, units, created_at)"
                   " VALUES (?1, ?2, 'delivery', ?3, 1, ?4) ON CONFLICT (kind, ref) DO NOTHING")
 #: :meth:`DeliveryStore.record_events` on PostgreSQL. The inserts run as one statement's
@@ -267,9 +274,11 @@ class DeliveryStore:
                 return None
             attempt = int(row["attempts"])
             await tx.execute(
-                "INSERT INTO webhook_attempts (delivery_id, attempt, manual, started_at,"
-                " status_code, latency_ms, error) VALUES ($1, $2, $3, $4, NULL, 0, $5)",
-                delivery.id, attempt, 1 if manual else 0, float(started_at), INTERRUPTED)
+                "INSERT INTO webhook_attempts (delivery_seq, delivery_id, attempt, manual,"
+                " started_at, status_code, latency_ms, error)"
+                " VALUES ($1, $2, $3, $4, $5, NULL, 0, $6)",
+                delivery.seq, delivery.id, attempt, 1 if manual else 0, float(started_at),
+                INTERRUPTED)
         return attempt
 
     async def give_up(self, delivery: DueDelivery, token: str, now: float) -> bool:
@@ -306,13 +315,14 @@ class DeliveryStore:
             if updated is None:
                 return False
             await tx.execute(
-                "INSERT INTO webhook_attempts (delivery_id, attempt, manual, started_at,"
-                " status_code, latency_ms, error) VALUES ($1, $2, $3, $4, $5, $6, $7)"
-                " ON CONFLICT (delivery_id, attempt) DO UPDATE SET"
+                "INSERT INTO webhook_attempts (delivery_seq, delivery_id, attempt, manual,"
+                " started_at, status_code, latency_ms, error)"
+                " VALUES ($1, $2, $3, $4, $5, $6, $7, $8)"
+                " ON CONFLICT (delivery_seq, attempt) DO UPDATE SET"
                 " status_code = excluded.status_code, latency_ms = excluded.latency_ms,"
                 " error = excluded.error",
-                delivery.id, attempt, 1 if manual else 0, float(started_at), status_code,
-                float(latency_ms), error)
+                delivery.seq, delivery.id, attempt, 1 if manual else 0, float(started_at),
+                status_code, float(latency_ms), error)
         return True
 
     async def release(self, delivery_id: str, token: str) -> None:
@@ -349,8 +359,8 @@ class DeliveryStore:
             count = await tx.fetchval(
                 f"SELECT COUNT(*) FROM webhook_deliveries WHERE {finished}", float(before))
             await tx.execute(
-                "DELETE FROM webhook_attempts WHERE delivery_id IN"
-                f" (SELECT id FROM webhook_deliveries WHERE {finished})", float(before))
+                "DELETE FROM webhook_attempts WHERE delivery_seq IN"
+                f" (SELECT seq FROM webhook_deliveries WHERE {finished})", float(before))
             await tx.execute(f"DELETE FROM webhook_deliveries WHERE {finished}", float(before))
             await tx.execute(
                 "DELETE FROM webhook_events WHERE received_at < $1 AND NOT EXISTS"
@@ -387,10 +397,13 @@ class DeliveryStore:
         if not delivery_ids:
             return found
         marks = ", ".join(f"${i + 1}" for i in range(len(delivery_ids)))
+        # From each delivery to its history by number (the history's key), not by the
+        # history's delivery_id, which no index holds.
         rows = await self.db.fetch(
-            "SELECT delivery_id, attempt, manual, started_at, status_code, latency_ms, error"
-            f" FROM webhook_attempts WHERE delivery_id IN ({marks})"
-            " ORDER BY delivery_id, attempt", *delivery_ids)
+            "SELECT d.id AS delivery_id, a.attempt, a.manual, a.started_at, a.status_code,"
+            " a.latency_ms, a.error FROM webhook_deliveries d"
+            " JOIN webhook_attempts a ON a.delivery_seq = d.seq"
+            f" WHERE d.id IN ({marks}) ORDER BY d.id, a.attempt", *delivery_ids)
         for row in rows:
             found[row["delivery_id"]].append(row)
         return found

@@ -96,16 +96,16 @@ def _outcome_records(outcomes: Sequence[Outcome]) -> tuple[list[str], str]:
 
 
 def _history_row(o: Outcome) -> tuple[Any, ...]:
-    return (o.delivery.id, o.attempt, float(o.started_at), o.status_code,
+    return (o.delivery.seq, o.delivery.id, o.attempt, float(o.started_at), o.status_code,
             float(o.latency_ms), o.error)
 
 
 def _due_from(row: Sequence[Any]) -> DueDelivery:
     """A delivery from a row of ``_DUE_SELECT`` (its column order: ..., d.created_at,
-    d.next_attempt_at, s.webhook_url, ..., e.payload)."""
+    d.next_attempt_at, s.webhook_url, ..., e.payload, d.seq)."""
     return DueDelivery(
         row[0], row[1], row[2], row[3], row[4], row[5], row[6], row[7], row[9], row[10],
-        row[11], row[12], row[13], row[14].encode("utf-8"))
+        row[11], row[12], row[13], row[14].encode("utf-8"), row[15])
 
 
 # -- SQLite: the whole cycle as one synchronous function on the connection's thread ----
@@ -120,9 +120,9 @@ _OUTCOME_SQL = (
     " WHERE id = ?1 AND lease_token = ?2 AND status <> 'success'"
 )
 _HISTORY_SQL = (
-    "INSERT INTO webhook_attempts (delivery_id, attempt, manual, started_at, status_code,"
-    " latency_ms, error) VALUES (?1, ?2, 0, ?3, ?4, ?5, ?6)"
-    " ON CONFLICT (delivery_id, attempt) DO UPDATE SET status_code = excluded.status_code,"
+    "INSERT INTO webhook_attempts (delivery_seq, delivery_id, attempt, manual, started_at,"
+    " status_code, latency_ms, error) VALUES (?1, ?2, ?3, 0, ?4, ?5, ?6, ?7)"
+    " ON CONFLICT (delivery_seq, attempt) DO UPDATE SET status_code = excluded.status_code,"
     " latency_ms = excluded.latency_ms, error = excluded.error"
 )
 _BEGIN_SQL = (
@@ -133,9 +133,9 @@ _BEGIN_SQL = (
 #: recording the outcome (a crash). Written when the delivery is next claimed or given up,
 #: never for the attempt about to be sent (see :func:`_earlier_attempts`).
 _INTERRUPTED_SQL = (
-    "INSERT INTO webhook_attempts (delivery_id, attempt, manual, started_at, status_code,"
-    " latency_ms, error) VALUES (?1, ?2, 0, ?3, NULL, 0, ?4)"
-    " ON CONFLICT (delivery_id, attempt) DO NOTHING"
+    "INSERT INTO webhook_attempts (delivery_seq, delivery_id, attempt, manual, started_at,"
+    " status_code, latency_ms, error) VALUES (?1, ?2, ?3, 0, ?4, NULL, 0, ?5)"
+    " ON CONFLICT (delivery_seq, attempt) DO NOTHING"
 )
 _GIVE_UP_SQL = (
     "UPDATE webhook_deliveries SET status = 'max_retries_exceeded', next_attempt_at = NULL,"
@@ -175,7 +175,8 @@ def _sqlite_cycle(conn: sqlite3.Connection, outcomes: Sequence[Outcome],
                                         for d in result.exhausted])
     earlier = _earlier_attempts(result)
     if earlier:
-        conn.executemany(_INTERRUPTED_SQL, [(i, n, claim.now, INTERRUPTED) for i, n in earlier])
+        conn.executemany(_INTERRUPTED_SQL, [(d.seq, d.id, n, claim.now, INTERRUPTED)
+                                            for d, n in earlier])
     return result
 
 
@@ -196,7 +197,7 @@ def _record_outcomes(conn: sqlite3.Connection, outcomes: Sequence[Outcome]) -> s
             if conn.execute(_OUTCOME_SQL, row).rowcount}
 
 
-def _earlier_attempts(result: CycleResult) -> list[tuple[str, int]]:
+def _earlier_attempts(result: CycleResult) -> list[tuple[DueDelivery, int]]:
     """(delivery, attempt) of the last counted attempt of every delivery claimed again or
     given up in this cycle; its history row is written as interrupted unless it has one.
 
@@ -206,8 +207,8 @@ def _earlier_attempts(result: CycleResult) -> list[tuple[str, int]]:
     again after its lease (or given up, its attempts used): the attempt counted then is
     the one before, and it gets its "interrupted" row here. A first claim (attempts 0),
     the common case, writes nothing."""
-    earlier = [(d.id, n - 1) for d, n in result.claimed if n > 1]
-    earlier += [(d.id, d.attempts) for d in result.exhausted if d.attempts > 0]
+    earlier = [(d, n - 1) for d, n in result.claimed if n > 1]
+    earlier += [(d, d.attempts) for d in result.exhausted if d.attempts > 0]
     return earlier
 
 

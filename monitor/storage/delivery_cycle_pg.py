@@ -66,7 +66,7 @@ _ACTIVE = (
 )
 _COLUMNS = ("id, subscription_id, api_key_id, event_id, event_type, status, attempts,"
             " created_at, next_attempt_at, webhook_url, endpoint, secret_sealed,"
-            " previous_secret_sealed, rotated_at, payload")
+            " previous_secret_sealed, rotated_at, payload, seq")
 _RANK = ("row_number() OVER (PARTITION BY w.endpoint ORDER BY w.next_attempt_at, w.id)"
          " AS rank, COALESCE(room.n, $8) AS room")
 _ROOM = " LEFT JOIN unnest($6::text[], $7::int[]) AS room(e, n) ON room.e = w.endpoint"
@@ -117,11 +117,11 @@ CYCLE_SQL = (
     " updated_at = v.now, completed_at = COALESCE(v.completed, d.completed_at),"
     " lease_token = NULL, lease_until = NULL FROM v"
     " WHERE d.id = v.id AND d.lease_token = v.token AND d.status <> 'success'"
-    " RETURNING d.id),"
-    " history AS (INSERT INTO webhook_attempts (delivery_id, attempt, manual, started_at,"
-    " status_code, latency_ms, error) SELECT v.id, v.attempt, 0, v.started, v.code,"
-    " v.latency, v.error FROM v JOIN recorded r ON r.id = v.id"
-    " ON CONFLICT (delivery_id, attempt) DO UPDATE SET status_code = excluded.status_code,"
+    " RETURNING d.id, d.seq),"
+    " history AS (INSERT INTO webhook_attempts (delivery_seq, delivery_id, attempt, manual,"
+    " started_at, status_code, latency_ms, error) SELECT r.seq, v.id, v.attempt, 0,"
+    " v.started, v.code, v.latency, v.error FROM v JOIN recorded r ON r.id = v.id"
+    " ON CONFLICT (delivery_seq, attempt) DO UPDATE SET status_code = excluded.status_code,"
     " latency_ms = excluded.latency_ms, error = excluded.error),"
     f" pending AS ({_DUE.format(walk=_WALK.format('pending'))}),"
     f" failed AS ({_DUE.format(walk=_WALK.format('failed'))}),"
@@ -147,9 +147,10 @@ CYCLE_SQL = (
     " next_attempt_at = NULL, updated_at = $3, completed_at = $3, lease_token = NULL,"
     " lease_until = NULL, last_error = COALESCE(d.last_error, $15) FROM picked p"
     " WHERE d.id = p.id AND p.attempts >= $12),"
-    " interrupted AS (INSERT INTO webhook_attempts (delivery_id, attempt, manual,"
-    " started_at, status_code, latency_ms, error) SELECT p.id, p.attempts, 0, $3, NULL, 0,"
-    " $15 FROM picked p WHERE p.attempts > 0 ON CONFLICT (delivery_id, attempt) DO NOTHING)"
+    " interrupted AS (INSERT INTO webhook_attempts (delivery_seq, delivery_id, attempt,"
+    " manual, started_at, status_code, latency_ms, error) SELECT p.seq, p.id, p.attempts, 0,"
+    " $3, NULL, 0, $15 FROM picked p WHERE p.attempts > 0"
+    " ON CONFLICT (delivery_seq, attempt) DO NOTHING)"
     # The picked rows, then ONE row of what the cycle recorded and read (NULL id, so
     # last in this order): the recorded ids once per cycle, not repeated in every picked
     # row (~40 ids in each of ~40 rows, sent and decoded each cycle).
@@ -157,7 +158,7 @@ CYCLE_SQL = (
     " FROM picked p"
     " UNION ALL SELECT (SELECT array_agg(id) FROM recorded), (SELECT count(*) FROM pending),"
     " (SELECT count(*) FROM failed), NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,"
-    " NULL, NULL, NULL, NULL, NULL, NULL, NULL, (SELECT beyond FROM beyond)"
+    " NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, (SELECT beyond FROM beyond)"
     " ORDER BY next_attempt_at, id"
 )
 
@@ -210,8 +211,8 @@ async def pg_cycle(db: PostgresDatabase, outcome_ids: Sequence[str], outcomes_js
     assert last[3] is None
     recorded = set(last[0] or ())
     # By position (the final SELECT: recorded, pending, failed, then _COLUMNS in order):
-    # fifteen lookups by name per delivery cost more than building the delivery.
+    # sixteen lookups by name per delivery cost more than building the delivery.
     picked = [(float(r[11]), DueDelivery(
         r[3], r[4], r[5], r[6], r[7], r[8], r[9], r[10], r[12], r[13], r[14], r[15], r[16],
-        r[17].encode("utf-8"))) for r in rows[:-1]]
+        r[17].encode("utf-8"), r[18])) for r in rows[:-1]]
     return recorded, picked, int(last[1]), int(last[2]), bool(last[-1])

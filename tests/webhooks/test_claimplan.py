@@ -25,7 +25,7 @@ def _plan() -> ClaimPlan:
 
 def _delivery(endpoint: str, n: int = 0) -> DueDelivery:
     return DueDelivery(f"d{n}", "s", "k", "e", "t", "pending", 0, 0.0, endpoint + "/",
-                       endpoint, "sealed", None, None, b"{}")
+                       endpoint, "sealed", None, None, b"{}", n + 1)
 
 
 def _claim(room: dict[str, int], walk: bool = True) -> ClaimRequest:

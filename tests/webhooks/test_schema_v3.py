@@ -1,7 +1,9 @@
 """Webhook schema version 3 upgrades a database the previous release created.
 
 The old database is built by the migrations up to version 2, exactly the DDL that release
-ran (a migration, once released, never changes), filled through the stores, then migrated.
+ran (a migration, once released, never changes), filled as that release's stores did,
+then migrated to the newest version. Its rows are compared in the columns version 2 had
+(version 5 adds the deliveries' numbers, ``test_schema_v5.py``).
 """
 
 from __future__ import annotations
@@ -29,6 +31,26 @@ _DELIVERY_INSERT = (
     " VALUES ($1, $2, $3, $4, 'DEPEG_TIER_CHANGE', 'pending', 0, 1, 1, 1)")
 
 
+async def _record_v2(db: Database, events: list[NewEvent], now: float) -> None:
+    """What ``DeliveryStore.record_events`` wrote in version 2: the events, a pending
+    delivery per subscription, one compute unit each (the store's code is newer)."""
+    for e in events:
+        await db.execute("INSERT INTO webhook_events (event_id, event_type, payload,"
+                         " received_at) VALUES ($1, $2, $3, $4)",
+                         e.event_id, e.event_type, e.payload.decode(), now)
+        for sub in e.subscriptions:
+            did = delivery_id(sub.id, e.event_id)
+            await db.execute(
+                "INSERT INTO webhook_deliveries (id, subscription_id, api_key_id, event_id,"
+                " event_type, status, attempts, next_attempt_at, created_at, updated_at)"
+                " VALUES ($1, $2, $3, $4, $5, 'pending', 0, $6, $6, $6)",
+                did, sub.id, sub.api_key_id, e.event_id, e.event_type, now)
+            await db.execute(
+                "INSERT INTO cu_ledger (id, api_key_id, kind, ref, units, created_at)"
+                " VALUES ($1, $2, 'delivery', $3, 1, $4)",
+                str(uuid.uuid4()), sub.api_key_id, did, now)
+
+
 async def _old_database(db: Database) -> tuple[str, list[str], list[NewEvent]]:
     """A version-2 database with a key, two subscriptions and two events: one delivery
     still pending, one failed with a retry due, two finished with their history."""
@@ -45,7 +67,7 @@ async def _old_database(db: Database) -> tuple[str, list[str], list[NewEvent]]:
     subs = await store.active_subscriptions()
     events = [NewEvent(e.event_id, e.event_type, encode(e), subs)
               for e in (tier_change(), tier_change())]
-    assert await DeliveryStore(db).record_events(events, 100.0) == 4
+    await _record_v2(db, events, 100.0)
     ids = [delivery_id(s.id, e.event_id) for e in events for s in subs]
     await db.execute("UPDATE webhook_deliveries SET status = 'failed', attempts = 1,"
                      " next_attempt_at = 150 WHERE id = $1", ids[1])
@@ -62,8 +84,20 @@ async def _old_database(db: Database) -> tuple[str, list[str], list[NewEvent]]:
     return key.id, ids, events
 
 
+#: Columns newer than version 2 (version 5's numbers), left out of the comparisons.
+_NEWER = ("seq", "delivery_seq")
+
+
 async def _rows(db: Database, table: str, order: str) -> list[dict[str, object]]:
-    return await db.fetch(f"SELECT * FROM {table} ORDER BY {order}")
+    return [{k: v for k, v in row.items() if k not in _NEWER}
+            for row in await db.fetch(f"SELECT * FROM {table} ORDER BY {order}")]
+
+
+def _attempt(delivery: str, attempt: int, started: float, code: int) -> tuple[str, list[object]]:
+    """An attempt's history row for ``delivery``, in the newest schema's columns."""
+    return ("INSERT INTO webhook_attempts (delivery_seq, delivery_id, attempt, manual,"
+            " started_at, status_code, latency_ms, error) SELECT seq, id, $2, 0, $3, $4, 5,"
+            " NULL FROM webhook_deliveries WHERE id = $1", [delivery, attempt, started, code])
 
 
 async def test_version_3_upgrades_an_old_database(storage_url: str) -> None:
@@ -94,11 +128,11 @@ async def test_version_3_upgrades_an_old_database(storage_url: str) -> None:
         with pytest.raises(Exception, match=r"(?i)foreign key"):
             await db.execute(_DELIVERY_INSERT, "orphan", "no-such-subscription", key_id,
                              events[0].event_id)
-        await db.execute("INSERT INTO webhook_attempts VALUES ($1, 2, 0, 130, 500, 5, NULL)",
-                         ids[2])
+        sql, args = _attempt(ids[2], 2, 130, 500)
+        await db.execute(sql, *args)
         with pytest.raises(Exception, match=r"(?i)unique|duplicate"):
-            await db.execute("INSERT INTO webhook_attempts VALUES ($1, 2, 0, 140, 200, 5,"
-                             " NULL)", ids[2])
+            sql, args = _attempt(ids[2], 2, 140, 200)
+            await db.execute(sql, *args)
 
         # The due read finds the pending and the failed delivery, oldest first...
         due = await store.due(now=1000.0, limit=10)

@@ -177,7 +177,7 @@ def test_outcome_records_are_the_rows_the_sqlite_cycle_writes() -> None:
     from monitor.storage.delivery_batches import Outcome, _outcome_records, _outcome_row
 
     d = DueDelivery("d1", "s1", "k1", "e1", "t", "pending", 0, 1.0, "http://x/", "http://x",
-                    "sealed", None, None, b"{}")
+                    "sealed", None, None, b"{}", 1)
     outcomes = [Outcome(d, "tok", 1, 2.0, 200, 1.5, None, "success", None, 3.0),
                 Outcome(d._replace(id="d2"), "tok", 2, 2, 500, 2, 'HTTP 500 "x"\n\u2603',
                         "failed", 9, 4),
