@@ -9,7 +9,9 @@
    sends with its own HTTP/1.1 client (monitor/webhooks/http1.py), cheaper than aiohttp's,
    so the same loop over that client runs too and is printed beside them: the worker's
    bookkeeping is the gap to it. The three rotate for ``--rounds`` rounds; the ratio is
-   of the medians (target >= 0.8 and >= 2,000/s);
+   of the medians (target >= 0.8 and >= 2,000/s). The worker starts on an empty
+   database, or with ``--history N`` finished deliveries and their attempts stored (a
+   service that has run a while); its file reads and writes per delivery are printed;
 2. p99 latency (delivery created -> success recorded) of a healthy endpoint under a steady
    event rate, next to another endpoint that answers (the baseline) or that never answers,
    each case ``--isolation-rounds`` times interleaved; the ratio is of the medians of the
@@ -222,7 +224,7 @@ async def main(args: argparse.Namespace) -> None:
                     else:
                         drain = await throughput(
                             await fresh_url(args.storage_url, Path(tmp)), ports[:-1], subs,
-                            deliveries, config)
+                            deliveries, config, args.history)
                         rate, bad, used = drain.rate, drain.failed, drain.cpu_us
                         worker.append(rate)
                         if drain.backend_us is not None:
@@ -253,7 +255,8 @@ async def main(args: argparse.Namespace) -> None:
                       f"max {max(calls):.2f})")
             fail_on_errors(errors, "the throughput rounds")
             db_name = "PostgreSQL" if args.storage_url else "SQLite"
-            emit(f"webhook deliveries/s, one worker, loopback receiver ({db_name})",
+            stored = f", {args.history:,} delivered before" if args.history > 0 else ""
+            emit(f"webhook deliveries/s, one worker, loopback receiver ({db_name}{stored})",
                  unit="deliveries/s", limit_name="bare aiohttp POST loop, same receivers",
                  limit=bare, project=worker, ratio=ratio, target=">= 2,000/s and >= 0.8",
                  met=ratio >= 0.8 and statistics.median(worker) >= 2000,
@@ -280,6 +283,10 @@ if __name__ == "__main__":
     parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds (>= 3)")
     parser.add_argument("--deliveries", type=int, default=20000, help="per round (long enough "
                         "that the 50 ms completion poll is ~1%% of a round)")
+    parser.add_argument("--history", type=int, default=0, help="finished deliveries, one "
+                        "attempt each, stored before each worker drain, as a service that "
+                        "has run a while keeps them until it prunes (default 0: an empty "
+                        "database, the table's rows; the row is named with it otherwise)")
     parser.add_argument("--seconds", type=float, default=8.0, help="latency run length")
     parser.add_argument("--rate", type=float, default=50.0, help="events/s in latency runs")
     parser.add_argument("--isolation-rounds", type=int, default=5, help="runs of each "
