@@ -118,7 +118,7 @@ class Drain(NamedTuple):
     failed: int  # failed attempts and deliveries not delivered
     cpu_us: float  # this process's CPU per delivery
     backend_us: float | None  # the PostgreSQL backends' CPU per delivery (None: SQLite)
-    file_calls: float | None  # this process's file reads and writes per delivery
+    file_calls: float | None  # this process's file reads and writes per delivery (SQLite)
 
 
 async def count_status(db: Database, status: str) -> int:
@@ -189,7 +189,9 @@ async def throughput(url: str, ports: list[int], subs: int, deliveries: int,
     await db.close()
     return Drain(total / elapsed, failed, cpu / total * 1e6,
                  served / total * 1e6 if db.dialect == "postgresql" else None,
-                 None if calls is None or calls_now is None else (calls_now - calls) / total)
+                 # PostgreSQL's I/O is its backends', not this process's.
+                 None if calls is None or calls_now is None or db.dialect != "sqlite"
+                 else (calls_now - calls) / total)
 
 
 def worker_config() -> DeliveryConfig:
