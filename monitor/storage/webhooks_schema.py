@@ -74,10 +74,10 @@ CREATE INDEX webhook_deliveries_owner ON webhook_deliveries (api_key_id, created
 """
 
 #: Version 5: the attempt history keyed by its delivery's sequence number (see the
-#: migration's comment). Both dialects rebuild the history table (PostgreSQL cannot
-#: change a primary key's columns in place either without a rebuild of its index); a
-#: history row whose delivery is gone (none is left by ``prune``, which deletes both in
-#: one transaction) has no number to be keyed by and is not carried over.
+#: migration's comment). Both dialects rebuild the history table: every row gains its
+#: delivery's number, a rewrite of each row either way, and the rebuild gives the same
+#: DDL on both. A history row whose delivery is gone (``prune`` leaves none: it deletes
+#: both in one transaction) has no number to be keyed by and is not carried over.
 _ATTEMPTS_V5 = """
 CREATE TABLE webhook_attempts_v5 (
   delivery_seq BIGINT NOT NULL,
