@@ -238,19 +238,12 @@ async def create_topic(bootstrap: str, topic: str, partitions: int = 1) -> None:
 async def produce(bootstrap: str, topic: str,
                   events: Sequence[TierChangeEvent | bytes]) -> None:
     """Produce events (or raw bytes, for bad records) keyed like the monitor does."""
-    from aiokafka import AIOKafkaProducer
+    from monitor.testing import publish
 
-    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all")
-    await producer.start()
-    try:
-        for e in events:
-            if isinstance(e, bytes):
-                await producer.send_and_wait(topic, e, key=b"eth:bad")
-                continue
-            key = f"{e.data.chain}:{e.data.token_address.lower()}".encode()
-            await producer.send_and_wait(topic, encode(e), key=key)
-    finally:
-        await producer.stop()
+    await publish(bootstrap, topic, [
+        (b"eth:bad", e) if isinstance(e, bytes)
+        else (f"{e.data.chain}:{e.data.token_address.lower()}".encode(), encode(e))
+        for e in events])
 
 
 @asynccontextmanager

@@ -8,22 +8,16 @@ then migrated to the newest version. Its rows are compared in the columns versio
 
 from __future__ import annotations
 
-import time
-import uuid
-
 import pytest
 
-from monitor.config import DeliveryConfig
 from monitor.records import encode
 from monitor.storage import Database, connect
 from monitor.storage.db import migrate
 from monitor.storage.deliveries import DeliveryStore, NewEvent, delivery_id
 from monitor.storage.webhooks import WebhookStore, migrate_webhooks
 from monitor.storage.webhooks_schema import COMPONENT, MIGRATIONS
-from monitor.webhooks.apikeys import new_api_key
-from monitor.webhooks.filters import Filters
-from monitor.webhooks.secrets import SecretBox
-from tests.webhook_support import ENCRYPTION_KEY, tier_change
+from tests.webhook_support import tier_change
+from tests.webhooks.schema_support import key_with_subscriptions, record_events_unnumbered
 
 _DELIVERY_INSERT = (
     "INSERT INTO webhook_deliveries (id, subscription_id, api_key_id, event_id, event_type,"
@@ -31,43 +25,15 @@ _DELIVERY_INSERT = (
     " VALUES ($1, $2, $3, $4, 'DEPEG_TIER_CHANGE', 'pending', 0, 1, 1, 1)")
 
 
-async def _record_v2(db: Database, events: list[NewEvent], now: float) -> None:
-    """What ``DeliveryStore.record_events`` wrote in version 2: the events, a pending
-    delivery per subscription, one compute unit each (the store's code is newer)."""
-    for e in events:
-        await db.execute("INSERT INTO webhook_events (event_id, event_type, payload,"
-                         " received_at) VALUES ($1, $2, $3, $4)",
-                         e.event_id, e.event_type, e.payload.decode(), now)
-        for sub in e.subscriptions:
-            did = delivery_id(sub.id, e.event_id)
-            await db.execute(
-                "INSERT INTO webhook_deliveries (id, subscription_id, api_key_id, event_id,"
-                " event_type, status, attempts, next_attempt_at, created_at, updated_at)"
-                " VALUES ($1, $2, $3, $4, $5, 'pending', 0, $6, $6, $6)",
-                did, sub.id, sub.api_key_id, e.event_id, e.event_type, now)
-            await db.execute(
-                "INSERT INTO cu_ledger (id, api_key_id, kind, ref, units, created_at)"
-                " VALUES ($1, $2, 'delivery', $3, 1, $4)",
-                str(uuid.uuid4()), sub.api_key_id, did, now)
-
-
 async def _old_database(db: Database) -> tuple[str, list[str], list[NewEvent]]:
     """A version-2 database with a key, two subscriptions and two events: one delivery
     still pending, one failed with a retry due, two finished with their history."""
     assert await migrate(db, COMPONENT, [m for m in MIGRATIONS if m.version <= 2]) == 2
-    store = WebhookStore(db)
-    key = await store.create_api_key("old", new_api_key(), time.time())
-    box = SecretBox.from_config(DeliveryConfig(secret_encryption_key=ENCRYPTION_KEY))
-    for _ in range(2):
-        sid = str(uuid.uuid4())
-        await store.create_subscription(
-            sub_id=sid, api_key_id=key.id, webhook_url="https://example.com/h",
-            endpoint="https://example.com:443", event_types=["DEPEG_TIER_CHANGE"],
-            filters=Filters(), secret_sealed=box.seal("whsec_x", sid), now=time.time())
-    subs = await store.active_subscriptions()
+    subs = await key_with_subscriptions(db, 2)
+    key_id = subs[0].api_key_id
     events = [NewEvent(e.event_id, e.event_type, encode(e), subs)
               for e in (tier_change(), tier_change())]
-    await _record_v2(db, events, 100.0)
+    await record_events_unnumbered(db, events, 100.0)
     ids = [delivery_id(s.id, e.event_id) for e in events for s in subs]
     await db.execute("UPDATE webhook_deliveries SET status = 'failed', attempts = 1,"
                      " next_attempt_at = 150 WHERE id = $1", ids[1])
@@ -79,9 +45,9 @@ async def _old_database(db: Database) -> tuple[str, list[str], list[NewEvent]]:
                          did)
     # What the old schema guarded with UNIQUE (subscription_id, event_id).
     with pytest.raises(Exception, match=r"(?i)unique"):
-        await db.execute(_DELIVERY_INSERT, "another-id", subs[0].id, key.id,
+        await db.execute(_DELIVERY_INSERT, "another-id", subs[0].id, key_id,
                          events[0].event_id)
-    return key.id, ids, events
+    return key_id, ids, events
 
 
 #: Columns newer than version 2 (version 5's numbers), left out of the comparisons.

@@ -11,38 +11,21 @@ from __future__ import annotations
 
 import asyncio
 import time
-import uuid
 from pathlib import Path
 
 import pytest
 
-from monitor.config import DeliveryConfig
 from monitor.records import encode
 from monitor.storage import Database, connect
 from monitor.storage.db import migrate
 from monitor.storage.deliveries import DeliveryStore, NewEvent, delivery_id
-from monitor.storage.webhooks import Subscription, WebhookStore, migrate_webhooks
+from monitor.storage.webhooks import Subscription, migrate_webhooks
 from monitor.storage.webhooks_schema import COMPONENT, MIGRATIONS
-from monitor.webhooks.apikeys import new_api_key
-from monitor.webhooks.filters import Filters
-from monitor.webhooks.secrets import SecretBox
-from tests.webhook_support import ENCRYPTION_KEY, tier_change
+from tests.webhook_support import tier_change
+from tests.webhooks.schema_support import key_with_subscriptions, record_events_unnumbered
 
 #: (attempt, manual, started_at, status_code, latency_ms, error) per delivery, in order.
 History = dict[str, list[tuple[object, ...]]]
-
-
-async def _subscriptions(db: Database, count: int) -> list[Subscription]:
-    store = WebhookStore(db)
-    key = await store.create_api_key("v4", new_api_key(), time.time())
-    box = SecretBox.from_config(DeliveryConfig(secret_encryption_key=ENCRYPTION_KEY))
-    for _ in range(count):
-        sid = str(uuid.uuid4())
-        await store.create_subscription(
-            sub_id=sid, api_key_id=key.id, webhook_url="https://example.com/h",
-            endpoint="https://example.com:443", event_types=["DEPEG_TIER_CHANGE"],
-            filters=Filters(), secret_sealed=box.seal("whsec_x", sid), now=time.time())
-    return await store.active_subscriptions()
 
 
 async def _version_4(db: Database) -> tuple[list[Subscription], list[str], History]:
@@ -51,21 +34,13 @@ async def _version_4(db: Database) -> tuple[list[Subscription], list[str], Histo
     others (the last of them manual, one interrupted), plus one row of a delivery that is
     gone."""
     assert await migrate(db, COMPONENT, [m for m in MIGRATIONS if m.version <= 4]) == 4
-    subs = await _subscriptions(db, 2)
+    subs = await key_with_subscriptions(db, 2)
     ids: list[str] = []
     for n in range(3):
         event = tier_change()
-        await db.execute("INSERT INTO webhook_events (event_id, event_type, payload,"
-                         " received_at) VALUES ($1, $2, $3, $4)",
-                         event.event_id, event.event_type, encode(event).decode(), 100.0 + n)
-        for sub in subs:
-            did = delivery_id(sub.id, event.event_id)
-            await db.execute(
-                "INSERT INTO webhook_deliveries (id, subscription_id, api_key_id, event_id,"
-                " event_type, status, attempts, next_attempt_at, created_at, updated_at)"
-                " VALUES ($1, $2, $3, $4, $5, 'pending', 0, $6, $6, $6)",
-                did, sub.id, sub.api_key_id, event.event_id, event.event_type, 100.0 + n)
-            ids.append(did)
+        await record_events_unnumbered(
+            db, [NewEvent(event.event_id, event.event_type, encode(event), subs)], 100.0 + n)
+        ids += [delivery_id(sub.id, event.event_id) for sub in subs]
     history: History = {did: [] for did in ids}
     for k, did in enumerate(ids[1:], start=1):
         for attempt in range(1, 2 if k == 1 else 4):
@@ -153,7 +128,7 @@ async def test_two_writers_on_one_sqlite_file_never_share_a_number(tmp_path: Pat
     first, second = await connect(url), await connect(url)
     try:
         await migrate_webhooks(first)
-        subs = await _subscriptions(first, 3)
+        subs = await key_with_subscriptions(first, 3)
 
         async def record(db: Database, count: int) -> None:
             store = DeliveryStore(db)
