@@ -44,14 +44,22 @@ def json_text(values: Sequence[str]) -> str:
     return _encode(values).decode()
 
 
-#: Due rows read per status and cycle beyond what the free slots can take: rows of an
-#: endpoint without room are skipped, so a little slack keeps the others fed.
-READ_SLACK = 2
+#: Claimable rows read per status and cycle, per delivery the claim may take. Rows of an
+#: endpoint without room are passed over by the walk, not read, so 1 is enough: when an
+#: endpoint's rows in the read exceed its room, the claim comes up short, the read was cut
+#: at its limit, and the next cycle reads again at once (``CycleResult.more_due``). It was
+#: 2: each read row is joined to its subscription and event and locked (a WAL record), so
+#: a drain read and locked ~2.4 rows per delivery claimed. At 1 the PostgreSQL backends'
+#: CPU per delivery fell by about a fifth, lower in 7 of 7 alternated drains
+#: (docs/performance.md, forty-ninth pass).
+READ_SLACK = 1
 #: Rows the due read walks at most per status, in reads: it skips rows it cannot claim
-#: (endpoints without room, paused subscriptions, revoked keys) until it has its rows, but
-#: only this many; past that, rows are read by subscription (a hanging endpoint's backlog).
-#: A busy drain's walks, ~half rows of endpoints briefly full, stay well within it.
-WALK_SLACK = 4
+#: (endpoints without room, paused subscriptions, revoked keys, rows a running claim
+#: holds) until it has its rows, but only this many; past that, rows are read by
+#: subscription (a hanging endpoint's backlog). A busy drain's walks, ~half rows of
+#: endpoints briefly full, stay well within it. 8 with a read of 1 per delivery: the
+#: bound in rows it was with a read of 2 and 4 reads.
+WALK_SLACK = 8
 
 
 @dataclass(frozen=True)

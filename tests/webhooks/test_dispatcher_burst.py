@@ -23,8 +23,8 @@ from tests.webhook_support import (
     wait_until,
 )
 
-#: More than one endpoint claims ahead (CLAIM_AHEAD x 1 slot), fewer than one read takes
-#: (READ_SLACK x CLAIM_AHEAD rows).
+#: More than one endpoint claims ahead (CLAIM_AHEAD x 1 slot), so more than one read
+#: takes (READ_SLACK x CLAIM_AHEAD rows): the rest comes with the read cut at its limit.
 BURST = CLAIM_AHEAD + 1
 
 
