@@ -50,8 +50,8 @@ def json_text(values: Sequence[str]) -> str:
 #: at its limit, and the next cycle reads again at once (``CycleResult.more_due``). It was
 #: 2: each read row is joined to its subscription and event and locked (a WAL record), so
 #: a drain read and locked ~2.4 rows per delivery claimed. At 1 the PostgreSQL backends'
-#: CPU per delivery fell by about a fifth, lower in 7 of 7 alternated drains
-#: (docs/performance.md, forty-ninth pass).
+#: CPU per delivery fell by a tenth to a fifth, lower in each of 21 alternated drains
+#: (docs/performance.md, forty-ninth pass); SQLite's and the isolation rows did not move.
 READ_SLACK = 1
 #: Rows the due read walks at most per status, in reads: it skips rows it cannot claim
 #: (endpoints without room, paused subscriptions, revoked keys, rows a running claim
