@@ -207,6 +207,7 @@ async def main(args: argparse.Namespace) -> None:
             cpu: dict[str, list[float]] = {"bare": [], "worker": [], "client": []}
             backend: list[float] = []  # the PostgreSQL backends' CPU per delivery
             calls: list[float] = []  # the worker's file reads and writes per delivery
+            wal: list[float] = []  # PostgreSQL's log bytes per delivery
             errors = 0
             for n in range(args.rounds):
                 # Rotate which goes first, so none always meets the warmer machine.
@@ -231,6 +232,8 @@ async def main(args: argparse.Namespace) -> None:
                             backend.append(drain.backend_us)
                         if drain.file_calls is not None:
                             calls.append(drain.file_calls)
+                        if drain.wal_bytes is not None:
+                            wal.append(drain.wal_bytes)
                     errors += bad
                     cpu[which].append(used)
                     print(f"  round {n + 1} {which:<6} {rate:8.1f}/s  errors {bad}"
@@ -238,6 +241,8 @@ async def main(args: argparse.Namespace) -> None:
                           + (f", backends {backend[-1]:6.1f}" if which == "worker" and backend
                              else "")
                           + (f", file calls {calls[-1]:.2f} each" if which == "worker" and calls
+                             else "")
+                          + (f", log {wal[-1]:,.0f} B each" if which == "worker" and wal
                              else ""), flush=True)
             print(show("bare POST loop", bare, "POSTs/s"))
             print(show("delivery worker", worker, "deliveries/s"))
@@ -253,6 +258,10 @@ async def main(args: argparse.Namespace) -> None:
                 print(f"file reads and writes per delivery, worker process (median): "
                       f"{statistics.median(calls):.2f}  (min {min(calls):.2f}, "
                       f"max {max(calls):.2f})")
+            if wal:
+                print(f"PostgreSQL log bytes per delivery (median): "
+                      f"{statistics.median(wal):,.0f}  (min {min(wal):,.0f}, "
+                      f"max {max(wal):,.0f})")
             fail_on_errors(errors, "the throughput rounds")
             db_name = "PostgreSQL" if args.storage_url else "SQLite"
             stored = f", {args.history:,} delivered before" if args.history > 0 else ""
