@@ -17,7 +17,7 @@ SQLite runs the whole cycle in one go, on the event loop's thread or, for a busy
 worker's big cycles, in one hop to a thread of its own
 (:meth:`~monitor.storage.sqlite.SqliteDatabase.run_sync`, :data:`SQLITE_THREAD_AT`);
 PostgreSQL runs the cycle as ONE statement whose text never varies with the batch size
-(the outcomes as one JSON document, the claim's values as arrays; asyncpg prepares it
+(the outcomes and the claim's values as arrays; asyncpg prepares it
 once) on a connection kept for it (:mod:`~monitor.storage.delivery_cycle_pg`): one round
 trip per cycle.
 """
@@ -31,7 +31,7 @@ from typing import Any, NamedTuple
 
 from .db import Database
 from .deliveries import _DUE_SELECT, INTERRUPTED, DueDelivery
-from .delivery_cycle_pg import OutcomeRecord, columns, encode_outcomes, pg_cycle
+from .delivery_cycle_pg import columns, outcome_columns, pg_cycle
 from .due_read import (
     ClaimRequest,
     full_endpoints,
@@ -82,17 +82,16 @@ def _outcome_row(o: Outcome) -> tuple[Any, ...]:
             o.status_code, o.error, float(o.now), completed)
 
 
-def _outcome_records(outcomes: Sequence[Outcome]) -> tuple[list[str], str]:
-    """The PostgreSQL cycle's outcomes: their ids, and :func:`_outcome_row` plus the
-    history's started_at and latency as one JSON array of objects (see
-    :func:`~monitor.storage.delivery_cycle_pg.pg_cycle` for why not arrays)."""
-    completed = ("success", "max_retries_exceeded")
-    records = [OutcomeRecord(
-        o.delivery.id, o.token, o.new_status, o.attempt,
-        None if o.next_attempt_at is None else float(o.next_attempt_at), o.status_code,
-        o.error, float(o.now), float(o.now) if o.new_status in completed else None,
-        float(o.started_at), float(o.latency_ms)) for o in outcomes]
-    return [o.delivery.id for o in outcomes], encode_outcomes(records).decode()
+def _outcome_records(outcomes: Sequence[Outcome]) -> tuple[list[str], tuple[str, ...]]:
+    """The PostgreSQL cycle's outcomes: their ids, and their other values in
+    :data:`~monitor.storage.delivery_cycle_pg.OUTCOME_COLUMNS` order as
+    :func:`~monitor.storage.delivery_cycle_pg.outcome_columns` (the statement derives
+    ``completed_at`` from the status, as :func:`_outcome_row` does)."""
+    rows = [(o.token, o.new_status, o.attempt,
+             None if o.next_attempt_at is None else float(o.next_attempt_at), o.status_code,
+             o.error, float(o.now), float(o.started_at), float(o.latency_ms))
+            for o in outcomes]
+    return [o.delivery.id for o in outcomes], outcome_columns(rows)
 
 
 def _history_row(o: Outcome) -> tuple[Any, ...]:
@@ -232,7 +231,7 @@ async def run_cycle(db: Database, outcomes: Sequence[Outcome], claim: ClaimReque
                                              on_thread=len(outcomes) >= SQLITE_THREAD_AT)
         return result
     assert isinstance(db, PostgresDatabase)
-    outcome_ids, outcomes_json = _outcome_records(outcomes)
+    outcome_ids, outcome_values = _outcome_records(outcomes)
     pg_claim = None
     if claim is not None and claim.limit <= 0:
         claim = None
@@ -242,8 +241,8 @@ async def run_cycle(db: Database, outcomes: Sequence[Outcome], claim: ClaimReque
                     [e for e, _ in room], [n for _, n in room], claim.default_room,
                     claim.limit, claim.token, claim.lease_until, claim.max_attempts,
                     per_subscription(claim), walk_rows(claim))
-    recorded, picked, pending, failed, beyond = await pg_cycle(db, outcome_ids, outcomes_json,
-                                                               pg_claim)
+    recorded, picked, pending, failed, beyond = await pg_cycle(db, outcome_ids,
+                                                               outcome_values, pg_claim)
     result = CycleResult(recorded=recorded)
     if claim is not None:
         result.more_due = max(pending, failed) >= read_rows(claim)

@@ -109,18 +109,22 @@ _BY_SUBSCRIPTION = (
 )
 
 CYCLE_SQL = (
-    "WITH v AS (SELECT * FROM json_to_recordset($2::json) AS v(id text, token text,"
-    " status text, attempt int, next_at float8, code int, error text, now float8,"
-    " completed float8, started float8, latency float8)),"
+    # The outcomes, one array literal per column (see OUTCOME_COLUMNS), ids as an array.
+    "WITH v AS (SELECT unnest($1::text[]) AS id, unnest($2::text::text[]) AS token,"
+    " unnest($16::text::text[]) AS status, unnest($17::text::int[]) AS attempt,"
+    " unnest($18::text::float8[]) AS next_at, unnest($19::text::int[]) AS code,"
+    " unnest($20::text::text[]) AS error, unnest($21::text::float8[]) AS now,"
+    " unnest($22::text::float8[]) AS started, unnest($23::text::float8[]) AS latency),"
     " recorded AS (UPDATE webhook_deliveries d SET status = v.status, attempts = v.attempt,"
     " next_attempt_at = v.next_at, last_status_code = v.code, last_error = v.error,"
-    " updated_at = v.now, completed_at = COALESCE(v.completed, d.completed_at),"
+    " updated_at = v.now, completed_at = CASE WHEN v.status IN ('success',"
+    " 'max_retries_exceeded') THEN v.now ELSE d.completed_at END,"
     " lease_token = NULL, lease_until = NULL FROM v"
     " WHERE d.id = v.id AND d.lease_token = v.token AND d.status <> 'success'"
-    " RETURNING d.id, d.seq),"
+    " RETURNING d.id, d.seq, v.attempt, v.started, v.code, v.latency, v.error),"
     " history AS (INSERT INTO webhook_attempts (delivery_seq, delivery_id, attempt, manual,"
-    " started_at, status_code, latency_ms, error) SELECT r.seq, v.id, v.attempt, 0,"
-    " v.started, v.code, v.latency, v.error FROM v JOIN recorded r ON r.id = v.id"
+    " started_at, status_code, latency_ms, error) SELECT seq, id, attempt, 0, started,"
+    " code, latency, error FROM recorded"
     " ON CONFLICT (delivery_seq, attempt) DO UPDATE SET status_code = excluded.status_code,"
     " latency_ms = excluded.latency_ms, error = excluded.error),"
     f" pending AS ({_DUE.format(walk=_WALK.format('pending'))}),"
@@ -163,50 +167,74 @@ CYCLE_SQL = (
 )
 
 
-class OutcomeRecord(msgspec.Struct, gc=False):
-    """One outcome in the cycle's JSON document: the field names are the ``v`` CTE's
-    columns (``json_to_recordset`` matches them by name). A struct, not a dict: built
-    and encoded in ~2/3 of the time."""
-
-    id: str
-    token: str
-    status: str
-    attempt: int
-    next_at: float | None
-    code: int | None
-    error: str | None
-    now: float
-    completed: float | None
-    started: float
-    latency: float
+#: The ``v`` CTE's columns after the id, in the order of their parameters ($2, then
+#: $16 to $23): what :func:`outcome_columns` makes from each outcome's values.
+OUTCOME_COLUMNS = ("token", "status", "attempt", "next_at", "code", "error", "now",
+                   "started", "latency")
+#: How each column's values are written: quoted text, or numbers.
+_TEXT_COLUMNS = frozenset({"token", "status", "error"})
 
 
-#: Encodes a list of :class:`OutcomeRecord` (the ``outcomes_json`` of :func:`pg_cycle`).
-encode_outcomes = msgspec.json.Encoder().encode
+#: A JSON array of strings, numbers and nulls is also a PostgreSQL array literal, once
+#: its brackets are braces, if nothing in it is escaped (a JSON escape is not an array
+#: literal's: ``\\n`` there is the letter n) and no number was written as ``null``
+#: (msgspec writes infinities so). JSON's ``null`` is NULL there (case-insensitive).
+_json = msgspec.json.Encoder().encode
+
+
+def text_array(values: Sequence[str | None]) -> str:
+    """A PostgreSQL array literal of ``values``, every element quoted (its backslashes and
+    double quotes escaped), so any text survives; None is NULL."""
+    encoded = _json(values)
+    if b"\\" not in encoded:
+        return "{" + encoded[1:-1].decode() + "}"
+    return "{" + ",".join("NULL" if v is None else
+                          '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
+                          for v in values) + "}"
+
+
+def number_array(values: Sequence[float | int | None]) -> str:
+    """A PostgreSQL array literal of numbers, each as the shortest text that reads back as
+    the same number (PostgreSQL's ``float8in`` reads it so); None is NULL."""
+    encoded = _json(values)
+    if encoded.count(b"null") == values.count(None):
+        return "{" + encoded[1:-1].decode() + "}"
+    return "{" + ",".join("NULL" if v is None else repr(v) for v in values) + "}"
+
+
+def outcome_columns(rows: Sequence[tuple[Any, ...]]) -> tuple[str, ...]:
+    """The outcomes' values (tuples in :data:`OUTCOME_COLUMNS` order) as one array literal
+    per column. Text parameters cast to arrays by the server, not arrays: asyncpg tests
+    every element of an array parameter against ``collections.abc`` classes in Python
+    (~15 tests per outcome, a tenth of the worker's CPU per delivery in a drain,
+    docs/performance.md, twenty-eighth pass), and the JSON document that replaced them
+    cost the server a parse to check it, another to read it and a hash table per
+    outcome, ~8 % of its work per delivery (fiftieth pass)."""
+    if not rows:
+        return tuple("{}" for _ in OUTCOME_COLUMNS)
+    return tuple(text_array(values) if name in _TEXT_COLUMNS else number_array(values)
+                 for name, values in zip(OUTCOME_COLUMNS, zip(*rows, strict=True),
+                                         strict=True))
 
 
 def columns(rows: Sequence[tuple[Any, ...]], width: int) -> list[list[Any]]:
     return [[r[i] for r in rows] for i in range(width)] if rows else [[] for _ in range(width)]
 
 
-async def pg_cycle(db: PostgresDatabase, outcome_ids: Sequence[str], outcomes_json: str,
-                   claim: tuple[Any, ...] | None
+async def pg_cycle(db: PostgresDatabase, outcome_ids: Sequence[str],
+                   outcomes: Sequence[str], claim: tuple[Any, ...] | None
                    ) -> tuple[set[str], list[tuple[float, DueDelivery]], int, int, bool]:
-    """Run one cycle. ``outcome_ids``: the outcomes' delivery ids; ``outcomes_json``: the
-    outcomes as a JSON array of objects with the ``v`` CTE's columns (id, token, status,
-    attempt, next_at, code, error, now, completed, started, latency). One document, not
-    eleven arrays: asyncpg tests every element of an array parameter against
-    ``collections.abc`` classes (Python-level ``isinstance``, one or two per element,
-    ~15 per outcome), a tenth of the worker's CPU per delivery in a drain
-    (docs/performance.md, twenty-eighth pass). ``claim``: (now, read, full endpoints,
-    room endpoints, room values, default room, limit, token, lease_until, max_attempts,
-    rows read per subscription, rows walked per status), or None. Returns (recorded ids,
+    """Run one cycle. ``outcome_ids``: the outcomes' delivery ids; ``outcomes``: their
+    other values, :func:`outcome_columns`. ``claim``: (now, read, full endpoints, room
+    endpoints, room values, default room, limit, token, lease_until, max_attempts, rows
+    read per subscription, rows walked per status), or None. Returns (recorded ids,
     picked (next attempt time, delivery) oldest first, pending rows read, failed rows
     read, whether rows were read by subscription)."""
     if claim is None:
         # LIMIT 0 reads nothing; the other values are never used.
         claim = (0.0, 0, [], [], [], 0, 0, "", 0.0, 0, 0, 0)
-    rows = await db.fetch_pinned(CYCLE_SQL, outcome_ids, outcomes_json, *claim, INTERRUPTED)
+    rows = await db.fetch_pinned(CYCLE_SQL, outcome_ids, outcomes[0], *claim, INTERRUPTED,
+                                 *outcomes[1:])
     last = rows[-1]  # the cycle's own row: a picked row's next_attempt_at is never NULL
     assert last[3] is None
     recorded = set(last[0] or ())

@@ -165,38 +165,3 @@ async def test_in_flight_gauge_is_zero_when_idle(webhook_db: Database) -> None:
 
             await wait_until(idle, what="all sent and the gauge back at 0")
     assert m.DELIVERIES_IN_FLIGHT._value.get() == 0
-
-
-def test_outcome_records_are_the_rows_the_sqlite_cycle_writes() -> None:
-    """The PostgreSQL cycle's outcomes (ids, and one JSON document the ``v`` CTE reads
-    by column name) against the rows the SQLite cycle writes plus the history's start
-    time and latency; floats survive the text exactly (shortest round-trip repr)."""
-    import json
-
-    from monitor.storage.deliveries import DueDelivery
-    from monitor.storage.delivery_batches import Outcome, _outcome_records, _outcome_row
-
-    d = DueDelivery("d1", "s1", "k1", "e1", "t", "pending", 0, 1.0, "http://x/", "http://x",
-                    "sealed", None, None, b"{}", 1)
-    outcomes = [Outcome(d, "tok", 1, 2.0, 200, 1.5, None, "success", None, 3.0),
-                Outcome(d._replace(id="d2"), "tok", 2, 2, 500, 2, 'HTTP 500 "x"\n\u2603',
-                        "failed", 9, 4),
-                Outcome(d._replace(id="d3"), "tok", 5, 2.5, None, 0.0, "timeout",
-                        "max_retries_exceeded", None, 1764668400.1234567)]
-    names = ("id", "token", "status", "attempt", "next_at", "code", "error", "now",
-             "completed", "started", "latency")
-    rows = [(*_outcome_row(o), float(o.started_at), float(o.latency_ms)) for o in outcomes]
-    ids, document = _outcome_records(outcomes)
-    assert ids == ["d1", "d2", "d3"]
-    decoded = json.loads(document)
-    assert [tuple(r[n] for n in names) for r in decoded] == rows
-    assert all(set(r) == set(names) for r in decoded)
-    assert _outcome_records([]) == ([], "[]")
-    # json_to_recordset matches by name: a key the statement's ``v`` columns do not list
-    # would be read as NULL without an error.
-    import re
-
-    from monitor.storage.delivery_cycle_pg import CYCLE_SQL
-    listed = re.search(r"json_to_recordset\(\$2::json\) AS v\(([^)]*)\)", CYCLE_SQL)
-    assert listed is not None
-    assert tuple(c.split()[0] for c in listed.group(1).split(",")) == names
