@@ -45,7 +45,7 @@ from typing import Any
 
 import msgspec
 
-from .deliveries import _DUE_COLUMNS, INTERRUPTED, DueDelivery
+from .deliveries import INTERRUPTED, DueDelivery
 from .postgres import PostgresDatabase
 
 #: A row can be claimed now. Rows with an outcome in this cycle are left out by
@@ -64,9 +64,19 @@ _ACTIVE = (
     " s.is_active = 1 AND s.deleted_at IS NULL AND s.endpoint <> ALL($5::text[])"
     " AND s.api_key_id IN (SELECT id FROM api_keys WHERE revoked_at IS NULL)"
 )
+#: A due row as the claim's CTEs carry it: ``_DUE_COLUMNS`` without the event's payload,
+#: joined by the final SELECT to the picked rows only. Carried through the reads, the
+#: ranking, the pick and their sorts, every payload was copied some eight times.
 _COLUMNS = ("id, subscription_id, api_key_id, event_id, event_type, status, attempts,"
             " created_at, next_attempt_at, webhook_url, endpoint, secret_sealed,"
-            " previous_secret_sealed, rotated_at, payload, seq")
+            " previous_secret_sealed, rotated_at, seq")
+#: The final SELECT's row: ``_DUE_COLUMNS``' order, the payload before the number.
+_PICKED_ROW = ("p.id, p.subscription_id, p.api_key_id, p.event_id, p.event_type, p.status,"
+               " p.attempts, p.created_at, p.next_attempt_at, p.webhook_url, p.endpoint,"
+               " p.secret_sealed, p.previous_secret_sealed, p.rotated_at, e.payload, p.seq")
+_DUE_ROW = ("SELECT d.id, d.subscription_id, d.api_key_id, d.event_id, d.event_type,"
+            " d.status, d.attempts, d.created_at, d.next_attempt_at, s.webhook_url,"
+            " s.endpoint, s.secret_sealed, s.previous_secret_sealed, s.rotated_at, d.seq")
 _RANK = ("row_number() OVER (PARTITION BY w.endpoint ORDER BY w.next_attempt_at, w.id)"
          " AS rank, COALESCE(room.n, $8) AS room")
 _ROOM = " LEFT JOIN unnest($6::text[], $7::int[]) AS room(e, n) ON room.e = w.endpoint"
@@ -79,9 +89,8 @@ _WALK = ("SELECT ctid, next_attempt_at FROM webhook_deliveries WHERE status = '{
 #: A status's first ``$4`` claimable rows of that walk, walked only as far as needed,
 #: each locked as it is taken (``SKIP LOCKED``: another worker's are passed over).
 _DUE = (
-    _DUE_COLUMNS + " FROM ({walk}) w JOIN webhook_deliveries d ON d.ctid = w.ctid"
+    _DUE_ROW + " FROM ({walk}) w JOIN webhook_deliveries d ON d.ctid = w.ctid"
     " JOIN webhook_subscriptions s ON s.id = d.subscription_id"
-    " JOIN webhook_events e ON e.event_id = d.event_id"
     f" WHERE{_CLAIMABLE} AND{_ACTIVE} ORDER BY w.next_attempt_at LIMIT $4"
     " FOR UPDATE OF d SKIP LOCKED"
 )
@@ -98,11 +107,10 @@ _CUT = ("((SELECT count(*) FROM {cte}) < $4 AND (SELECT count(*) FROM"
 #: is read, and in that order (whether a walk stopped at its bound is asked only when the
 #: claim is not filled).
 _BY_SUBSCRIPTION = (
-    _DUE_COLUMNS + " FROM webhook_subscriptions s"
+    _DUE_ROW + " FROM webhook_subscriptions s"
     " CROSS JOIN LATERAL (SELECT d.* FROM webhook_deliveries d"
     f" WHERE d.subscription_id = s.id AND{_CLAIMABLE} ORDER BY d.next_attempt_at"
     " LIMIT $13 FOR UPDATE OF d SKIP LOCKED) d"
-    " JOIN webhook_events e ON e.event_id = d.event_id"
     f" WHERE (SELECT beyond FROM beyond) AND{_ACTIVE}"
     " AND s.endpoint NOT IN (SELECT endpoint FROM ranked1 WHERE rank >= room)"
     " AND d.id NOT IN (SELECT id FROM due1)"
@@ -158,8 +166,9 @@ CYCLE_SQL = (
     # The picked rows, then ONE row of what the cycle recorded and read (NULL id, so
     # last in this order): the recorded ids once per cycle, not repeated in every picked
     # row (~40 ids in each of ~40 rows, sent and decoded each cycle).
-    " SELECT NULL AS recorded, NULL AS pending, NULL AS failed, p.*, NULL AS beyond"
-    " FROM picked p"
+    f" SELECT NULL AS recorded, NULL AS pending, NULL AS failed, {_PICKED_ROW},"
+    " NULL AS beyond"
+    " FROM picked p JOIN webhook_events e ON e.event_id = p.event_id"
     " UNION ALL SELECT (SELECT array_agg(id) FROM recorded), (SELECT count(*) FROM pending),"
     " (SELECT count(*) FROM failed), NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,"
     " NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, (SELECT beyond FROM beyond)"
