@@ -23,7 +23,7 @@ import asyncio
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from delivery_worker import (
     KEY,
@@ -39,6 +39,7 @@ from monitor.config import DeliveryConfig
 from monitor.records import EVENT_TYPE, encode
 from monitor.storage import connect
 from monitor.storage.deliveries import DeliveryStore, NewEvent
+from monitor.storage.postgres import PostgresDatabase
 from monitor.storage.webhooks import WebhookStore, migrate_webhooks
 from monitor.webhooks.dispatcher import DeliveryAttempts, Dispatcher
 from monitor.webhooks.filters import Filters
@@ -58,12 +59,26 @@ class InstantSender(Sender):
         return AttemptResult(200, 0.1, None)
 
 
-async def drain(url: str, subs: int, events: int, endpoints: int) -> tuple[float, float, float]:
-    """(deliveries/s, backends' CPU µs per delivery, worker CPU µs per delivery)."""
+class Drained(NamedTuple):
+    rate: float  # deliveries/s
+    backends: float  # the PostgreSQL backends' CPU µs per delivery (0 on SQLite)
+    worker: float  # the worker's CPU µs per delivery
+    deliveries: int
+    cycles: int  # the worker's cycle statements
+    pinned_pid: int | None  # the PostgreSQL backend that ran only the cycles
+
+
+async def drain(url: str, subs: int, events: int, endpoints: int) -> Drained:
+    """One drain on a fresh database (see the module docstring)."""
     config = DeliveryConfig(allow_loopback=True, secret_encryption_key=KEY,
                             timeout_seconds=2.0, backoff_base_seconds=0.5,
                             backoff_max_seconds=2.0)
     db = await connect(url)
+    pinned_pid = None
+    if isinstance(db, PostgresDatabase):
+        # The cycle's connection taken before the set-up: its backend runs cycles only.
+        await db.fetch_pinned("SELECT 1")
+        pinned_pid = db.pinned_pid()
     await migrate_webhooks(db)
     store = WebhookStore(db)
     key = await store.create_api_key("bench", "dpm_server", time.time())
@@ -83,6 +98,16 @@ async def drain(url: str, subs: int, events: int, endpoints: int) -> tuple[float
     await DeliveryStore(db).record_events(new, time.time())
     total = events * len(active)
     before = await backend_cpu(db)
+    cycles = 0
+    if isinstance(db, PostgresDatabase):
+        fetch_pinned = db.fetch_pinned
+
+        async def counted(sql: str, *args: Any) -> list[Any]:
+            nonlocal cycles
+            cycles += 1
+            return await fetch_pinned(sql, *args)
+
+        db.fetch_pinned = counted  # type: ignore[method-assign]
     cpu, started = time.process_time(), time.perf_counter()
     stop = asyncio.Event()
     runner = asyncio.create_task(dispatcher.run(stop))
@@ -97,17 +122,17 @@ async def drain(url: str, subs: int, events: int, endpoints: int) -> tuple[float
     await db.close()
     if done != total:
         raise SystemExit(f"{total - done} deliveries not delivered")
-    return total / elapsed, served / total * 1e6, cpu / total * 1e6
+    return Drained(total / elapsed, served / total * 1e6, cpu / total * 1e6, total, cycles,
+                   pinned_pid)
 
 
 async def main(args: argparse.Namespace) -> None:
     try:
         for n in range(args.rounds):
             url = await fresh_url(args.storage_url, Path(tempfile.gettempdir()))
-            rate, backends, worker = await drain(url, 100, args.deliveries // 100,
-                                                 args.endpoints)
-            print(f"round {n + 1}: {rate:8.0f} deliveries/s  backends {backends:6.1f}"
-                  f"  worker {worker:6.1f} CPU µs per delivery", flush=True)
+            d = await drain(url, 100, args.deliveries // 100, args.endpoints)
+            print(f"round {n + 1}: {d.rate:8.0f} deliveries/s  backends {d.backends:6.1f}"
+                  f"  worker {d.worker:6.1f} CPU µs per delivery", flush=True)
     finally:
         await drop_created()
 

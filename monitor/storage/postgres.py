@@ -77,6 +77,11 @@ class PostgresDatabase(_PgExecutor):
         except Exception:
             return False
 
+    def pinned_pid(self) -> int | None:
+        """The server process behind :meth:`fetch_pinned`'s connection, once it has one
+        (for measuring that backend alone)."""
+        return None if self._pinned is None else int(self._pinned.get_server_pid())
+
     async def fetch_pinned(self, sql: str, *args: Any) -> list[Any]:
         """``fetch`` (asyncpg records) on a pool connection this object keeps between
         calls, with :data:`PINNED_SETTINGS`: one round trip per call, where every pool
