@@ -12,8 +12,9 @@ no acquire and reset per cycle).
 
 What the CTEs do, in the order of the SQLite cycle:
 
-* ``recorded``/``history``: every outcome is written where the claim is still held and
-  the delivery is not a success (``RETURNING`` says which), with its history row;
+* ``v``/``recorded``/``history``: the outcomes (one array literal per column,
+  :func:`outcome_columns`); every one is written where the claim is still held and the
+  delivery is not a success, and ``RETURNING`` gives its history row;
 * ``pending``/``failed``: the due rows of each status that can be claimed now, oldest
   first: a walk of the ``(status, next_attempt_at)`` index over rows no send holds,
   unlocked and bounded (``$14`` rows, whatever their subscription), joined back to the
@@ -34,6 +35,9 @@ What the CTEs do, in the order of the SQLite cycle:
   before anything is sent, or ``max_retries_exceeded`` when its attempts were all used by
   interrupted sends; the last counted attempt of a delivery taken again gets its
   "interrupted" history row unless it has one.
+
+The final SELECT joins each picked row to its event's payload: the CTEs carry the rows
+without it (their tuplestores and sorts copied every payload some eight times).
 
 Data-modifying CTEs always run to completion whether or not the final SELECT reads them.
 """
