@@ -68,19 +68,19 @@ _ACTIVE = (
     " s.is_active = 1 AND s.deleted_at IS NULL AND s.endpoint <> ALL($5::text[])"
     " AND s.api_key_id IN (SELECT id FROM api_keys WHERE revoked_at IS NULL)"
 )
-#: A due row as the claim's CTEs carry it: ``_DUE_COLUMNS`` without the event's payload,
-#: joined by the final SELECT to the picked rows only. Carried through the reads, the
-#: ranking, the pick and their sorts, every payload was copied some eight times.
-_COLUMNS = ("id, subscription_id, api_key_id, event_id, event_type, status, attempts,"
-            " created_at, next_attempt_at, webhook_url, endpoint, secret_sealed,"
-            " previous_secret_sealed, rotated_at, seq")
+#: A due row as the claim's CTEs carry it, (table, column): ``_DUE_COLUMNS`` without the
+#: event's payload, joined by the final SELECT to the picked rows only. Carried through
+#: the reads, the ranking, the pick and their sorts, every payload was copied some eight
+#: times.
+_ROW = (("d", "id"), ("d", "subscription_id"), ("d", "api_key_id"), ("d", "event_id"),
+        ("d", "event_type"), ("d", "status"), ("d", "attempts"), ("d", "created_at"),
+        ("d", "next_attempt_at"), ("s", "webhook_url"), ("s", "endpoint"),
+        ("s", "secret_sealed"), ("s", "previous_secret_sealed"), ("s", "rotated_at"),
+        ("d", "seq"))
+_COLUMNS = ", ".join(column for _, column in _ROW)
+_DUE_ROW = "SELECT " + ", ".join(f"{table}.{column}" for table, column in _ROW)
 #: The final SELECT's row: ``_DUE_COLUMNS``' order, the payload before the number.
-_PICKED_ROW = ("p.id, p.subscription_id, p.api_key_id, p.event_id, p.event_type, p.status,"
-               " p.attempts, p.created_at, p.next_attempt_at, p.webhook_url, p.endpoint,"
-               " p.secret_sealed, p.previous_secret_sealed, p.rotated_at, e.payload, p.seq")
-_DUE_ROW = ("SELECT d.id, d.subscription_id, d.api_key_id, d.event_id, d.event_type,"
-            " d.status, d.attempts, d.created_at, d.next_attempt_at, s.webhook_url,"
-            " s.endpoint, s.secret_sealed, s.previous_secret_sealed, s.rotated_at, d.seq")
+_PICKED_ROW = ", ".join(f"p.{column}" for _, column in _ROW[:-1]) + ", e.payload, p.seq"
 _RANK = ("row_number() OVER (PARTITION BY w.endpoint ORDER BY w.next_attempt_at, w.id)"
          " AS rank, COALESCE(room.n, $8) AS room")
 _ROOM = " LEFT JOIN unnest($6::text[], $7::int[]) AS room(e, n) ON room.e = w.endpoint"
@@ -222,7 +222,7 @@ def outcome_columns(rows: Sequence[tuple[Any, ...]]) -> tuple[str, ...]:
     (~15 tests per outcome, a tenth of the worker's CPU per delivery in a drain,
     docs/performance.md, twenty-eighth pass), and the JSON document that replaced them
     cost the server a parse to check it, another to read it and a hash table per
-    outcome, ~8 % of its work per delivery (fiftieth pass)."""
+    outcome, about a tenth of its work per delivery (fiftieth pass)."""
     if not rows:
         return tuple("{}" for _ in OUTCOME_COLUMNS)
     return tuple(text_array(values) if name in _TEXT_COLUMNS else number_array(values)
