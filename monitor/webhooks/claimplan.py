@@ -88,7 +88,7 @@ class ClaimPlan:
         limit = max(self.config.max_concurrency, 1) * CLAIM_AHEAD - held
         if limit <= 0:
             return None
-        stale = self._stale(monotonic)
+        stale = monotonic - self._read_at >= self.config.poll_interval_seconds
         if not (look or stale or self.more_due or self.freed & self._full_at_read):
             return None
         room = self.room(in_flight, ready)
@@ -109,18 +109,6 @@ class ClaimPlan:
         # for that endpoint is given back (its number is not past the failure's mark).
         self.claims += 1
         return limit, room, self._walks(room, per_endpoint)
-
-    def worth_reading(self, monotonic: float) -> bool:
-        """Whether a read now may find something to claim that no new delivery announced:
-        a read cut at its limit, a slot freed at an endpoint that was full when last
-        read, or the poll interval passed (:meth:`request`'s reasons but ``look``). When
-        none holds, a sender left idle has nothing to bring a cycle for but its outcome's
-        record, which can wait (:meth:`~.dispatcher.Dispatcher._sender`)."""
-        return (self.more_due or bool(self.freed & self._full_at_read)
-                or self._stale(monotonic))
-
-    def _stale(self, monotonic: float) -> bool:
-        return monotonic - self._read_at >= self.config.poll_interval_seconds
 
     def _walks(self, room: dict[str, int], per_endpoint: int) -> bool:
         """Whether the read walks the due index, or reads by subscription only.

@@ -288,10 +288,7 @@ class Dispatcher:
             await self._send(ready, task)
             ready = None if self._stopping else self._take(endpoint)
             if ready is None and not self._stopping:
-                # A slot without work: claim now if a read may find something for it;
-                # else only its outcome waits, for the cycle ``_finished`` timed.
-                if self._plan.worth_reading(time.monotonic()):
-                    self._work.set()
+                self._work.set()  # a slot without work: claim now
                 idle: asyncio.Future[_Ready | None] = loop.create_future()
                 self._idle.append(idle)
                 ready = await idle
@@ -366,12 +363,9 @@ class Dispatcher:
         outcomes a cycle in a drain: the cycle's fixed cost (its due read, its commit's
         pages) paid that often. While every sender has a claimed delivery to send next,
         nothing waits on the cycle but the outcomes' record, so it waits until a round of
-        sends has finished (``max_concurrency`` outcomes) or OUTCOME_WAIT has passed.
-        A sender left without a delivery brings it at once when a read may find it one
-        (``_sender``, :meth:`.ClaimPlan.worth_reading`), so claims keep up. Otherwise
-        (a quiet worker) its outcome waits too: a cycle of its own per finished send was
-        a third of a quiet worker's transactions, and one that came in step with a new
-        delivery's made that delivery wait behind it (docs/performance.md, 51st pass)."""
+        sends has finished (``max_concurrency`` outcomes) or OUTCOME_WAIT has passed;
+        a sender left without a delivery brings it at once (``_sender``), so claims keep
+        up and a quiet worker records each outcome as it comes."""
         if len(self._outcomes) >= self.config.max_concurrency or self._stopping:
             self._work.set()
         elif self._timer is None:

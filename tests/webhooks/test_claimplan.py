@@ -148,24 +148,3 @@ def test_the_failing_endpoints_room_stays_within_their_share() -> None:
     failing = sum(room.get(e, 0) for e in ("x", "y", "z", "w", "v"))
     assert failing <= failing_share(CONFIG.max_concurrency)
     assert room["ok"] == PER_ENDPOINT - 1
-
-
-def test_an_idle_sender_brings_a_read_exactly_when_a_read_may_claim() -> None:
-    """``worth_reading`` (a sender left idle: cycle now, or let its outcome wait) says yes
-    whenever a read without new deliveries would be made, checked against ``request``
-    over every combination of the plan's reasons (a cut read, frees at full and not-full
-    endpoints, the poll interval)."""
-    for cut in (False, True):
-        for freed in ((), ("a",), ("b",), ("a", "b")):
-            for at in (10.1, 11.0):
-                plan = _plan()
-                held = {"a": PER_ENDPOINT, "b": 1}
-                got = _read(plan, True, held, at=10.0)
-                assert got is not None
-                taken = [(_delivery("b"), 1)] if cut else []
-                plan.read(_claim(got[1]), CycleResult(claimed=taken, more_due=cut), 10.0)
-                plan.freed.update(freed)
-                worth = plan.worth_reading(at)
-                reads = _read(plan, False, {"a": PER_ENDPOINT - 1, "b": 1}, at=at) is not None
-                assert worth == reads, (cut, freed, at)
-                assert worth == (cut or "a" in freed or at >= 11.0)
