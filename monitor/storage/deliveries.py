@@ -76,11 +76,16 @@ class NewEvent:
     subscriptions: Sequence[Subscription]
 
 
-_DUE_COLUMNS = (
-    "SELECT d.id, d.subscription_id, d.api_key_id, d.event_id, d.event_type, d.status,"
-    " d.attempts, d.created_at, d.next_attempt_at, s.webhook_url, s.endpoint, s.secret_sealed,"
-    " s.previous_secret_sealed, s.rotated_at, e.payload, d.seq"
-)
+#: A due delivery's row as every claim reads it, (table alias, column): ``d`` the
+#: delivery, ``s`` its subscription, ``e`` its event. :class:`DueDelivery`'s fields in
+#: order, with ``next_attempt_at`` after ``created_at``; the cycles' readers take the
+#: row by position (``delivery_batches._due_from``, ``delivery_cycle_pg.pg_cycle``).
+DUE_ROW = (("d", "id"), ("d", "subscription_id"), ("d", "api_key_id"), ("d", "event_id"),
+           ("d", "event_type"), ("d", "status"), ("d", "attempts"), ("d", "created_at"),
+           ("d", "next_attempt_at"), ("s", "webhook_url"), ("s", "endpoint"),
+           ("s", "secret_sealed"), ("s", "previous_secret_sealed"), ("s", "rotated_at"),
+           ("e", "payload"), ("d", "seq"))
+_DUE_COLUMNS = "SELECT " + ", ".join(f"{table}.{column}" for table, column in DUE_ROW)
 _DUE_SELECT = (
     _DUE_COLUMNS + " FROM webhook_deliveries d"
     " JOIN webhook_subscriptions s ON s.id = d.subscription_id"

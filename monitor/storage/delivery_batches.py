@@ -100,8 +100,8 @@ def _history_row(o: Outcome) -> tuple[Any, ...]:
 
 
 def _due_from(row: Sequence[Any]) -> DueDelivery:
-    """A delivery from a row of ``_DUE_SELECT`` (its column order: ..., d.created_at,
-    d.next_attempt_at, s.webhook_url, ..., e.payload, d.seq)."""
+    """A delivery from a row of ``_DUE_SELECT`` (in :data:`~.deliveries.DUE_ROW`'s order:
+    ..., d.created_at, d.next_attempt_at, s.webhook_url, ..., e.payload, d.seq)."""
     return DueDelivery(
         row[0], row[1], row[2], row[3], row[4], row[5], row[6], row[7], row[9], row[10],
         row[11], row[12], row[13], row[14].encode("utf-8"), row[15])

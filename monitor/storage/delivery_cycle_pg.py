@@ -49,7 +49,7 @@ from typing import Any
 
 import msgspec
 
-from .deliveries import INTERRUPTED, DueDelivery
+from .deliveries import DUE_ROW, INTERRUPTED, DueDelivery
 from .postgres import PostgresDatabase
 
 #: A row can be claimed now. Rows with an outcome in this cycle are left out by
@@ -68,19 +68,16 @@ _ACTIVE = (
     " s.is_active = 1 AND s.deleted_at IS NULL AND s.endpoint <> ALL($5::text[])"
     " AND s.api_key_id IN (SELECT id FROM api_keys WHERE revoked_at IS NULL)"
 )
-#: A due row as the claim's CTEs carry it, (table, column): ``_DUE_COLUMNS`` without the
+#: A due row as the claim's CTEs carry it: :data:`~.deliveries.DUE_ROW` without the
 #: event's payload, joined by the final SELECT to the picked rows only. Carried through
 #: the reads, the ranking, the pick and their sorts, every payload was copied some eight
 #: times.
-_ROW = (("d", "id"), ("d", "subscription_id"), ("d", "api_key_id"), ("d", "event_id"),
-        ("d", "event_type"), ("d", "status"), ("d", "attempts"), ("d", "created_at"),
-        ("d", "next_attempt_at"), ("s", "webhook_url"), ("s", "endpoint"),
-        ("s", "secret_sealed"), ("s", "previous_secret_sealed"), ("s", "rotated_at"),
-        ("d", "seq"))
+_ROW = tuple((table, column) for table, column in DUE_ROW if table != "e")
 _COLUMNS = ", ".join(column for _, column in _ROW)
 _DUE_ROW = "SELECT " + ", ".join(f"{table}.{column}" for table, column in _ROW)
-#: The final SELECT's row: ``_DUE_COLUMNS``' order, the payload before the number.
-_PICKED_ROW = ", ".join(f"p.{column}" for _, column in _ROW[:-1]) + ", e.payload, p.seq"
+#: The final SELECT's row: ``DUE_ROW`` in its order, the payload from the event.
+_PICKED_ROW = ", ".join("e.payload" if table == "e" else f"p.{column}"
+                        for table, column in DUE_ROW)
 _RANK = ("row_number() OVER (PARTITION BY w.endpoint ORDER BY w.next_attempt_at, w.id)"
          " AS rank, COALESCE(room.n, $8) AS room")
 _ROOM = " LEFT JOIN unnest($6::text[], $7::int[]) AS room(e, n) ON room.e = w.endpoint"
