@@ -67,6 +67,7 @@ from .attempts import DeliveryAttempts, backoff_delay
 from .claimplan import CLAIM_AHEAD, ClaimPlan
 from .handout import handout
 from .probe import Probes, failing_share
+from .wakeup import Flag, Wakeup
 from .walcheckpoint import WalCheckpoints
 
 __all__ = ["CLAIM_AHEAD", "DeliveryAttempts", "Dispatcher", "backoff_delay", "failing_share"]
@@ -76,6 +77,9 @@ log = get_logger(__name__)
 #: Longest a finished send's outcome waits for its cycle while every sender still has a
 #: claimed delivery to send next (see :meth:`Dispatcher._finished`).
 OUTCOME_WAIT = 0.005
+#: Event-loop steps a set ``_work`` flag lets pass before it wakes the loop (which takes
+#: one more step): the three ``asyncio.wait`` took (:mod:`.wakeup` says why).
+OUTCOME_STEPS = 2
 
 
 class _Ready(NamedTuple):
@@ -94,9 +98,12 @@ class Dispatcher:
     def __init__(self, attempts: DeliveryAttempts) -> None:
         self.attempts = attempts
         self.config = attempts.config
+        self._wakeup = Wakeup()  # what the loop awaits between cycles (see run)
         #: Set by whoever creates deliveries: look for due rows now.
-        self.wake = asyncio.Event()
-        self._work = asyncio.Event()  # an outcome waits to be written, a slot was freed
+        self.wake: asyncio.Event = Flag(self._wakeup.wake)
+        #: An outcome waits to be written, a slot was freed: the loop runs its cycle
+        #: once the answers that came with it are read (OUTCOME_STEPS, .wakeup).
+        self._work: asyncio.Event = Flag(self._wakeup.wake, OUTCOME_STEPS)
         self._ready: dict[str, deque[_Ready]] = {}
         self._inflight: dict[str, int] = {}
         self._busy = 0  # sends in flight
@@ -119,6 +126,11 @@ class Dispatcher:
     @property
     def in_flight(self) -> int:
         return self._busy
+
+    @property
+    def waiting(self) -> bool:
+        """Whether the loop is between cycles, waiting for work (:mod:`.wakeup`)."""
+        return self._wakeup.waiting
 
     @property
     def ready(self) -> int:
@@ -386,11 +398,13 @@ class Dispatcher:
         # SQLite: the log's checkpoints on a thread, not inside a cycle's COMMIT.
         checkpoints = await WalCheckpoints.start(self.attempts.store.db)
         stop_wait = asyncio.create_task(stop.wait())
+        stop_wait.add_done_callback(lambda _: self._wakeup.wake())
         try:
             while not stop.is_set():
                 look = self.wake.is_set()
                 self.wake.clear()
                 self._work.clear()
+                self._wakeup.forget()  # what woke it is read above
                 self._cancel_timer()
                 busy = False
                 try:
@@ -402,13 +416,9 @@ class Dispatcher:
                 self.attempts.log_summaries(self.attempts.clock())
                 if busy and self._plan.more_due:
                     continue  # the read was cut at its limit: claim the rest now
-                wake_wait = asyncio.create_task(self.wake.wait())
-                work_wait = asyncio.create_task(self._work.wait())
-                await asyncio.wait({stop_wait, wake_wait, work_wait},
-                                   timeout=self.config.poll_interval_seconds,
-                                   return_when=asyncio.FIRST_COMPLETED)
-                wake_wait.cancel()
-                work_wait.cancel()
+                # One future, resolved by the flags above (or at once if one woke it
+                # during the cycle), the stop or the poll interval (.wakeup).
+                await self._wakeup.wait(self.config.poll_interval_seconds)
         finally:
             stop_wait.cancel()
             await self._drain()
