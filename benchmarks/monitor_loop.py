@@ -25,6 +25,9 @@ set-up, as the daemon applies it once it has joined. Modes:
 partition, key, value, headers, in order) and every commit (a state's ``written_at`` is
 then a constant): equal on two trees means the same bytes and offsets.
 ``--time`` prints the feeding's CPU time per tick (rough; use callgrind for A/B).
+``--bytecodes TOP`` counts the bytecodes the timed ticks run, per tick, with the TOP
+functions and source lines (``bytecodes.py``; seconds, where callgrind takes minutes, and
+by line; the pure build only).
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ import gc
 import hashlib
 import sys
 import time
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -45,6 +49,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from aiokafka import AIOKafkaProducer, TopicPartition
 from aiokafka.partitioner import DefaultPartitioner
 from aiokafka.structs import ConsumerRecord
+from bytecodes import Bytecodes, Counting
 from monitor_ticks import synthetic
 
 from monitor.config import Config, KafkaConfig, ModelConfig
@@ -206,32 +211,35 @@ async def run(args: argparse.Namespace) -> None:
             await publisher.flush()
         stub.reset()
     apply_gc_policy(config.gc)
+    counter: AbstractContextManager[Bytecodes | None] = \
+        Counting() if args.bytecodes else nullcontext()
     started = time.process_time()
     mode = args.mode
-    if mode == "decode":
-        for batch in feed:
-            for recs in batch.values():
-                for rec in recs:
-                    decode_tick(rec.value)
-    elif mode == "engine":
-        out: list[Any] = []
-        for batch in feed:
-            for tp, recs in batch.items():
-                take = daemon._parts[tp.partition].engine.take
-                for rec in recs:
-                    tick = decode_tick(rec.value)
-                    take(tick, tick.key, rec.offset, out)
-                out.clear()
-    elif mode == "daemon":
-        fed = 0
-        every = args.checkpoint_every
-        for batch in feed:
-            await daemon._process(batch, 0)
-            if every:
-                fed += sum(map(len, batch.values()))
-                if fed >= every:
-                    fed = 0
-                    await daemon._checkpoint(list(daemon._parts))
+    with counter as counts:
+        if mode == "decode":
+            for batch in feed:
+                for recs in batch.values():
+                    for rec in recs:
+                        decode_tick(rec.value)
+        elif mode == "engine":
+            out: list[Any] = []
+            for batch in feed:
+                for tp, recs in batch.items():
+                    take = daemon._parts[tp.partition].engine.take
+                    for rec in recs:
+                        tick = decode_tick(rec.value)
+                        take(tick, tick.key, rec.offset, out)
+                    out.clear()
+        elif mode == "daemon":
+            fed = 0
+            every = args.checkpoint_every
+            for batch in feed:
+                await daemon._process(batch, 0)
+                if every:
+                    fed += sum(map(len, batch.values()))
+                    if fed >= every:
+                        fed = 0
+                        await daemon._checkpoint(list(daemon._parts))
     elapsed = time.process_time() - started
     if mode == "daemon":
         await publisher.flush()
@@ -243,6 +251,8 @@ async def run(args: argparse.Namespace) -> None:
         print(f"digest {stub.hexdigest()}")
     if args.time:
         print(f"cpu {elapsed / args.ticks * 1e6:.3f} us/tick (gc counts {gc.get_count()})")
+    if counts is not None:
+        print(counts.report(per=args.ticks, top=args.bytecodes))
 
 
 def main() -> int:
@@ -268,6 +278,10 @@ def main() -> int:
                              "tick as it is taken, nothing held")
     parser.add_argument("--digest", action="store_true")
     parser.add_argument("--time", action="store_true")
+    parser.add_argument("--bytecodes", type=int, default=0, metavar="TOP",
+                        help="count the bytecodes the timed ticks run (bytecodes.py; pure "
+                             "build: DEPEG_MONITOR_COMPILED=off) and print their number per "
+                             "tick, the TOP functions and the TOP source lines")
     args = parser.parse_args()
     configure_logging(level="warning", fmt="console")
     asyncio.run(run(args))
