@@ -27,7 +27,12 @@
    receiver never failing, and ``offbeat`` that one answering after 2.35 intervals
    (between the events, where ``busy``'s answers come in step with them).
 
-Receivers run in a child process (the second core), so the figures are the worker's. The
+Receivers run in a child process (the second core), so the figures are the worker's.
+``--neighbour-receiver own`` serves the isolation runs' other endpoint (the healthy
+baseline neighbour and each ``--neighbours`` kind) from a second child process: in the
+default ``shared`` layout the healthy receiver and its neighbour share one event loop, so
+a neighbour that answers late shares the healthy receiver's wake-ups, and a healthy one
+answers together with it (docs/performance.md, fifty-third pass). The
 Kafka intake is not included: it only inserts rows; this measures matching-to-2xx. Any
 failed attempt or non-2xx answer fails the run. The worker logs as a deployed one does:
 at the configuration's default level (info), JSON lines to stderr (``--log-level``,
@@ -130,9 +135,14 @@ async def bare_client_loop(ports: list[int], count: int, concurrency: int
 
 
 async def isolation(args: argparse.Namespace, ports: list[int], tmp: Path,
-                    config: DeliveryConfig, db_name: str) -> None:
+                    config: DeliveryConfig, db_name: str, other_port: int | None = None
+                    ) -> None:
     """The healthy endpoint's p99 alone, next to another healthy endpoint (the baseline)
-    and next to each of ``--neighbours``: one table row per neighbour."""
+    and next to each of ``--neighbours``: one table row per neighbour. ``other_port``:
+    where the other endpoint is served (default: ``ports[0]``, the healthy receiver's
+    process)."""
+    port = ports[0] if other_port is None else other_port
+    layout = "" if other_port is None else ", its receiver in a process of its own"
     alone = await healthy_p99(await fresh_url(args.storage_url, tmp), ports[-1], None,
                               args.seconds, args.rate, config)
     # A p99 of ~400 latencies is the 4th worst: one scheduler hiccup on a shared machine
@@ -141,8 +151,8 @@ async def isolation(args: argparse.Namespace, ports: list[int], tmp: Path,
     # medians. The other endpoint is another receiver port (its own endpoint key); the
     # baseline sends it the same traffic but it answers, so the runs differ only in how
     # that receiver answers.
-    cases = [("healthy", f"http://127.0.0.1:{ports[0]}/ok")] + [
-        (NEIGHBOURS[k][1], neighbour_url(ports[0], k, args.rate)) for k in args.neighbours]
+    cases = [("healthy", f"http://127.0.0.1:{port}/ok")] + [
+        (NEIGHBOURS[k][1], neighbour_url(port, k, args.rate)) for k in args.neighbours]
     runs: dict[str, list[Latency]] = {name: [] for name, _ in cases}
     for n in range(args.isolation_rounds):
         shift = n % len(cases)
@@ -169,7 +179,8 @@ async def isolation(args: argparse.Namespace, ports: list[int], tmp: Path,
               f"+ healthy endpoint={statistics.median(base):6.1f}  "
               f"+ {adjective} endpoint={statistics.median(loaded):6.1f}  "
               f"ratio {adjective}/healthy={ratio:4.2f} (target <= 1.2)")
-        emit(f"healthy endpoint p99 next to a {adjective} one{how} ({db_name})", unit="ms",
+        emit(f"healthy endpoint p99 next to a {adjective} one{how}{layout} ({db_name})",
+             unit="ms",
              limit_name="same traffic, other endpoint healthy", limit=base,
              project=loaded, ratio=ratio, target="<= 1.2x",
              met=ratio <= 1.2, note=f"alone {alone.p99_ms:.1f} ms; medians of "
@@ -276,7 +287,15 @@ async def main(args: argparse.Namespace) -> None:
                       f"{statistics.median(worker) / statistics.median(own):.2f}")
             if args.isolation_rounds <= 0:
                 return  # throughput only (A/B runs of the cycle)
-            await isolation(args, ports, Path(tmp), config, db_name)
+            if args.neighbour_receiver == "own":
+                other, other_ports = start_receivers(1)
+                try:
+                    await isolation(args, ports, Path(tmp), config, db_name, other_ports[0])
+                finally:
+                    other.terminate()
+                    other.wait()
+            else:
+                await isolation(args, ports, Path(tmp), config, db_name)
     finally:
         proc.terminate()
         proc.wait()
@@ -312,6 +331,11 @@ if __name__ == "__main__":
                         "slowflaky (answers after two event intervals: 0.2 s at --rate 10; "
                         "503 to a fifth, at random), busy (the same, never failing), "
                         "offbeat (busy, answering after 2.35 intervals: between events)")
+    parser.add_argument("--neighbour-receiver", default="shared", choices=["shared", "own"],
+                        help="where the isolation runs' other endpoint is served: shared "
+                             "(default, the table's rows) with the healthy receiver in one "
+                             "child process, or own: a second child process, as a receiver "
+                             "on another host has its own (the rows are named so)")
     parser.add_argument("--log-level", default="info",
                         choices=["debug", "info", "warning", "error"],
                         help="the worker's log level (default info, the configuration's "
