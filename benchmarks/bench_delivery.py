@@ -287,15 +287,15 @@ async def main(args: argparse.Namespace) -> None:
                       f"{statistics.median(worker) / statistics.median(own):.2f}")
             if args.isolation_rounds <= 0:
                 return  # throughput only (A/B runs of the cycle)
-            if args.neighbour_receiver == "own":
-                other, other_ports = start_receivers(1)
-                try:
-                    await isolation(args, ports, Path(tmp), config, db_name, other_ports[0])
-                finally:
-                    other.terminate()
-                    other.wait()
-            else:
-                await isolation(args, ports, Path(tmp), config, db_name)
+            # --neighbour-receiver own: the other endpoint from a receiver process of its own.
+            other = start_receivers(1) if args.neighbour_receiver == "own" else None
+            try:
+                await isolation(args, ports, Path(tmp), config, db_name,
+                                other[1][0] if other is not None else None)
+            finally:
+                if other is not None:
+                    other[0].terminate()
+                    other[0].wait()
     finally:
         proc.terminate()
         proc.wait()

@@ -14,7 +14,8 @@ traced and each of its opcode events counted. Modules of the compiled build run 
 bytecode and count nothing, so count with ``DEPEG_MONITOR_COMPILED=off``. A bytecode is
 not a unit of time (a call or a dict lookup costs several simple ones, and C functions
 count nothing), so confirm a change's cost with callgrind or the benchmark itself.
-Tracing slows the work 30-100 times; the counts do not depend on that.
+Tracing slows the work about 100 times (decoding and taking ticks: 98 times); the
+counts do not depend on that.
 """
 
 from __future__ import annotations

@@ -277,8 +277,10 @@ def main() -> int:
                         help="model.lateness_seconds (default: the model's): 0 applies each "
                              "tick as it is taken, nothing held")
     parser.add_argument("--digest", action="store_true")
-    parser.add_argument("--time", action="store_true")
-    parser.add_argument("--bytecodes", type=int, default=0, metavar="TOP",
+    # Exclusive: tracing slows the timed ticks about a hundredfold.
+    measure = parser.add_mutually_exclusive_group()
+    measure.add_argument("--time", action="store_true")
+    measure.add_argument("--bytecodes", type=int, default=0, metavar="TOP",
                         help="count the bytecodes the timed ticks run (bytecodes.py; pure "
                              "build: DEPEG_MONITOR_COMPILED=off) and print their number per "
                              "tick, the TOP functions and the TOP source lines")
