@@ -12,7 +12,11 @@
    of the medians (target >= 0.8 and >= 2,000/s). The worker starts on an empty
    database, or with ``--history N`` finished deliveries and their attempts stored (a
    service that has run a while); its file reads and writes per delivery are printed
-   on SQLite, the bytes PostgreSQL writes to its log per delivery on PostgreSQL;
+   on SQLite, the bytes PostgreSQL writes to its log per delivery on PostgreSQL. Each
+   side's CPU per delivery is also counted over every process it takes (this one, the
+   PostgreSQL backends, the receivers' child process): the two cores are shared by all
+   of them, so bare / worker of those is the throughput ratio when the cores are the
+   bound;
 2. p99 latency (delivery created -> success recorded) of a healthy endpoint under a steady
    event rate, next to another endpoint that answers (the baseline) or that never answers,
    each case ``--isolation-rounds`` times interleaved; the ratio is of the medians of the
