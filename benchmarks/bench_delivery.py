@@ -297,11 +297,12 @@ async def main(args: argparse.Namespace) -> None:
                   f", bare {statistics.median(cpu['bare']):.1f}; bare / worker {cpu_ratio:.2f}"
                   + (f"; PostgreSQL backends {statistics.median(backend):.1f}" if backend else ""))
             every = every_process(cpu, backend, served)
+            every_ratio = every[0] / every[1] if every is not None else None
             if every is not None:
                 print(f"CPU µs per delivery of every process it takes (this one, "
                       f"{'the PostgreSQL backends, ' if backend else ''}the receivers; "
                       f"medians): worker {every[1]:.1f}, bare {every[0]:.1f}; bare / worker "
-                      f"{every[0] / every[1]:.2f}: the throughput ratio when the cores are "
+                      f"{every_ratio:.2f}: the throughput ratio when the cores are "
                       f"the bound (receivers {statistics.median(served['worker']):.1f} and "
                       f"{statistics.median(served['bare']):.1f} of those)")
             if calls:
@@ -321,8 +322,8 @@ async def main(args: argparse.Namespace) -> None:
                  met=ratio >= 0.8 and statistics.median(worker) >= 2000,
                  note=f"CPU per delivery bare/worker {cpu_ratio:.2f}"
                       + (f", counting every process it takes (receivers"
-                         f"{', PostgreSQL backends' if backend else ''}) {every[0] / every[1]:.2f}"
-                         if every is not None else "")
+                         f"{', PostgreSQL backends' if backend else ''}) {every_ratio:.2f}"
+                         if every_ratio is not None else "")
                       + "; the worker sends with its "
                       f"own HTTP/1.1 client: the same loop over that client (no bookkeeping) "
                       f"{statistics.median(own):,.0f} POSTs/s, worker/that "
