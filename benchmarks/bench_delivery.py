@@ -331,14 +331,14 @@ async def main(args: argparse.Namespace) -> None:
             if args.isolation_rounds <= 0:
                 return  # throughput only (A/B runs of the cycle)
             # --neighbour-receiver own: the other endpoint from a receiver process of its own.
-            other = start_receivers(1) if args.neighbour_receiver == "own" else None
+            other, other_ports = (start_receivers(1) if args.neighbour_receiver == "own"
+                                  else (None, [None]))
             try:
-                await isolation(args, ports, Path(tmp), config, db_name,
-                                other[1][0] if other is not None else None)
+                await isolation(args, ports, Path(tmp), config, db_name, other_ports[0])
             finally:
                 if other is not None:
-                    other[0].terminate()
-                    other[0].wait()
+                    other.terminate()
+                    other.wait()
     finally:
         proc.terminate()
         proc.wait()
