@@ -141,19 +141,18 @@ async def count_status(db: Database, status: str) -> int:
 
 async def store_history(db: Database, active: list[Subscription], rows: int) -> int:
     """About ``rows`` finished deliveries with one attempt each, as a worker that has run
-    for a while leaves them (until ``prune``): its intake, then one UPDATE and one
-    INSERT rather than that many sends. Returns how many."""
+    for a while leaves them (until ``prune``): its intake, then one UPDATE rather than
+    that many sends (a success's attempt is kept on its delivery's row, webhooks schema
+    version 6). Returns how many."""
     if rows <= 0:
         return 0
     events = [NewEvent(e.event_id, EVENT_TYPE, encode(e), active)
               for e in (event() for _ in range(max(1, rows // len(active))))]
     made = await DeliveryStore(db).record_events(events, time.time() - 86_400)
     await db.execute("UPDATE webhook_deliveries SET status = 'success', attempts = 1,"
-                     " next_attempt_at = NULL, completed_at = updated_at")
-    await db.execute(
-        "INSERT INTO webhook_attempts (delivery_seq, delivery_id, attempt, manual,"
-        " started_at, status_code, latency_ms, error)"
-        " SELECT seq, id, 1, 0, created_at, 200, 5, NULL FROM webhook_deliveries")
+                     " next_attempt_at = NULL, completed_at = updated_at,"
+                     " last_status_code = 200, success_started_at = created_at,"
+                     " success_latency_ms = 5")
     # Written out of the log into the tables, as a running service's would long be.
     if db.dialect == "sqlite":
         await db.fetch("PRAGMA wal_checkpoint(TRUNCATE)")
@@ -285,9 +284,13 @@ async def healthy_run(url: str, urls: list[str], seconds: float, rate: float,
     rows = await db.fetch(
         "SELECT created_at, completed_at - created_at AS latency, attempts"
         " FROM webhook_deliveries WHERE subscription_id = $1", healthy.id)
+    # Finished attempts: the history rows, and the successes kept on their deliveries'
+    # rows (webhooks schema version 6).
     other_attempts = await db.fetchval(
-        "SELECT COUNT(*) FROM webhook_attempts a JOIN webhook_deliveries d"
-        " ON d.id = a.delivery_id WHERE d.subscription_id <> $1", healthy.id)
+        "SELECT (SELECT COUNT(*) FROM webhook_attempts a JOIN webhook_deliveries d"
+        " ON d.id = a.delivery_id WHERE d.subscription_id <> $1)"
+        " + (SELECT COUNT(*) FROM webhook_deliveries WHERE subscription_id <> $1"
+        " AND success_started_at IS NOT NULL)", healthy.id)
     stop.set()
     await runner
     await dispatcher.attempts.sender.close()

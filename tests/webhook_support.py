@@ -19,6 +19,7 @@ from monitor.api.webhooks import CLOCK
 from monitor.config import Config, DeliveryConfig, KafkaConfig, StorageConfig
 from monitor.records import EVENT_TYPE, TierChangeData, TierChangeEvent, encode, event_id
 from monitor.storage import Database, connect
+from monitor.storage.deliveries import DeliveryStore
 from monitor.storage.webhooks import WebhookStore, migrate_webhooks
 from monitor.webhooks.apikeys import new_api_key
 from monitor.webhooks.dispatcher import Dispatcher
@@ -175,6 +176,16 @@ async def delivery_with_attempts(db: Database, sub_id: str, attempts: int = 1) -
                                    next_attempt_at=None if last else time.time(),
                                    now=time.time())
     return due.id
+
+
+async def attempt_history(db: Database) -> list[tuple[str, int, int | None, str | None]]:
+    """Every delivery's attempt history as the API reads it (``DeliveryStore.attempts``:
+    history rows, and a success the worker's cycle kept on its delivery's row), as
+    (delivery id, attempt, status code, error), by delivery and attempt."""
+    ids = [r["id"] for r in await db.fetch("SELECT id FROM webhook_deliveries")]
+    found = await DeliveryStore(db).attempts(ids)
+    return sorted((d, a["attempt"], a["status_code"], a["error"])
+                  for d, rows in found.items() for a in rows)
 
 
 async def queue_for_new_subscription(db: Database, box: SecretBox, url: str,

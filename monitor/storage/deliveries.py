@@ -15,6 +15,11 @@ Crash safety comes from three rules:
   has still used one of the ``max_attempts``: a crash-looping worker cannot send a
   delivery more than ``max_attempts`` times.
 
+The attempt history is ``webhook_attempts``, but for one attempt: a success the
+worker's cycle records is the delivery's last, and its start and latency are kept on the
+delivery's row (``success_started_at``, ``success_latency_ms``) instead of a history row
+of its own; :meth:`DeliveryStore.attempts` reads both as one history.
+
 Statuses: ``pending`` (no attempt yet), ``failed`` (last attempt failed, another is
 scheduled), ``success``, ``max_retries_exceeded`` (attempts used up) and ``cancelled``
 (its subscription was deleted).
@@ -403,12 +408,20 @@ class DeliveryStore:
             return found
         marks = ", ".join(f"${i + 1}" for i in range(len(delivery_ids)))
         # From each delivery to its history by number (the history's key), not by the
-        # history's delivery_id, which no index holds.
+        # history's delivery_id, which no index holds. A success the worker's cycle
+        # recorded has no history row: its attempt is read from the delivery's own row
+        # (its last attempt: nothing sends a success again), unless a row has it.
         rows = await self.db.fetch(
             "SELECT d.id AS delivery_id, a.attempt, a.manual, a.started_at, a.status_code,"
             " a.latency_ms, a.error FROM webhook_deliveries d"
             " JOIN webhook_attempts a ON a.delivery_seq = d.seq"
-            f" WHERE d.id IN ({marks}) ORDER BY d.id, a.attempt", *delivery_ids)
+            f" WHERE d.id IN ({marks})"
+            " UNION ALL SELECT d.id, d.attempts, 0, d.success_started_at, d.last_status_code,"
+            " d.success_latency_ms, d.last_error FROM webhook_deliveries d"
+            f" WHERE d.id IN ({marks}) AND d.success_started_at IS NOT NULL"
+            " AND NOT EXISTS (SELECT 1 FROM webhook_attempts a"
+            " WHERE a.delivery_seq = d.seq AND a.attempt = d.attempts)"
+            " ORDER BY 1, 2", *delivery_ids)
         for row in rows:
             found[row["delivery_id"]].append(row)
         return found

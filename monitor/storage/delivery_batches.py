@@ -77,9 +77,13 @@ class CycleResult:
 
 def _outcome_row(o: Outcome) -> tuple[Any, ...]:
     completed = float(o.now) if o.new_status in ("success", "max_retries_exceeded") else None
+    # A success's start and latency stay on its delivery's row: it gets no history row.
+    success = o.new_status == "success"
     return (o.delivery.id, o.token, o.new_status, o.attempt,
             None if o.next_attempt_at is None else float(o.next_attempt_at),
-            o.status_code, o.error, float(o.now), completed)
+            o.status_code, o.error, float(o.now), completed,
+            float(o.started_at) if success else None,
+            float(o.latency_ms) if success else None)
 
 
 def _outcome_records(outcomes: Sequence[Outcome]) -> tuple[list[str], tuple[str, ...]]:
@@ -115,7 +119,8 @@ _SQLITE_DUE_ROWS = _DUE_SELECT + " WHERE d.id IN (SELECT value FROM json_each(?1
 _OUTCOME_SQL = (
     "UPDATE webhook_deliveries SET status = ?3, attempts = ?4, next_attempt_at = ?5,"
     " last_status_code = ?6, last_error = ?7, updated_at = ?8,"
-    " completed_at = COALESCE(?9, completed_at), lease_token = NULL, lease_until = NULL"
+    " completed_at = COALESCE(?9, completed_at), success_started_at = ?10,"
+    " success_latency_ms = ?11, lease_token = NULL, lease_until = NULL"
     " WHERE id = ?1 AND lease_token = ?2 AND status <> 'success'"
 )
 _HISTORY_SQL = (
@@ -157,8 +162,10 @@ def _sqlite_cycle(conn: sqlite3.Connection, outcomes: Sequence[Outcome],
     if outcomes:
         result.recorded = _record_outcomes(conn, outcomes)
     if result.recorded:
+        # A success's history is its delivery's row (webhooks_schema, version 6).
         conn.executemany(_HISTORY_SQL, [_history_row(o) for o in outcomes
-                                        if o.delivery.id in result.recorded])
+                                        if o.delivery.id in result.recorded
+                                        and o.new_status != "success"])
     if claim is None or claim.limit <= 0:
         return result
     picked, result.more_due, result.by_subscription = sqlite_due_ids(conn, claim)

@@ -14,7 +14,8 @@ What the CTEs do, in the order of the SQLite cycle:
 
 * ``v``/``recorded``/``history``: the outcomes (one array literal per column,
   :func:`outcome_columns`); every one is written where the claim is still held and the
-  delivery is not a success, and ``RETURNING`` gives its history row;
+  delivery is not a success, and ``RETURNING`` gives its history row, written unless it
+  is a success (a success's start and latency stay on its delivery's row);
 * ``pending``/``failed``: the due rows of each status that can be claimed now, oldest
   first: a walk of the ``(status, next_attempt_at)`` index over rows no send holds,
   unlocked and bounded (``$14`` rows, whatever their subscription), joined back to the
@@ -128,12 +129,15 @@ CYCLE_SQL = (
     " next_attempt_at = v.next_at, last_status_code = v.code, last_error = v.error,"
     " updated_at = v.now, completed_at = CASE WHEN v.status IN ('success',"
     " 'max_retries_exceeded') THEN v.now ELSE d.completed_at END,"
+    " success_started_at = CASE WHEN v.status = 'success' THEN v.started END,"
+    " success_latency_ms = CASE WHEN v.status = 'success' THEN v.latency END,"
     " lease_token = NULL, lease_until = NULL FROM v"
     " WHERE d.id = v.id AND d.lease_token = v.token AND d.status <> 'success'"
-    " RETURNING d.id, d.seq, v.attempt, v.started, v.code, v.latency, v.error),"
+    " RETURNING d.id, d.seq, v.status, v.attempt, v.started, v.code, v.latency, v.error),"
+    # A success's history is its delivery's row (webhooks_schema, version 6).
     " history AS (INSERT INTO webhook_attempts (delivery_seq, delivery_id, attempt, manual,"
     " started_at, status_code, latency_ms, error) SELECT seq, id, attempt, 0, started,"
-    " code, latency, error FROM recorded"
+    " code, latency, error FROM recorded WHERE status <> 'success'"
     " ON CONFLICT (delivery_seq, attempt) DO UPDATE SET status_code = excluded.status_code,"
     " latency_ms = excluded.latency_ms, error = excluded.error),"
     f" pending AS ({_DUE.format(walk=_WALK.format('pending'))}),"

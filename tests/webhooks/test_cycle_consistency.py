@@ -16,7 +16,7 @@ from monitor.storage import Database
 from monitor.storage.delivery_batches import Outcome, run_cycle
 from monitor.storage.due_read import ClaimRequest
 from monitor.webhooks.secrets import SecretBox
-from tests.webhook_support import ENCRYPTION_KEY, queue_for_new_subscription
+from tests.webhook_support import ENCRYPTION_KEY, attempt_history, queue_for_new_subscription
 
 
 async def test_an_outcome_due_again_in_the_same_cycle_is_recorded_once(
@@ -79,7 +79,5 @@ async def test_a_lost_claim_in_a_large_batch_leaves_the_others_recorded(
         "SELECT id, status, attempts, lease_token FROM webhook_deliveries")}
     assert rows.pop(lost.id) == ("pending", 2, "B")
     assert set(rows.values()) == {("success", 1, None)}
-    history = await webhook_db.fetch("SELECT delivery_id, attempt, status_code"
-                                     " FROM webhook_attempts")
-    assert sorted((h["delivery_id"], h["attempt"], h["status_code"]) for h in history) == \
-        sorted((d.id, 1, 200) for d, _ in first.claimed if d.id != lost.id)
+    assert await attempt_history(webhook_db) == \
+        sorted((d.id, 1, 200, None) for d, _ in first.claimed if d.id != lost.id)

@@ -19,6 +19,7 @@ import asyncpg
 
 from monitor.config import DeliveryConfig
 from monitor.storage import Database, connect
+from monitor.storage.deliveries import DeliveryStore
 from monitor.storage.delivery_batches import Outcome, _outcome_records, run_cycle
 from monitor.storage.delivery_cycle_pg import (
     CYCLE_SQL,
@@ -113,29 +114,35 @@ SPEC: list[tuple[str, int | None, str | None, float | None]] = [
 ]
 
 
-async def _write_outcomes(db: Database, box: SecretBox) -> tuple[list[Any], list[Any]]:
+async def _write_outcomes(db: Database, box: SecretBox
+                          ) -> tuple[list[Any], list[Any], list[Any], int]:
+    """(delivery rows, the attempt history as the API reads it, the history the outcomes
+    put in, history rows stored), deliveries in the intake's order."""
     await queue_for_new_subscription(db, box, "http://127.0.0.1:9/hook", len(SPEC) * 3)
     now = 1_800_000_000.25
     claimed = (await run_cycle(db, [], ClaimRequest(100, {}, 100, "T", now, now + 60, 5))
                ).claimed
     order = sorted(claimed, key=lambda c: c[0].seq)
     outcomes = []
+    expected = []
     for i, (d, attempt) in enumerate(order):
         status, code, error, delay = SPEC[i % len(SPEC)]
         done = now + 1 + i / 7
         outcomes.append(Outcome(d, "T", attempt, now + i / 3, code, 10.5 + i / 9, error,
                                 status, None if delay is None else done + delay, done))
+        expected.append((attempt, 0, now + i / 3, code, 10.5 + i / 9, error))
     result = await run_cycle(db, outcomes, None)
     assert result.recorded == {d.id for d, _ in claimed}
     columns = ("status", "attempts", "next_attempt_at", "last_status_code", "last_error",
-               "updated_at", "completed_at", "lease_token", "lease_until")
+               "updated_at", "completed_at", "lease_token", "lease_until",
+               "success_started_at", "success_latency_ms")
     deliveries = [tuple(r[c] for c in columns) for r in await db.fetch(
         f"SELECT {', '.join(columns)} FROM webhook_deliveries ORDER BY seq")]
     kept = ("attempt", "manual", "started_at", "status_code", "latency_ms", "error")
-    history = [tuple(r[c] for c in kept) for r in await db.fetch(
-        f"SELECT {', '.join('a.' + c for c in kept)} FROM webhook_attempts a"
-        " JOIN webhook_deliveries d ON d.seq = a.delivery_seq ORDER BY d.seq, a.attempt")]
-    return deliveries, history
+    found = await DeliveryStore(db).attempts([d.id for d, _ in order])
+    history = [tuple(a[c] for c in kept) for d, _ in order for a in found[d.id]]
+    stored = int(await db.fetchval("SELECT COUNT(*) FROM webhook_attempts"))
+    return deliveries, history, expected, stored
 
 
 async def test_both_cycles_write_the_same_rows(pg_url: str, tmp_path: Path) -> None:
@@ -147,8 +154,13 @@ async def test_both_cycles_write_the_same_rows(pg_url: str, tmp_path: Path) -> N
             written.append(await _write_outcomes(db, box))
         finally:
             await db.close()
-    (sqlite_rows, sqlite_history), (pg_rows, pg_history) = written
-    assert len(sqlite_rows) == len(SPEC) * 3 and len(sqlite_history) == len(SPEC) * 3
+    (sqlite_rows, sqlite_history, expected, sqlite_stored), \
+        (pg_rows, pg_history, _, pg_stored) = written
+    assert len(sqlite_rows) == len(SPEC) * 3
     assert pg_rows == sqlite_rows
-    assert pg_history == sqlite_history
+    # Every outcome reads back as its attempt, on both; a success from its delivery's row.
+    assert sqlite_history == expected
+    assert pg_history == expected
+    successes = sum(1 for status, *_ in SPEC if status == "success") * 3
+    assert sqlite_stored == pg_stored == len(SPEC) * 3 - successes
     assert {r[0] for r in pg_rows} == {"success", "failed", "max_retries_exceeded"}

@@ -20,6 +20,7 @@ from monitor.webhooks.secrets import SecretBox
 from monitor.webhooks.sender import Sender
 from tests.webhook_support import (
     ENCRYPTION_KEY,
+    attempt_history,
     queue_for_new_subscription,
     receiver,
     wait_until,
@@ -65,8 +66,5 @@ async def test_claimed_but_unsent_deliveries_are_given_back_on_stop(webhook_db: 
     assert sorted((r["status"], r["attempts"]) for r in rows) == (
         [("pending", 0)] * 4 + [("success", 1)])
     assert all(r["lease_token"] is None for r in rows)
-    history = await webhook_db.fetch(
-        "SELECT delivery_id, attempt, status_code FROM webhook_attempts")
     sent = next(r["id"] for r in rows if r["status"] == "success")
-    assert [(h["delivery_id"], h["attempt"], h["status_code"]) for h in history] == [
-        (sent, 1, 200)]
+    assert await attempt_history(webhook_db) == [(sent, 1, 200, None)]

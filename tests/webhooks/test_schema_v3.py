@@ -50,8 +50,9 @@ async def _old_database(db: Database) -> tuple[str, list[str], list[NewEvent]]:
     return key_id, ids, events
 
 
-#: Columns newer than version 2 (version 5's numbers), left out of the comparisons.
-_NEWER = ("seq", "delivery_seq")
+#: Columns newer than version 2 (version 5's numbers, version 6's success columns),
+#: left out of the comparisons.
+_NEWER = ("seq", "delivery_seq", "success_started_at", "success_latency_ms")
 
 
 async def _rows(db: Database, table: str, order: str) -> list[dict[str, object]]:
