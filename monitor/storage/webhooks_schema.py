@@ -247,7 +247,7 @@ CREATE INDEX cu_ledger_owner ON cu_ledger (api_key_id, created_at);
     # error: with its start and latency there too, the worker's cycle writes no history
     # row for it (DeliveryStore.attempts reads it back from the delivery). Most
     # deliveries succeed at once, so most history rows and their index entries go: on
-    # PostgreSQL ~27 % of the log written per delivery (docs/performance.md, fifty-sixth
+    # PostgreSQL ~24 % of the log written per delivery (docs/performance.md, fifty-sixth
     # pass). Older successes keep their history rows; a history row always wins.
     Migration(6, "webhook_deliveries: a success's start and latency (no history row)",
               "ALTER TABLE webhook_deliveries ADD COLUMN success_started_at DOUBLE PRECISION;\n"
