@@ -1,6 +1,6 @@
 """Webhook events, deliveries and attempts: the durable side of the delivery worker.
 
-Crash safety comes from three rules:
+Crash safety comes from four rules:
 
 * one delivery per ``(subscription_id, event_id)``: its id is the UUIDv5 of the pair
   (:func:`delivery_id`, the only id a delivery is inserted under) and the primary key,
