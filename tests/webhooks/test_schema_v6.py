@@ -93,3 +93,39 @@ async def test_version_6_reads_successes_before_and_after_it_alike(storage_url: 
         assert await db.fetchval("SELECT COUNT(*) FROM webhook_attempts") == 0
     finally:
         await db.close()
+
+
+#: What version 5's ``DeliveryStore.attempts`` read: the history rows alone.
+_VERSION_5_READER = ("SELECT d.id AS delivery_id, a.attempt, a.status_code"
+                     " FROM webhook_deliveries d JOIN webhook_attempts a"
+                     " ON a.delivery_seq = d.seq WHERE d.id = $1")
+
+
+async def test_a_rollback_below_version_6_starts_and_misses_only_the_success_attempt(
+        storage_url: str) -> None:
+    """docs/webhooks.md: a release older than version 6 starts on a version-6 database
+    (its migrations find nothing to do), and reads a success recorded since without its
+    last attempt, while the delivery's status, attempt count and status code stay right."""
+    db = await connect(storage_url)
+    try:
+        assert await migrate_webhooks(db) >= 6
+        subs = await key_with_subscriptions(db, 1)
+        event = tier_change()
+        await DeliveryStore(db).record_events(
+            [NewEvent(event.event_id, event.event_type, encode(event), subs)], 100.0)
+        claimed = (await run_cycle(db, [], ClaimRequest(5, {}, 5, "T", 101.0, 161.0, 5))
+                   ).claimed
+        [(delivery, attempt)] = claimed
+        outcome = Outcome(delivery, "T", attempt, 102.0, 200, 4.5, None, "success", None,
+                          103.0)
+        assert (await run_cycle(db, [outcome], None)).recorded == {delivery.id}
+
+        # The older release's start: its migrations (up to version 5) apply nothing.
+        assert await migrate(db, COMPONENT, [m for m in MIGRATIONS if m.version <= 5]) >= 6
+        row = await db.fetchrow("SELECT status, attempts, last_status_code"
+                                " FROM webhook_deliveries WHERE id = $1", delivery.id)
+        assert row is not None
+        assert (row["status"], row["attempts"], row["last_status_code"]) == ("success", 1, 200)
+        assert await db.fetch(_VERSION_5_READER, delivery.id) == []
+    finally:
+        await db.close()
