@@ -20,14 +20,15 @@ Every side first reads a warm-up of ``--warmup-seconds`` of event time per token
 (``monitor_ticks.warmup_seconds``), untimed, and is then timed over the row's ticks, to
 its last (the rate and this process's CPU per tick): what the ticks cost a monitor that
 has been running, every tick taken also applied. Printed: min/median/max per side, the
-ratio of the medians (targets 0.5 at 1/min, 0.7 at 1/s), and the bytes the monitor wrote
-to its state and ratings topics per byte of ticks in (target <= 1), for this replay-speed
-run and as estimated for real time with the configured checkpoint interval and due policy
-(``kafka.state_every_ticks``, ``state_max_age_seconds``: the daemon's own
-``monitor/daemon/coverage.py`` driven by a simulated clock decides which tokens write a
-state at each checkpoint). Dead letters of these valid ticks count as errors (exit 1).
-Without ``--table``: one quick run per token count with ``engine/s`` (decode +
-``Engine.process`` alone, no Kafka: the daemon's ceiling).
+ratio of the medians (targets 0.5 at 1/min, 0.7 at 1/s), each side's CPU per tick and
+busy share (CPU seconds per second of wall: what is left of 1, it waited), and the bytes
+the monitor wrote to its state and ratings topics per byte of ticks in (target <= 1), for
+this replay-speed run and as estimated for real time with the configured checkpoint
+interval and due policy (``kafka.state_every_ticks``, ``state_max_age_seconds``: the
+daemon's own ``monitor/daemon/coverage.py`` driven by a simulated clock decides which
+tokens write a state at each checkpoint). Dead letters of these valid ticks count as
+errors (exit 1). Without ``--table``: one quick run per token count with ``engine/s``
+(decode + ``Engine.process`` alone, no Kafka: the daemon's ceiling).
 """
 
 from __future__ import annotations
