@@ -284,9 +284,10 @@ async def table_rounds(rows: list[Row], n_tokens: int, partitions: int, rounds: 
         # What is left of 1 is the loop waiting (on a fetch, or on the producer's queue
         # of one batch per partition): the most that overlapping the monitor's waits
         # with its work (a background publisher) could win.
-        print(f"busy (CPU seconds per second of wall, medians): bare "
-              f"{statistics.median(busy['bare']):.2f}, monitor "
-              f"{statistics.median(busy['monitor']):.2f}", flush=True)
+        busy_bare, busy_mon = (statistics.median(busy["bare"]),
+                               statistics.median(busy["monitor"]))
+        print(f"busy (CPU seconds per second of wall, medians): bare {busy_bare:.2f}, "
+              f"monitor {busy_mon:.2f}", flush=True)
         note = ("Quix Streams: in the pure-Python run" if compiled
                 else "no Quix Streams peer (--no-peer)" if no_peer
                 else "no Quix Streams peer (not installed)")
@@ -301,7 +302,8 @@ async def table_rounds(rows: list[Row], n_tokens: int, partitions: int, rounds: 
              limit_name="bare aiokafka + msgspec decode-only consumer",
              limit=bare, project=mon, ratio=ratio, target=f">= {target}",
              met=ratio >= target,
-             note=f"{note}; CPU per tick bare/monitor {cpu_bare / cpu_mon:.2f}")
+             note=f"{note}; CPU per tick bare/monitor {cpu_bare / cpu_mon:.2f}; busy "
+                  f"bare/monitor {busy_bare:.2f}/{busy_mon:.2f}")
         if quix:
             emit(f"peer: Quix Streams, one tumbling 5-minute mean, 1 tick per token per "
                  f"{row.name}", unit="ticks/s",
