@@ -223,8 +223,6 @@ async def table_rounds(rows: list[Row], n_tokens: int, partitions: int, rounds: 
             # CPU seconds of this process per tick (the broker is a child, Quix another):
             # moves far less with the machine's load than the rates.
             cpu: dict[str, list[float]] = {"bare": [], "monitor": []}
-            #: the same per second of wall: what is left of 1 is the side waiting.
-            busy: dict[str, list[float]] = {"bare": [], "monitor": []}
             kinds = ["bare", "monitor"] + (["quix"] if peer else [])
             for n in range(rounds):
                 kafka = msgspec.structs.replace(
@@ -239,7 +237,6 @@ async def table_rounds(rows: list[Row], n_tokens: int, partitions: int, rounds: 
                         bare.append(timed.rate)
                         figure = bare[-1]
                         cpu["bare"].append(timed.cpu)
-                        busy["bare"].append(timed.cpu * timed.rate)
                     elif which == "quix":
                         quix.append(await asyncio.to_thread(
                             quix_round, bootstrap, base.ticks_topic, f"quix-{n}", row.total,
@@ -253,7 +250,6 @@ async def table_rounds(rows: list[Row], n_tokens: int, partitions: int, rounds: 
                         print(f"    {gc_time.line(row.ticks / timed.rate)}", flush=True)
                         mon.append(timed.rate)
                         cpu["monitor"].append(timed.cpu)
-                        busy["monitor"].append(timed.cpu * timed.rate)
                         figure = timed.rate
                         errors += daemon.stats.dead_letters
                         state = await stored_batches(bootstrap, kafka.state_topic)
@@ -281,11 +277,13 @@ async def table_rounds(rows: list[Row], n_tokens: int, partitions: int, rounds: 
         print(f"CPU per tick (medians, the timed ticks): bare "
               f"{cpu_bare:.1f} us, monitor {cpu_mon:.1f} us, bare/monitor "
               f"{cpu_bare / cpu_mon:.3f}", flush=True)
+        # Busy: CPU seconds per second of wall, a round's CPU per tick times its rate.
         # What is left of 1 is the loop waiting (on a fetch, or on the producer's queue
         # of one batch per partition): the most that overlapping the monitor's waits
         # with its work (a background publisher) could win.
-        busy_bare, busy_mon = (statistics.median(busy["bare"]),
-                               statistics.median(busy["monitor"]))
+        busy_bare, busy_mon = (
+            statistics.median([c * r for c, r in zip(cpu[side], rates, strict=True)])
+            for side, rates in (("bare", bare), ("monitor", mon)))
         print(f"busy (CPU seconds per second of wall, medians): bare {busy_bare:.2f}, "
               f"monitor {busy_mon:.2f}", flush=True)
         note = ("Quix Streams: in the pure-Python run" if compiled
