@@ -22,6 +22,11 @@ from typing import Any
 from common import RESULT_PREFIX
 
 HERE = Path(__file__).resolve().parent
+#: The table's header row (``table_history.py`` finds the tables kept in the docs by it).
+HEADER = ("| path | project: median (min–max) | limit it is measured against "
+          "| limit: median (min–max) | ratio | target | met |")
+#: The ``met`` column: met, not met, no target (a peer's row).
+MET_CELLS: dict[bool | None, str] = {True: "yes", False: "**no**", None: "—"}
 #: Delivery: five throughput rounds; isolation from five 24 s runs a side (a p99 of
 #: ~1,200 latencies; 8 s runs, ~400, moved between 0.98 and 1.23 with the same code; the
 #: median of three p99s still let one slow run decide: PostgreSQL's spread 17-131 ms),
@@ -63,8 +68,8 @@ def _figure(spread: dict[str, float] | None, unit: str) -> str:
 def _met(row: dict[str, Any]) -> str:
     """A peer's row (another tool on the same limit) has no target to meet."""
     if row["target"].startswith("peer"):
-        return "—"
-    return "yes" if row["met"] else "**no**"
+        return MET_CELLS[None]
+    return MET_CELLS[bool(row["met"])]
 
 
 def _small_digits(value: float) -> int:
@@ -107,8 +112,7 @@ def table(rows: list[dict[str, Any]]) -> str:
     out = [f"Measured on {m['cores']} cores{cpu}, {m['memory_gb']} GB, Python {m['python']}; "
            f"1-minute load average during the runs {min(x[0] for x in loads):.1f}–"
            f"{max(x[0] for x in loads):.1f} ({_load_words(max(x[0] for x in loads))}).", "",
-           "| path | project: median (min–max) | limit it is measured against "
-           "| limit: median (min–max) | ratio | target | met |",
+           HEADER,
            "|---|---|---|---|---|---|---|"]
     for r in rows:
         ratio = _ratio(r)

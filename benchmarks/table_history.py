@@ -25,10 +25,11 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from report import HEADER, MET_CELLS
+
 REPO = Path(__file__).resolve().parent.parent
-HEADER = "| path | project: median (min–max) |"
-#: What ``report.py`` prints in the ``met`` column: met, not met, no target (a peer).
-MET = {"yes": True, "**no**": False, "—": None}
+#: A ``met`` cell -> met, not met, no target (a peer's row).
+MET = {cell: met for met, cell in MET_CELLS.items()}
 
 
 @dataclass
@@ -86,7 +87,7 @@ def tables_in(markdown: str, source: str = "") -> list[Table]:
     found: list[Table] = []
     headings: dict[int, str] = {}
     current: Table | None = None
-    columns: list[str] = []
+    width = 0  # cells in a row of the current table
     for line in markdown.splitlines():
         heading = re.match(r"(#{1,6}) (.*)", line)
         if heading:
@@ -94,7 +95,7 @@ def tables_in(markdown: str, source: str = "") -> list[Table]:
             headings = {k: v for k, v in headings.items() if k < level}
             headings[level] = heading.group(2).strip()
         if line.startswith(HEADER):
-            columns = [c.strip() for c in line.strip().strip("|").split("|")]
+            width = line.strip().strip("|").count("|") + 1
             title = " / ".join(headings[k] for k in sorted(headings) if k > 1)
             current = Table(f"{source}{': ' if source and title else ''}{title}")
             found.append(current)
@@ -106,17 +107,17 @@ def tables_in(markdown: str, source: str = "") -> list[Table]:
             continue
         if line.startswith("|---"):
             continue
-        cells = [c.strip() for c in line.strip().strip("|").split("|")]
         # The path cell can hold no "|"; the last columns are ratio, target and met.
-        first, ratio, met = cells[0], cells[-3], cells[-1]
-        if len(cells) != len(columns):
-            raise ValueError(f"{current.title}: a row of {len(cells)} cells under "
-                             f"{len(columns)} columns: {line[:120]}")
-        text = row_text(first)
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) != width or cells[-1] not in MET:
+            raise ValueError(f"{current.title}: not a row of report.py's table "
+                             f"({len(cells)} cells under {width} columns, met "
+                             f"{cells[-1]!r}): {line[:120]}")
+        text = row_text(cells[0])
         key = row_key(text)
         if key in current.rows:
             raise ValueError(f"{current.title}: two rows read as one: {text[:120]}")
-        current.rows[key] = (text, _ratio(ratio), MET.get(met))
+        current.rows[key] = (text, _ratio(cells[-3]), MET[cells[-1]])
     return found
 
 

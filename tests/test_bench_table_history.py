@@ -103,3 +103,13 @@ def test_a_missing_file_is_a_clear_error(tmp_path: Path) -> None:
                           capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 2
     assert "cannot read" in done.stderr and "none.md" in done.stderr
+
+
+def test_a_row_that_is_not_report_pys_is_an_error_not_a_guess(tmp_path: Path) -> None:
+    table = report_table(tmp_path, "one", result("row", 0.5, ">= 0.7", False))
+    path = tmp_path / "perf.md"
+    path.write_text(table.replace("**no**", "maybe"))
+    done = subprocess.run([sys.executable, str(SCRIPT), str(path)], capture_output=True,
+                          text=True, timeout=60, check=False)
+    assert done.returncode == 1
+    assert "not a row of report.py's table" in done.stderr and "'maybe'" in done.stderr
