@@ -41,10 +41,18 @@ class Progress:
         self.topic = kafka.ratings_topic
         self.total = owed_ratings
 
-    async def reached(self, fraction: float) -> None:
+    async def reached(self, fraction: float, beyond: int = 0) -> None:
+        """Until ``fraction`` of them are on the topic, and more than ``beyond`` records
+        (what was there before the running instance started: so it published some)."""
         async with TopicReader(self.bootstrap, self.topic) as ratings:
-            await ratings.until(lambda r: len(r) >= fraction * self.total, 120,
-                                f"{fraction:.0%} of the ratings")
+            await ratings.until(
+                lambda r: len(r) >= fraction * self.total and len(r) > beyond, 120,
+                f"{fraction:.0%} of the ratings" + (f", past {beyond}" if beyond else ""))
+
+    async def published(self) -> int:
+        """How many rating records are on the topic now (duplicates included)."""
+        async with TopicReader(self.bootstrap, self.topic) as ratings:
+            return len(await ratings.to_end(60))
 
 
 async def finish(broker: EmbeddedBroker, kafka: KafkaConfig, last: MonitorProcess) -> None:

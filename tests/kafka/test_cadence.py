@@ -8,6 +8,13 @@ byte-identical to ``depeg-monitor replay`` run with the same setting (0 lost, 0 
 0 differing). The cadence must survive a restore: the engine state carries the token's
 last refresh, which decides the next snapshot. The restores also re-read the ticks that
 compact state records leave out (held for lateness), which must change nothing either.
+
+That re-read is made certain, not left to timing: the second half of the ticks is
+published only after the first instance is dead, and the second instance is stopped only
+once it has published ratings of its own, so its clean stop writes states that list held
+ticks (which the third instance reads again). Waiting on a share of the ratings alone did
+not ensure it: the first instance could publish past 60% before its kill took effect, and
+the second then stopped before it had processed a tick.
 """
 
 from __future__ import annotations
@@ -50,7 +57,10 @@ async def test_snapshot_cadence_equals_replay_across_kill9_and_restart(
     kafka = fast_kafka(broker.bootstrap_servers, batch_max_records=200, partitions=4,
                        checkpoint_interval_seconds=1.5)
     await ensure_topics(kafka)
-    await publish(broker.bootstrap_servers, kafka.ticks_topic, tick_records(ticks))
+    records = tick_records(ticks)
+    # Time-ordered, so the first half owes about half the ratings (the topic ends the same
+    # as one publish of them all: per-partition order is kept).
+    await publish(broker.bootstrap_servers, kafka.ticks_topic, records[:len(records) // 2])
     progress = Progress(broker, kafka, sum(1 for kind, _, _ in owed if kind == "rating"))
 
     def start(name: str) -> MonitorProcess:
@@ -60,6 +70,8 @@ async def test_snapshot_cadence_equals_replay_across_kill9_and_restart(
     await progress.reached(0.3)
     a.kill9()
     a.stop()
+    await publish(broker.bootstrap_servers, kafka.ticks_topic, records[len(records) // 2:])
+    before_b = await progress.published()
     b = start("b")
 
     async def b_took_partitions() -> bool:
@@ -68,7 +80,7 @@ async def test_snapshot_cadence_equals_replay_across_kill9_and_restart(
         return bool(b.events("monitor.partitions_assigned"))
 
     await wait_for(b_took_partitions, 120, "the second instance to take its partitions")
-    await progress.reached(0.6)
+    await progress.reached(0.6, beyond=before_b)
     assert b.stop() == 0  # SIGTERM: checkpoint, commit, leave
     c = start("c")
     await finish(broker, kafka, c)
