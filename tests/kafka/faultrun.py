@@ -49,7 +49,7 @@ class Progress:
                 lambda r: len(r) >= fraction * self.total and len(r) > beyond, 120,
                 f"{fraction:.0%} of the ratings" + (f", past {beyond}" if beyond else ""))
 
-    async def published(self) -> int:
+    async def on_topic(self) -> int:
         """How many rating records are on the topic now (duplicates included)."""
         async with TopicReader(self.bootstrap, self.topic) as ratings:
             return len(await ratings.to_end(60))

@@ -71,7 +71,7 @@ async def test_snapshot_cadence_equals_replay_across_kill9_and_restart(
     a.kill9()
     a.stop()
     await publish(broker.bootstrap_servers, kafka.ticks_topic, records[len(records) // 2:])
-    before_b = await progress.published()
+    before_b = await progress.on_topic()
     b = start("b")
 
     async def b_took_partitions() -> bool:
